@@ -1,0 +1,141 @@
+"""The comparison ladder (3987bis sec. 5.3; draft-masinter-iri-equivalence sec. 5).
+
+Each rung's canonical form merges more aliases than the one below it and
+never merges what the specs say may differ. The syntax and scheme forms are
+ASCII URIs; every form is idempotent, and the scheme form of ``x`` equals the
+scheme form of the syntax form of ``x``.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Protocol
+
+from .errors import IRIError
+from .host import normalize_host_syntax
+from .parse import IRIReference, parse, recompose
+from .percent import normalize_component
+from .resolve import remove_dot_segments
+from .schemes import normalize_scheme_based
+
+
+class Rung(IntEnum):
+    """The rungs, cheapest first (3987bis 5.3.1-5.3.4)."""
+
+    STRING = 0
+    SYNTAX = 1
+    SCHEME = 2
+    PROTOCOL = 3
+
+    @classmethod
+    def parse(cls, value: Rung | str) -> Rung:
+        """A member from itself or its name, case-insensitively (``"scheme"``)."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls[value.strip().upper()]
+            except KeyError:
+                pass
+        names = ", ".join(repr(r.name.lower()) for r in cls)
+        raise ValueError(f"unknown rung {value!r}: choose one of {names}")
+
+
+class EquivalenceStore(Protocol):
+    """What the protocol rung needs of a store: the representative of a scheme form."""
+
+    def representative(self, url: str) -> str: ...
+
+
+def normalize_syntax_based(ref: IRIReference) -> IRIReference:
+    """3987bis 5.3.2: case, percent-encoding and path-segment normalization."""
+    host = ref.host
+    if host is not None:
+        host = normalize_host_syntax(host)
+    path = normalize_component(ref.path)
+    if path.startswith("/"):
+        path = remove_dot_segments(path)
+        if host is None and path.startswith("//"):
+            path = "/." + path  # keep "//" from being read as an authority
+    return IRIReference(
+        ref.scheme.lower() if ref.scheme is not None else None,
+        None if ref.userinfo is None else normalize_component(ref.userinfo),
+        host,
+        ref.port,
+        path,
+        None if ref.query is None else normalize_component(ref.query),
+        None if ref.fragment is None else normalize_component(ref.fragment),
+    )
+
+
+def canonicalize(
+    iri: str,
+    rung: Rung | str = Rung.SCHEME,
+    *,
+    keep_fragment: bool = True,
+    lenient: bool = False,
+    store: EquivalenceStore | None = None,
+) -> str:
+    """The canonical form of an absolute IRI at ``rung``.
+
+    ``keep_fragment=False`` drops the fragment, as comparisons for a network
+    action do (3987bis 5.1). ``lenient=True`` first applies the sec. 7
+    preprocessing. The protocol rung needs ``store``: it maps the scheme form
+    to the representative the store has learned. Raises :class:`IRIError`
+    for any string that is not an absolute IRI (after preprocessing).
+    """
+    level = Rung.parse(rung)
+    if level is Rung.PROTOCOL:
+        if store is None:
+            raise ValueError("the protocol rung needs an equivalence store: pass store=")
+        return store.representative(
+            canonicalize(iri, Rung.SCHEME, keep_fragment=keep_fragment, lenient=lenient)
+        )
+    ref = parse(iri, lenient=lenient)
+    if ref.scheme is None:
+        raise IRIError(
+            "a relative reference has no identity of its own: resolve it against a base first",
+            "scheme",
+            0,
+        )
+    if not keep_fragment and ref.fragment is not None:
+        ref = ref._replace(fragment=None)
+    if level is Rung.STRING:
+        return iri if keep_fragment and not lenient else recompose(ref)
+    ref = normalize_syntax_based(ref)
+    if level is Rung.SCHEME:
+        ref = normalize_scheme_based(ref)
+    return recompose(ref)
+
+
+def equivalent(
+    a: str,
+    b: str,
+    rung: Rung | str = Rung.SCHEME,
+    *,
+    keep_fragment: bool = True,
+    lenient: bool = False,
+    store: EquivalenceStore | None = None,
+) -> bool:
+    """Whether ``a`` and ``b`` are equivalent at ``rung`` (their canonical forms are equal)."""
+    options = dict(keep_fragment=keep_fragment, lenient=lenient, store=store)
+    return canonicalize(a, rung, **options) == canonicalize(b, rung, **options)
+
+
+def lowest_common_rung(
+    a: str,
+    b: str,
+    highest: Rung | str = Rung.SCHEME,
+    *,
+    keep_fragment: bool = True,
+    lenient: bool = False,
+    store: EquivalenceStore | None = None,
+) -> Rung | None:
+    """The lowest rung (up to ``highest``) at which ``a`` and ``b`` are equivalent, or ``None``."""
+    top = Rung.parse(highest)
+    for level in Rung:
+        if level > top:
+            break
+        if equivalent(a, b, level, keep_fragment=keep_fragment, lenient=lenient, store=store):
+            return level
+    return None

@@ -1,0 +1,94 @@
+"""Lenient input: 3987bis sec. 7 preprocessing of what crawlers really meet.
+
+LEIRI (7.1) and Web Address (7.2) processing map strings that are not IRIs
+into IRIs. Every step touches only characters that cannot occur in a valid
+IRI at that place, so a valid IRI passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import charsets as cs
+from .percent import pct_encode_octets
+
+# 7.2 step 1: leading and trailing C0 controls and space (the draft names
+# space, CR, LF and TAB; the other C0 controls are never valid either).
+_EDGES = "".join(chr(c) for c in range(0x21))
+# 7.2 step 2 (as HTML does): TAB, LF and CR anywhere are dropped.
+_STRIPPED = re.compile(r"[\t\n\r]")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+\-.]*:")
+_TOP = re.compile(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.S)
+# Schemes whose paths browsers read with '\' as '/' (7.2 step 5, href-path-sep).
+_BACKSLASH_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
+
+
+def _encoder(allowed: str) -> re.Pattern[str]:
+    """Characters to percent-encode: not allowed there, or a '%' starting no triplet."""
+    return re.compile(f"[^{allowed}%]|%(?![0-9A-Fa-f]{{2}})")
+
+
+_ENCODE = {
+    "userinfo": _encoder(cs.USERINFO),
+    "host": _encoder(cs.REG_NAME),
+    "path": _encoder(cs.PATH),
+    "query": _encoder(cs.QUERY),
+    "fragment": _encoder(cs.FRAGMENT),
+}
+
+
+def _escape(m: re.Match[str]) -> str:
+    return pct_encode_octets(m.group().encode("utf-8", "surrogatepass"))
+
+
+def _encode(text: str, component: str) -> str:
+    return _ENCODE[component].sub(_escape, text)
+
+
+def _backslashes_to_slashes(text: str) -> str:
+    """7.2 step 5: '\\' before the query or fragment is a path separator for web schemes."""
+    m = _SCHEME.match(text)
+    if m is not None and m.group()[:-1].lower() not in _BACKSLASH_SCHEMES:
+        return text
+    end = len(text)
+    for delimiter in "?#":
+        found = text.find(delimiter)
+        if 0 <= found < end:
+            end = found
+    return text[:end].replace("\\", "/") + text[end:]
+
+
+def preprocess(text: str) -> str:
+    """Turn a string found in the wild into an IRI reference where one is meant.
+
+    Trims whitespace and controls at both ends, drops TAB/CR/LF inside,
+    reads ``\\`` as ``/`` in web paths, and percent-encodes (as UTF-8) every
+    character the 3987bis grammar forbids in the component it stands in,
+    including a ``%`` not followed by two hex digits (-> ``%25``).
+    """
+    text = _STRIPPED.sub("", text.strip(_EDGES))
+    if "\\" in text:
+        text = _backslashes_to_slashes(text)
+    m = _TOP.fullmatch(text)
+    assert m is not None
+    scheme, authority, path, query, fragment = m.groups()
+    out = []
+    if scheme is not None:
+        out.append(scheme + ":")
+    if authority is not None:
+        out.append("//" + _lenient_authority(authority))
+    out.append(_encode(path, "path"))
+    if query is not None:
+        out.append("?" + _encode(query, "query"))
+    if fragment is not None:
+        out.append("#" + _encode(fragment.replace("#", "%23"), "fragment"))
+    return "".join(out)
+
+
+def _lenient_authority(authority: str) -> str:
+    userinfo, at, hostport = authority.rpartition("@")
+    out = _encode(userinfo, "userinfo").replace("@", "%40") + at if at else ""
+    if hostport.startswith("["):
+        return out + hostport  # IP literals are validated strictly
+    host, colon, port = hostport.partition(":")
+    return out + _encode(host, "host") + colon + port

@@ -1,0 +1,83 @@
+"""Reference resolution (RFC 3986 sec. 5.2; 3987bis sec. 6.5)."""
+
+from __future__ import annotations
+
+import re
+
+from .errors import IRIError
+from .parse import IRIReference, parse, recompose
+
+
+_DOT_SEGMENT = re.compile(r"(?:^|/)\.\.?(?:/|$)")
+
+
+def remove_dot_segments(path: str) -> str:
+    """RFC 3986 5.2.4, step by step (rules A-E of the RFC's loop)."""
+    if not _DOT_SEGMENT.search(path):
+        return path
+    out: list[str] = []  # output buffer as segments, each with its leading "/" if any
+    rest = path
+    while rest:
+        if rest.startswith("../"):  # A
+            rest = rest[3:]
+        elif rest.startswith("./"):  # A
+            rest = rest[2:]
+        elif rest.startswith("/./"):  # B
+            rest = rest[2:]
+        elif rest == "/.":  # B
+            rest = "/"
+        elif rest.startswith("/../"):  # C
+            rest = rest[3:]
+            if out:
+                out.pop()
+        elif rest == "/..":  # C
+            rest = "/"
+            if out:
+                out.pop()
+        elif rest in (".", ".."):  # D
+            rest = ""
+        else:  # E
+            cut = rest.find("/", 1)
+            if cut < 0:
+                cut = len(rest)
+            out.append(rest[:cut])
+            rest = rest[cut:]
+    return "".join(out)
+
+
+def merge_paths(base: IRIReference, ref_path: str) -> str:
+    """RFC 3986 5.2.3."""
+    if base.host is not None and base.path == "":
+        return "/" + ref_path
+    return base.path[: base.path.rfind("/") + 1] + ref_path
+
+
+def resolve_components(base: IRIReference, ref: IRIReference) -> IRIReference:
+    """RFC 3986 5.2.2, strict (a reference with a scheme is never made relative)."""
+    if ref.scheme is not None:
+        return ref._replace(path=remove_dot_segments(ref.path))
+    if ref.host is not None:
+        return ref._replace(scheme=base.scheme, path=remove_dot_segments(ref.path))
+    if ref.path == "":
+        query = ref.query if ref.query is not None else base.query
+        return base._replace(query=query, fragment=ref.fragment)
+    if ref.path.startswith("/"):
+        path = remove_dot_segments(ref.path)
+    else:
+        path = remove_dot_segments(merge_paths(base, ref.path))
+    return base._replace(path=path, query=ref.query, fragment=ref.fragment)
+
+
+def resolve(base: str, ref: str, *, lenient: bool = False) -> str:
+    """Resolve the IRI reference ``ref`` against the absolute IRI ``base`` (RFC 3986 5.2).
+
+    The result is an IRI (not mapped to a URI). ``base`` may carry a
+    fragment, which is ignored (5.1).
+    """
+    base_ref = parse(base, lenient=lenient)
+    if base_ref.scheme is None:
+        raise IRIError("the base must be an absolute IRI (it has no scheme)", "scheme", 0)
+    target = resolve_components(base_ref, parse(ref, lenient=lenient))
+    if target.host is None and target.path.startswith("//"):
+        raise IRIError("the resolved path starts with '//' but there is no authority", "path")
+    return recompose(target)
