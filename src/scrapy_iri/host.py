@@ -102,6 +102,8 @@ def normalize_dns_host(host: str) -> str:
             host = idna.uts46_remap(host, std3_rules=False, transitional=False)
         except (idna.IDNAError, UnicodeError) as exc:
             raise IRIError(f"invalid IDN: {exc}", "host") from None
+        if not host:
+            raise IRIError("the host name maps to nothing under UTS #46", "host")
     else:
         host = host.lower()
     labels = host.split(".")

@@ -191,6 +191,12 @@ def parse(iri_reference: str, *, lenient: bool = False) -> IRIReference:
     if authority is not None:
         userinfo, host, port = split_authority(authority, m.start(2))
     _check("path", path, m.start(3))
+    if scheme is None and authority is None:
+        colon = path.find(":")
+        if colon >= 0 and "/" not in path[:colon]:
+            raise IRIError(
+                "':' in the first segment of a relative path (write './' before it)", "path", colon
+            )
     if query is not None:
         _check("query", query, m.start(4))
     if fragment is not None:

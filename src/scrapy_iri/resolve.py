@@ -59,8 +59,11 @@ def resolve_components(base: IRIReference, ref: IRIReference) -> IRIReference:
     if ref.host is not None:
         return ref._replace(scheme=base.scheme, path=remove_dot_segments(ref.path))
     if ref.path == "":
+        # The base path as it stands, but in resolved form: a base read from a
+        # document may still hold dot segments (RFC 3986 5.2.1 asks for an
+        # absolute base; oxiri and JSON-LD expect them removed here too).
         query = ref.query if ref.query is not None else base.query
-        return base._replace(query=query, fragment=ref.fragment)
+        return base._replace(path=remove_dot_segments(base.path), query=query, fragment=ref.fragment)
     if ref.path.startswith("/"):
         path = remove_dot_segments(ref.path)
     else:

@@ -1,0 +1,4 @@
+from __future__ import annotations
+from ..model import Site
+def protocol_sites() -> list[Site]:
+    return []

@@ -1,0 +1,67 @@
+"""The scrapy-iri command line, run as a user runs it (the installed console script)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = shutil.which("scrapy-iri", path=str(Path(sys.executable).parent)) or shutil.which("scrapy-iri")
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    if SCRIPT is None:
+        pytest.fail("the scrapy-iri console script is not installed (pip install -e .)")
+    return subprocess.run([SCRIPT, *args], input=stdin, capture_output=True, text=True, timeout=60)
+
+
+def test_canon_arguments():
+    result = run("canon", "HTTP://Example.com:80/%7Efoo", "http://faß.de/")
+    assert result.returncode == 0
+    assert result.stdout.splitlines() == ["http://example.com/~foo", "http://xn--fa-hia.de/"]
+
+
+def test_canon_rung_and_fragment_options():
+    result = run("canon", "--rung", "syntax", "--drop-fragment", "HTTP://Example.com:80/%7Efoo#x")
+    assert result.stdout == "http://example.com:80/~foo\n"
+
+
+def test_canon_streams_stdin_and_reports_bad_lines_without_traceback():
+    result = run("canon", "-", stdin="http://A/\nhttp://a b/\nhttp://B/\n")
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == ["http://a/", "http://b/"]
+    assert "line 2: host:" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_canon_lenient():
+    result = run("canon", "--lenient", "-", stdin=" http://a/b c \n")
+    assert (result.returncode, result.stdout) == (0, "http://a/b%20c\n")
+
+
+@pytest.mark.parametrize(
+    "a, b, rung, code, line",
+    [
+        ("http://a/%7e", "HTTP://a/~", "scheme", 0, "equivalent at syntax"),
+        ("http://a:80", "http://a/", "scheme", 0, "equivalent at scheme"),
+        ("http://a/", "http://a/", "scheme", 0, "equivalent at string"),
+        ("http://a:80", "http://a/", "syntax", 1, "different at every rung up to syntax"),
+        ("http://a/?x=1&y=2", "http://a/?y=2&x=1", "scheme", 1, "different at every rung up to scheme"),
+    ],
+)
+def test_compare(a, b, rung, code, line):
+    result = run("compare", a, b, "--rung", rung)
+    assert result.returncode == code
+    assert result.stdout.strip() == line
+
+
+def test_compare_invalid_iri_and_usage_errors():
+    result = run("compare", "http://a b/", "http://a/")
+    assert result.returncode == 2 and "host:" in result.stderr and "Traceback" not in result.stderr
+    result = run("canon", "--rung", "nonsense", "http://a/")
+    assert result.returncode == 2 and "unknown rung" in result.stderr
+    result = run("canon", "--rung", "protocol", "http://a/")
+    assert result.returncode == 2 and "store" in result.stderr
