@@ -8,6 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("default", max_examples=400, deadline=None)
+settings.register_profile("fuzz", max_examples=30000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 CORPORA = Path(os.environ.get("SCRAPY_IRI_CORPORA", Path(__file__).resolve().parents[2] / "shared" / "corpora"))
 

@@ -75,6 +75,10 @@ def _decode_utf8_escapes(host: str) -> str:
     return TRIPLET_RUN.sub(decode, host)
 
 
+# After UTS #46 mapping, the ASCII a DNS name may hold: letters, digits, '-', '_', '.'.
+_NOT_HOST_NAME_ASCII = re.compile(r"[\x00-\x2c\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f]")
+
+
 def _check_a_label(label: str) -> None:
     """RFC 5891 5.4: an ``xn--`` label must decode to a valid U-label and back."""
     try:
@@ -104,6 +108,9 @@ def normalize_dns_host(host: str) -> str:
             raise IRIError(f"invalid IDN: {exc}", "host") from None
         if not host:
             raise IRIError("the host name maps to nothing under UTS #46", "host")
+        bad = _NOT_HOST_NAME_ASCII.search(host)
+        if bad is not None:  # e.g. U+FF0F -> '/', U+00A0 -> ' ': never let a mapping add a delimiter
+            raise IRIError(f"the host name maps to {bad.group()!r} under UTS #46", "host")
     else:
         host = host.lower()
     labels = host.split(".")

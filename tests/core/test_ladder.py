@@ -126,6 +126,9 @@ def test_scheme_forms(iri, scheme_form):
         "http://%FF.example/",  # escapes that are not UTF-8 cannot be a host name
         "http:///path",  # RFC 9110: an empty host is invalid for http
         "http://ab--c\u00e9.example/",  # hyphens in positions 3-4 of a U-label
+        "http://a\uff0fb.example/",  # UTS #46 maps the full-width solidus to '/': never a new delimiter
+        "http://\u00a0/",  # ... and NBSP to a space
+        "http://\u00ad/",  # the soft hyphen maps to nothing: an empty host
     ],
 )
 def test_scheme_rung_errors(iri):

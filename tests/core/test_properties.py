@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from scrapy_iri import IRIError, canonicalize, equivalent, parse, resolve, to_iri, to_uri
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Example counts come from the Hypothesis profile (tests/conftest.py; HYPOTHESIS_PROFILE=fuzz for long runs).
+SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow])
 
 UNICODE_LETTERS = "üßöéÉÜ日本語кирΣσαעבר\u0301\uff21\u00a0\ufb01"
 triplet = st.integers(0, 255).map(lambda b: f"%{b:02X}") | st.integers(0, 255).map(lambda b: f"%{b:02x}")
@@ -111,7 +112,7 @@ def test_lower_rungs_never_merge_what_higher_rungs_keep_apart(iri, rung):
         assert high[0] == high[1]
 
 
-@settings(max_examples=1000, deadline=None)
+@SETTINGS
 @given(st.text(), st.booleans())
 def test_only_iri_error_escapes_for_any_string(text, lenient):
     for call in (
@@ -130,7 +131,7 @@ def test_only_iri_error_escapes_for_any_string(text, lenient):
             pass
 
 
-@settings(max_examples=500, deadline=None)
+@SETTINGS
 @given(st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from("%:/?#[]@.\\ ")).map(lambda t: "http://" + t))
 def test_only_iri_error_escapes_for_url_like_strings(text):
     for lenient in (False, True):
