@@ -29,6 +29,17 @@ def normalize_host_syntax(host: str) -> str:
         return host.lower()
     if host.isascii() and "%" not in host:
         return host.lower()
+    return _normalize_reg_name_encoded(host)
+
+
+@lru_cache(maxsize=1 << 14)
+def _normalize_reg_name_encoded(host: str) -> str:
+    """The non-ASCII or percent-encoded case of :func:`normalize_host_syntax`.
+
+    Cached (a pure function of the string): a crawl meets the same host
+    names over and over, and encoding every character of an IDN costs more
+    than the lookup.
+    """
     text = normalize_triplets(encode_non_ascii(host)).lower()
     return uppercase_triplets(text)
 

@@ -29,7 +29,8 @@ _NORMAL_TRIPLET = _triplet_table()
 
 def pct_encode_octets(data: bytes) -> str:
     """Each octet as ``%HH`` with uppercase hex digits (3987bis 3.3)."""
-    return "".join(f"%{b:02X}" for b in data)
+    # bytes.hex("%") writes "c3%a9": the same digits, joined by the separator.
+    return "%" + data.hex("%").upper() if data else ""
 
 
 def _encode_match(m: re.Match[str]) -> str:
@@ -58,7 +59,11 @@ def normalize_component(text: str) -> str:
     """Syntax-normal form of a component other than the host (3987bis 5.3.2.1, 5.3.2.3)."""
     if "%" not in text and text.isascii():
         return text
-    return normalize_triplets(encode_non_ascii(text))
+    # Equal to normalize_triplets(encode_non_ascii(text)), cheaper: the
+    # triplets encode_non_ascii writes (uppercase, octets >= 0x80) are already
+    # normal, and a non-ASCII character is never a hex digit, so neither step
+    # creates or destroys a triplet the other one would see.
+    return encode_non_ascii(normalize_triplets(text))
 
 
 def uppercase_triplets(text: str) -> str:

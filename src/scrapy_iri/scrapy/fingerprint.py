@@ -9,8 +9,13 @@ the HTTP cache, media pipelines and anything else that keys on
 
 A URL that cannot be canonicalized (not an IRI even after lenient
 preprocessing, an invalid IDN, a port above 65535) keeps the identity of
-the string rung: the URL as given. Requests with the ``verbatim_url`` meta
-key get the string rung too, as Scrapy fingerprints them verbatim.
+the string rung: the URL as given.
+
+Requests with Scrapy's ``verbatim_url`` meta key are compared at the
+configured rung too: Scrapy fingerprints them verbatim so that w3lib's
+canonicalization (which sorts queries) cannot merge them, but the ladder
+never merges URLs the specs keep apart. Set ``IRI_RUNG = "string"`` to
+compare exact URLs.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ class RequestIdentity:
 
     ``fingerprint`` covers the method, the URL's form at ``rung`` and the
     body. ``rung`` is the configured rung, or the string rung when the URL
-    could not be canonicalized (``error`` says why) or is verbatim. ``tag`` packs a
+    could not be canonicalized (``error`` says why). ``tag`` packs a
     short hash of the URL's form at each rung below the configured one, so
     that the dupefilter can tell which rung merged a duplicate without
     keeping any URL (see :func:`lowest_common_rung`).
@@ -190,19 +195,18 @@ class IRIRequestFingerprinter:
     def identity(self, request: Request) -> RequestIdentity:
         """The request's identity at the configured rung (cached while the request lives)."""
         store = self._get_store() if self.rung is Rung.PROTOCOL else None
-        verbatim = bool(request.meta.get("verbatim_url"))
-        key = (self.rung, self.config.keep_fragments, self.config.lenient, verbatim, id(store))
+        key = (self.rung, self.config.keep_fragments, self.config.lenient, id(store))
         per_request = _cache.setdefault(request, {})
         identity = per_request.get(key)
         if identity is None:
-            identity = self._compute(request, store, verbatim)
+            identity = self._compute(request, store)
             per_request[key] = identity
         return identity
 
-    def _compute(self, request: Request, store: EquivalenceStore | None, verbatim: bool) -> RequestIdentity:
+    def _compute(self, request: Request, store: EquivalenceStore | None) -> RequestIdentity:
         rung = self.rung
         keep_fragment = self.config.keep_fragments
-        if verbatim or rung is Rung.STRING:
+        if rung is Rung.STRING:
             form = string_form(request.url, keep_fragment)
             return RequestIdentity(digest(request.method, form, request.body), Rung.STRING, 0)
         try:

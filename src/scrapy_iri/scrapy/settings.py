@@ -181,16 +181,21 @@ def store_uri(settings: BaseSettings, spider_name: str | None, *, createdir: boo
 def crawler_store(crawler: Crawler) -> EquivalenceStore:
     """The crawler's equivalence store (``IRI_STORE``), opened on first use and shared.
 
-    Components find it lazily: the request fingerprinter is built before
-    the engine and the spider exist.
+    Every component of a crawl uses this one store. Components find it
+    lazily: the request fingerprinter is built before the engine and the
+    spider exist. It is closed when the engine stops.
     """
     store = _stores.get(crawler)
     if store is None:
+        from scrapy import signals
+
         from scrapy_iri.store import open_store
 
         uri = store_uri(crawler.settings, getattr(crawler.spidercls, "name", None), createdir=True)
         store = open_store(uri)
         _stores[crawler] = store
+        # last of all: pipelines, the dupefilter and middlewares may use it until then
+        crawler.signals.connect(store.close, signal=signals.engine_stopped)
     return store
 
 

@@ -2,8 +2,9 @@
 
 A *rule kind* predicts, for a URL it covers, the URL a server following the
 convention would redirect it to (``/docs`` -> ``/docs/``). A kind may split
-the URLs it covers into *scopes* (``/docs`` and ``/page.html`` are different
-questions for a slash rule), and a rule is one (origin, kind, scope).
+the URLs it covers into *scopes* (slash rules: one per path template, so
+``/topic-1`` teaches about ``/topic-2`` but not about ``/both-1``), and a
+rule is one (origin, kind, scope).
 
 Each observation of a covered URL is judged against the prediction:
 
@@ -74,17 +75,29 @@ def _last_segment(path: str) -> str:
     return path.rpartition("/")[2]
 
 
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def path_template(path: str) -> str:
+    """The path with each run of digits replaced by ``#`` (never in a path): ``/topic-#/``.
+
+    Whether ``/x`` is a directory is a property of the file system behind
+    the server, so slash rules generalize only among paths of one template
+    (``/topic-1`` teaches about ``/topic-2``, not about ``/about``).
+    """
+    return _DIGITS.sub("#", path)
+
+
 def _add_slash(f: Form) -> tuple[str, Form] | None:
     if not f.path or f.path.endswith("/"):
         return None
-    scope = "file" if "." in _last_segment(f.path) else "plain"
-    return scope, f._replace(path=f.path + "/")
+    return path_template(f.path), f._replace(path=f.path + "/")
 
 
 def _remove_slash(f: Form) -> tuple[str, Form] | None:
     if len(f.path) < 2 or not f.path.endswith("/"):
         return None
-    return "", f._replace(path=f.path[:-1])
+    return path_template(f.path), f._replace(path=f.path[:-1])
 
 
 def _index_to_directory(f: Form) -> tuple[str, Form] | None:
@@ -247,8 +260,8 @@ class LearningPolicy:
     rule_ttl: float = 30 * 86400.0
     #: distinct sources redirected to one page that make it a sink
     sink_fanin: int = 5
-    #: exact aliases followed in a row before giving up (no merge)
-    max_chain: int = 10
+    #: hops followed in a row before giving up (no merge); Scrapy's REDIRECT_MAX_TIMES
+    max_chain: int = 20
     #: whether a permanent redirect to another registrable domain is an alias
     cross_site_aliases: bool = False
 
@@ -276,23 +289,20 @@ class RuleRecord:
     example: str = ""
     counterexample: str = ""
 
-    def status(self, policy: LearningPolicy) -> RuleStatus:
-        if self.against:
+    def status(self, policy: LearningPolicy, now: float) -> RuleStatus:
+        """The rule's status at ``now``, evidence older than the TTL left out."""
+        if self.against and now - self.last_against <= policy.rule_ttl:
             return RuleStatus.SUSPENDED
-        if self.support >= policy.min_observations:
+        if self.support >= policy.min_observations and now - self.last_support <= policy.rule_ttl:
             return RuleStatus.ACTIVE
         return RuleStatus.CANDIDATE
 
-    def expire(self, policy: LearningPolicy, now: float) -> bool:
-        """Forget evidence older than the TTL; True if something was forgotten."""
-        changed = False
+    def expire(self, policy: LearningPolicy, now: float) -> None:
+        """Forget evidence older than the TTL (a suspended rule starts learning afresh)."""
         if self.against and now - self.last_against > policy.rule_ttl:
-            self.against, self.support, self.counterexample = 0, 0, ""
-            changed = True
+            self.against, self.support, self.example, self.counterexample = 0, 0, "", ""
         if self.support and now - self.last_support > policy.rule_ttl:
             self.support, self.example = 0, ""
-            changed = True
-        return changed
 
     def add(self, verdict: Verdict, now: float, note: str) -> None:
         """Count one judged observation."""

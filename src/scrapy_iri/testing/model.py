@@ -43,6 +43,8 @@ class Site:
 
     ``host`` may be Unicode (``bücher.example``); the server answers its
     IDNA2008 A-label. ``start`` holds targets (``/``) or absolute URLs.
+    With ``ignore_query`` (the default, like a static file server) a query
+    that no resource declares is ignored when the bare path is a resource.
     """
 
     host: str
@@ -51,6 +53,7 @@ class Site:
     schemes: tuple[str, ...] = ("http", "https")
     start: tuple[str, ...] = ("/",)
     name: str = ""
+    ignore_query: bool = True
 
     def __post_init__(self) -> None:
         if not self.name:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import ClassVar
 from urllib.parse import parse_qsl
 
@@ -70,6 +70,12 @@ class Policy:
 
 def _with_query(path: str, target: Target) -> str:
     return str(Target(path, target.query))
+
+
+@lru_cache(maxsize=1024)
+def _path(declared: str) -> str:
+    """The normalized path of a declared target (``/~a?x`` -> ``/~a``)."""
+    return normalize_target(declared).path
 
 
 @dataclass(frozen=True)
@@ -197,9 +203,11 @@ class Sink(Policy):
     kind: ClassVar[str] = "sink"
 
     def redirect(self, ctx: Context) -> Redirect | None:
-        if ctx.path == normalize_target(self.target).path:
+        if ctx.path == _path(self.target):
             return None
-        hit = ctx.path in self.paths or any(ctx.path.startswith(p) for p in self.prefixes)
+        hit = any(ctx.path == _path(p) for p in self.paths) or any(
+            ctx.path.startswith(_path(p)) for p in self.prefixes
+        )
         return self._to(self.target) if hit else None
 
 
@@ -213,7 +221,7 @@ class OpenRedirector(Policy):
     kind: ClassVar[str] = "open_redirect"
 
     def redirect(self, ctx: Context) -> Redirect | None:
-        if ctx.path != self.path or ctx.target.query is None:
+        if ctx.path != _path(self.path) or ctx.target.query is None:
             return None
         for key, value in parse_qsl(ctx.target.query, keep_blank_values=True):
             if key == self.param and value:
@@ -234,9 +242,10 @@ class Chain(Policy):
     kind: ClassVar[str] = "chain"
 
     def redirect(self, ctx: Context) -> Redirect | None:
-        if not ctx.path.startswith(self.prefix):
+        prefix = _path(self.prefix)
+        if not ctx.path.startswith(prefix):
             return None
-        step = ctx.path[len(self.prefix) :]
+        step = ctx.path[len(prefix) :]
         if not step.isdigit() or int(step) >= self.hops:
             return None
         following = int(step) + 1
@@ -252,7 +261,7 @@ class NotFoundRedirect(Policy):
     stage: ClassVar[str] = "after"
 
     def redirect(self, ctx: Context) -> Redirect | None:
-        return None if ctx.path == self.target else self._to(self.target)
+        return None if ctx.path == _path(self.target) else self._to(self.target)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urljoin
 
 from .model import Resource, Site, check_unique_ids
 from .pages import render_message, render_resource
@@ -22,6 +21,7 @@ from .urls import (
     a_label_host,
     normalize_target,
     resolve_href,
+    resolve_reference,
     split_authority,
     wire_host,
 )
@@ -50,7 +50,9 @@ class SimRequest:
         return f"{self.scheme}://{self.host}{port}{target}"
 
     @classmethod
-    def from_url(cls, url: str, method: str = "GET", headers: Mapping[str, str] | None = None) -> SimRequest:
+    def from_url(
+        cls, url: str, method: str = "GET", headers: Mapping[str, str] | None = None
+    ) -> SimRequest:
         """Split an absolute ``http(s)://`` URL (the proxy's absolute-form)."""
         scheme, sep, rest = url.partition("://")
         if not sep:
@@ -98,7 +100,10 @@ class _CompiledSite:
     by_folded_path: dict[str, str] = field(default_factory=dict)
 
     def lookup(self, scheme: str, target: Target) -> Resource | None:
-        return self.by_target.get((scheme, target)) or self.by_target.get((None, target))
+        found = self.by_target.get((scheme, target)) or self.by_target.get((None, target))
+        if found is None and target.query is not None and self.site.ignore_query:
+            return self.lookup(scheme, Target(target.path))
+        return found
 
     def policies(self, stage: str) -> list[Policy]:
         return [p for p in self.site.policies if p.stage == stage]
@@ -113,6 +118,7 @@ class Router:
         self._hosts: dict[str, _CompiledSite] = {}
         self.resources: dict[str, Resource] = {}
         self.resource_hosts: dict[str, str] = {}
+        self.resource_sites: dict[str, Site] = {}
         for site in self.sites:
             self._compile(site)
 
@@ -127,6 +133,7 @@ class Router:
             compiled.by_folded_path.setdefault(key[1].path.casefold(), key[1].path)
             self.resources[resource.id] = resource
             self.resource_hosts[resource.id] = host
+            self.resource_sites[resource.id] = site
         names = [host, *(alias for p in site.policies for alias in p.alias_hosts(host))]
         for name in names:
             if name in self._hosts:
@@ -144,9 +151,7 @@ class Router:
         compiled = self._hosts.get(key) if key else None
         if compiled is None or port not in (None, DEFAULT_PORTS.get(scheme)):
             return False
-        return scheme in compiled.site.schemes or any(
-            p.kind == "https" for p in compiled.site.policies
-        )
+        return scheme in compiled.site.schemes or any(p.kind == "https" for p in compiled.site.policies)
 
     def route(self, request: SimRequest) -> SimResponse:
         """The simulated server's answer to one request."""
@@ -174,11 +179,11 @@ class Router:
         if host == compiled.host:
             resource = compiled.lookup(request.scheme, target)
             if resource is not None:
-                return self._serve(resource, request.method)
+                return self._serve(resource)
         answer = self._apply(compiled.policies("after"), ctx)
         return answer or _error(404, f"not found: {target}")
 
-    def _serve(self, resource: Resource, method: str) -> SimResponse:
+    def _serve(self, resource: Resource) -> SimResponse:
         body = render_resource(resource)
         response = _html(200, body, *resource.headers.items())
         response.resource_id = resource.id
@@ -241,7 +246,7 @@ class Router:
                 continue
             resource = self.resources[response.resource_id]
             found.setdefault(resource.id, final)
-            base = urljoin(final, resource.base) if resource.base else final
+            base = resolve_reference(final, resource.base) if resource.base else final
             for href in resource.links:
                 url = resolve_href(base, href)
                 if url is not None and url not in seen:

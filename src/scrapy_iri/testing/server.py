@@ -60,7 +60,9 @@ class ProxyServer(socketserver.TCPServer):
         self._open: set[socket.socket] = set()
         self._active = 0
 
-    def process_request(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+    def process_request(  # type: ignore[override]
+        self, request: socket.socket, client_address: object
+    ) -> None:
         try:
             self._pool.submit(self._work, request, client_address)
         except RuntimeError:  # the pool is shut down
@@ -139,7 +141,13 @@ class _Handler(BaseHTTPRequestHandler):
         except BadTarget as exc:
             self.send_error(400, str(exc))
             return
-        self._send(self.server.app.handle(request))
+        try:
+            response = self.server.app.handle(request)
+        except Exception:  # a bug in a site declaration or a policy: say so
+            logger.exception("simweb: error answering %s", request.url)
+            self.send_error(500, "simweb: internal error")
+            return
+        self._send(response)
 
     do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = do_OPTIONS = do_PATCH = _serve
 

@@ -13,9 +13,10 @@ Server side (what Apache and nginx do before looking a path up):
 
 from __future__ import annotations
 
+import re
 import string
 from dataclasses import dataclass
-from urllib.parse import quote, unquote, urljoin, urlsplit
+from urllib.parse import quote, unquote
 
 import idna
 
@@ -143,6 +144,49 @@ def split_authority(authority: str) -> tuple[str, int | None]:
     return host, int(port_text)
 
 
+#: RFC 3986 appendix B, with absent and empty components told apart
+_REFERENCE = re.compile(r"^(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?$", re.S)
+#: characters left as they are in a path (and, with "?", in a query)
+_PATH_SAFE = "/%:@!$&'()*+,;=~"
+
+
+def split_reference(reference: str) -> tuple[str | None, str | None, str, str | None, str | None]:
+    """(scheme, authority, path, query, fragment); None when absent (RFC 3986 appendix B)."""
+    match = _REFERENCE.match(reference)
+    assert match is not None  # every string matches: all parts are optional
+    scheme, authority, path, query, fragment = match.groups()
+    return scheme, authority, path or "", query, fragment
+
+
+def resolve_reference(base: str, reference: str) -> str:
+    """RFC 3986 sec. 5.2.2 (strict), fragment dropped; an empty ``?`` is kept."""
+    r_scheme, r_auth, r_path, r_query, _ = split_reference(reference)
+    b_scheme, b_auth, b_path, b_query, _ = split_reference(base)
+    if r_scheme is not None:
+        scheme, auth, path, query = r_scheme, r_auth, _dots(r_path), r_query
+    elif r_auth is not None:
+        scheme, auth, path, query = b_scheme, r_auth, _dots(r_path), r_query
+    elif r_path == "":
+        scheme, auth, path = b_scheme, b_auth, b_path
+        query = r_query if r_query is not None else b_query
+    else:
+        scheme, auth, query = b_scheme, b_auth, r_query
+        if r_path.startswith("/"):
+            path = _dots(r_path)
+        elif b_auth is not None and b_path == "":
+            path = _dots("/" + r_path)
+        else:
+            path = _dots(b_path[: b_path.rfind("/") + 1] + r_path)
+    uri = f"{scheme}:" if scheme is not None else ""
+    uri += f"//{auth}" if auth is not None else ""
+    uri += path
+    return uri if query is None else f"{uri}?{query}"
+
+
+def _dots(path: str) -> str:
+    return remove_dot_segments(path) if path.startswith("/") else path
+
+
 def resolve_href(base: str, href: str) -> str | None:
     """Resolve a link the way a correct crawler would, to an ASCII URI.
 
@@ -152,18 +196,15 @@ def resolve_href(base: str, href: str) -> str | None:
     Returns None for non-HTTP(S) links and hosts that cannot be encoded.
     """
     href = "".join(ch for ch in href.strip() if ch not in "\t\n\r")
-    absolute = urljoin(base, href)
-    parts = urlsplit(absolute)
-    if parts.scheme not in DEFAULT_PORTS or not parts.netloc:
+    raw_scheme, authority, path, query, _ = split_reference(resolve_reference(base, href))
+    scheme = (raw_scheme or "").lower()
+    if scheme not in DEFAULT_PORTS or not authority:
         return None
     try:
-        host, port = split_authority(parts.netloc)
+        host, port = split_authority(authority)
         host = idna.encode(unquote(host), uts46=True).decode("ascii")
     except (BadTarget, idna.IDNAError, UnicodeError):
         return None
-    netloc = host if port in (None, DEFAULT_PORTS[parts.scheme]) else f"{host}:{port}"
-    path = quote(parts.path or "/", safe="/%:@!$&'()*+,;=~")
-    uri = f"{parts.scheme}://{netloc}{path}"
-    if parts.query or absolute.split("#", 1)[0].endswith("?"):
-        uri += "?" + quote(parts.query, safe="/?%:@!$&'()*+,;=~")
-    return uri
+    netloc = host if port in (None, DEFAULT_PORTS[scheme]) else f"{host}:{port}"
+    uri = f"{scheme}://{netloc}{quote(path or '/', safe=_PATH_SAFE)}"
+    return uri if query is None else f"{uri}?{quote(query, safe=_PATH_SAFE + '?')}"

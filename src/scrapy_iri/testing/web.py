@@ -156,7 +156,9 @@ class SimulatedWeb:
         """A URL (ASCII URI) that answers 200 with the resource."""
         resource = self.resource(resource_id)
         host = self.router.resource_hosts[resource_id]
-        chosen = scheme or resource.scheme or "http"
+        site = self.router.resource_sites[resource_id]
+        https_only = "http" not in site.schemes or any(p.kind == "https" for p in site.policies)
+        chosen = scheme or resource.scheme or ("https" if https_only else "http")
         if resource.scheme not in (None, chosen):
             raise ValueError(f"{resource_id} is only served over {resource.scheme}")
         return f"{chosen}://{host}{normalize_target(resource.path)}"
@@ -227,6 +229,7 @@ class SimulatedWeb:
         return self.handle(SimRequest.from_url(url, method, headers))
 
     def handle(self, request: SimRequest) -> SimResponse:
+        """Answer a request as received (the server calls this) and count it."""
         if wire_host(request.host) == CONTROL_HOST:
             return self._control(request)
         response = self.router.route(request)
@@ -234,6 +237,7 @@ class SimulatedWeb:
         return response
 
     def accepts_tunnel(self, host: str, port: int) -> bool:
+        """Does a ``CONNECT host:port`` reach a simulated HTTPS server?"""
         return self.router.serves(host, "https", None if port == 443 else port)
 
     def _control(self, request: SimRequest) -> SimResponse:

@@ -1,0 +1,262 @@
+"""Benchmark of ``scrapy-iri graph`` against calling ``canonicalize()`` alone.
+
+The link graph is built deterministically from two public corpora:
+
+* ``oxiri_relative_urls_cc_10k.csv``: ``base,relative`` pairs from Common
+  Crawl; each becomes the edge ``base -> resolve(base, relative)`` (split on
+  the first comma, resolved with ``lenient=True``, failures skipped);
+* ``ada_kasztp.txt``: 48,010 real URLs, paired into edges by a seeded
+  generator with Zipf-like popularity (home pages and navigation come back
+  very often), repeated edges, and spellings real pages use for one target
+  (upper-case scheme and host, explicit default port, fragments).
+
+The graph (about 200,000 edges) is written to a temporary CSV; the benchmark
+then times
+
+* ``canonicalize() alone``: ``canonicalize(url, "scheme", keep_fragment=False,
+  lenient=True)`` on every end of every edge, in order, in one process, from
+  a list in memory: no I/O, no cache, no de-duplication;
+* ``canonicalize() on distinct URLs``: the same on each distinct URL once
+  (what a perfect cache would leave to do);
+* ``graph (in process)``: :func:`scrapy_iri.graph.normalize_graph_file`;
+* ``scrapy-iri graph``: the console script as a subprocess (wall clock,
+  interpreter start-up and imports included).
+
+and reports each as a ratio to ``canonicalize() alone`` (target <= 3x).
+Prints a table; writes benchmarks/results/graph.json.
+
+    .venv/bin/python benchmarks/graph_bench.py [--edges N] [--repeat K]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from bisect import bisect
+from itertools import accumulate
+from pathlib import Path
+
+from scrapy_iri import IRIError, canonicalize, resolve
+from scrapy_iri.graph import GraphNormalizer, normalize_graph_file
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPORA = Path(os.environ.get("SCRAPY_IRI_CORPORA", ROOT.parent / "shared" / "corpora"))
+RESULTS = ROOT / "benchmarks" / "results" / "graph.json"
+SCRIPT = Path(sys.executable).parent / "scrapy-iri"
+SEED = 20240607
+
+
+def _lines(relative: str) -> list[str]:
+    path = CORPORA / relative
+    if not path.exists():
+        sys.exit(f"graph_bench: {relative} not found under {CORPORA} (set SCRAPY_IRI_CORPORA)")
+    return path.read_text(encoding="utf-8-sig").splitlines()  # ada_kasztp.txt starts with a BOM
+
+
+def _variant(url: str, rng: random.Random) -> str:
+    """Another spelling of ``url`` that real pages use and the scheme rung merges."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    host, slash, path = rest.partition("/")
+    choice = rng.randrange(4)
+    if choice == 0:
+        return f"{scheme.upper()}://{host.upper()}{slash}{path}"
+    if choice == 1 and ":" not in host and "@" not in host:
+        port = {"http": ":80", "https": ":443"}.get(scheme.lower(), "")
+        return f"{scheme}://{host}{port}{slash}{path}"
+    if choice == 2 and "#" not in url:
+        return f"{url}#{rng.choice(['top', 'main', 'content', 'comments'])}"
+    return url
+
+
+def build_edges(size: int, seed: int = SEED) -> tuple[list[tuple[str, str]], dict[str, int]]:
+    rng = random.Random(seed)
+    edges: list[tuple[str, str]] = []
+    resolved = skipped = 0
+    for line in _lines("realworld/oxiri_relative_urls_cc_10k.csv")[1:]:
+        base, sep, relative = line.partition(",")
+        if not sep:
+            skipped += 1
+            continue
+        try:
+            edges.append((base, resolve(base, relative, lenient=True)))
+            resolved += 1
+        except IRIError:
+            skipped += 1
+    pages = [url for url in _lines("realworld/ada_kasztp.txt") if url]
+    rng.shuffle(pages)
+    # Zipf-like popularity: rank r is drawn with probability ~ 1/r.
+    cumulative = list(accumulate(1.0 / rank for rank in range(1, len(pages) + 1)))
+    total = cumulative[-1]
+
+    def popular() -> str:
+        return pages[min(bisect(cumulative, rng.random() * total), len(pages) - 1)]
+
+    first_generated = len(edges)
+    while len(edges) < size:
+        roll = rng.random()
+        if roll < 0.15 and len(edges) > first_generated:  # the same link again (another page of a site)
+            edges.append(edges[rng.randrange(first_generated, len(edges))])
+            continue
+        source = pages[rng.randrange(len(pages))] if roll < 0.6 else popular()
+        target = popular() if rng.random() < 0.7 else pages[rng.randrange(len(pages))]
+        if rng.random() < 0.3:
+            target = _variant(target, rng)
+        if rng.random() < 0.1:
+            source = _variant(source, rng)
+        edges.append((source, target))
+    return edges, {"oxiri_pairs_resolved": resolved, "oxiri_pairs_skipped": skipped}
+
+
+def _best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def canonicalize_all(urls: list[str]) -> int:
+    bad = 0
+    for url in urls:
+        try:
+            canonicalize(url, "scheme", keep_fragment=False, lenient=True)
+        except IRIError:
+            bad += 1
+    return bad
+
+
+def memory_per_edge(edges: list[tuple[str, str]]) -> float:
+    """Bytes retained per distinct edge by the de-duplication sets (cache off, tracemalloc)."""
+    normalizer = GraphNormalizer(cache_size=0)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for source, target in edges:
+        try:
+            normalizer.add(source, target)
+        except ValueError:
+            pass
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    summary = normalizer.summary()
+    return (after - before) / max(summary.edges_out + summary.nodes_in + summary.nodes_out, 1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--edges", type=int, default=200_000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is kept")
+    args = parser.parse_args()
+
+    edges, corpus_info = build_edges(args.edges)
+    urls = [url for edge in edges for url in edge]
+    with tempfile.TemporaryDirectory() as tmp:
+        graph_in = Path(tmp) / "graph.csv"
+        graph_out = Path(tmp) / "canonical.csv"
+        import csv
+
+        with graph_in.open("w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f, lineterminator="\n")
+            writer.writerow(("source", "target"))
+            writer.writerows(edges)
+        size = graph_in.stat().st_size
+
+        alone = _best(lambda: canonicalize_all(urls), args.repeat)
+        distinct_urls = list(dict.fromkeys(urls))
+        distinct = _best(lambda: canonicalize_all(distinct_urls), args.repeat)
+        summaries = []
+        in_process = _best(lambda: summaries.append(normalize_graph_file(graph_in, graph_out)), args.repeat)
+        summary = summaries[-1]
+
+        def run_script(*extra: str) -> None:
+            result = subprocess.run(
+                [str(SCRIPT), "graph", str(graph_in), str(graph_out), "--quiet", *extra],
+                capture_output=True,
+                text=True,
+            )
+            if result.returncode not in (0, 1):
+                sys.exit(f"graph_bench: scrapy-iri graph failed:\n{result.stderr}")
+
+        script = _best(run_script, args.repeat)
+        script_aliases = _best(lambda: run_script("--aliases", str(Path(tmp) / "aliases.csv")), args.repeat)
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import scrapy_iri.cli, scrapy_iri.graph"], check=True)
+        startup = time.perf_counter() - started
+        no_cache = _best(lambda: normalize_graph_file(graph_in, graph_out, cache_size=0), 1)
+
+    per_edge = memory_per_edge(edges)
+    rows = [
+        ("canonicalize() alone (baseline)", alone),
+        ("canonicalize() on distinct URLs", distinct),
+        ("graph, in process", in_process),
+        ("graph, in process, --cache-size 0", no_cache),
+        ("scrapy-iri graph (subprocess)", script),
+        ("scrapy-iri graph --aliases (subprocess)", script_aliases),
+    ]
+    print(
+        f"link graph: {len(edges):,} edges ({corpus_info['oxiri_pairs_resolved']:,} from oxiri pairs), "
+        f"{len(urls):,} URL occurrences, {len(distinct_urls):,} distinct, {size / 1e6:.1f} MB CSV"
+    )
+    print(
+        f"output: {summary.edges_out:,} edges ({summary.duplicate_edges:,} duplicates merged), "
+        f"{summary.nodes_in:,} -> {summary.nodes_out:,} nodes ({summary.nodes_merged:,} merged), "
+        f"{summary.bad_rows:,} bad rows"
+    )
+    print()
+    print(f"{'what':<42}{'seconds':>9}{'ratio':>8}{'URLs/s':>12}")
+    for label, seconds in rows:
+        print(f"{label:<42}{seconds:>9.3f}{seconds / alone:>7.2f}x{len(urls) / seconds:>12,.0f}")
+    print(f"\n(interpreter start-up and imports, included in the subprocess rows: {startup:.3f} s)")
+    print(f"memory kept for de-duplication: {per_edge:.0f} bytes per distinct edge or node digest")
+    verdict = "PASS" if script / alone <= 3.0 else "FAIL"
+    print(f"target: scrapy-iri graph <= 3x canonicalize() alone: {script / alone:.2f}x {verdict}")
+
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "benchmark": "graph",
+                "python": platform.python_version(),
+                "machine": platform.machine(),
+                "edges": len(edges),
+                "url_occurrences": len(urls),
+                "distinct_urls": len(distinct_urls),
+                "input_bytes": size,
+                "corpus": corpus_info,
+                "summary": {
+                    "edges_in": summary.edges_in,
+                    "edges_out": summary.edges_out,
+                    "duplicate_edges": summary.duplicate_edges,
+                    "nodes_in": summary.nodes_in,
+                    "nodes_out": summary.nodes_out,
+                    "nodes_merged": summary.nodes_merged,
+                    "bad_rows": summary.bad_rows,
+                },
+                "seconds": {label: round(seconds, 4) for label, seconds in rows},
+                "ratio_to_canonicalize_alone": {label: round(seconds / alone, 3) for label, seconds in rows},
+                "startup_seconds": round(startup, 4),
+                "bytes_per_digest": round(per_edge, 1),
+                "target_ratio": 3.0,
+                "pass": verdict == "PASS",
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    return 0 if verdict == "PASS" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

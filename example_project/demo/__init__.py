@@ -1,0 +1,1 @@
+"""A Scrapy project that crawls the scrapy-iri demo web (see run_demo.py)."""

@@ -1,0 +1,739 @@
+"""Link graphs: every node in its canonical form, duplicate edges merged.
+
+``scrapy-iri graph IN OUT`` reads a collected link graph (CSV or TSV with a
+``source`` and a ``target`` column, or JSON Lines objects with those keys),
+canonicalizes both ends of every edge at a rung of the comparison ladder and
+writes each distinct canonical edge once, in first-seen order, as CSV.
+
+Memory grows with the distinct nodes and edges kept for de-duplication, not
+with the input: a node is a 16-byte BLAKE2b digest of its canonical form
+mapped to a number, an edge is the pair of its nodes' numbers packed in one
+int, and the cache of canonical forms is a bounded LRU. Two distinct nodes
+share a digest with probability 2**-128; among n nodes, below n**2 / 2**129.
+Bad rows are reported with their line numbers and counted, never dropped
+silently. See docs/graph.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import io
+import json
+import os
+import stat
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass
+from functools import lru_cache
+from hashlib import blake2b
+from itertools import chain
+from pathlib import Path
+from typing import Any, TextIO
+
+from .errors import IRIError
+from .ladder import EquivalenceStore, Rung, canonicalize
+
+__all__ = [
+    "BadEdge",
+    "GraphError",
+    "GraphNormalizer",
+    "GraphSummary",
+    "normalize_graph",
+    "normalize_graph_file",
+    "register",
+]
+
+DEFAULT_CACHE_SIZE = 250_000  # about 100 MB with typical URLs: see docs/graph.md
+FORMATS = ("csv", "tsv", "jsonl")
+_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+_PROGRESS_EVERY = 8192  # rows between two looks at the clock
+_BUFFER = 1 << 20
+
+
+class GraphError(Exception):
+    """A fatal problem: unreadable input, a header without the columns, a failing store, --fail-fast."""
+
+
+class BadEdge(ValueError):
+    """An edge with an end that is not a valid absolute IRI (the message names which end)."""
+
+
+@dataclass
+class GraphSummary:
+    """What a run read and wrote. Nodes are counted over valid edges only."""
+
+    edges_in: int = 0  # valid edges read
+    edges_out: int = 0  # distinct canonical edges written
+    nodes_in: int = 0  # distinct original node strings
+    nodes_out: int = 0  # distinct canonical nodes
+    aliases: int = 0  # distinct originals that differ from their canonical form
+    bad_rows: int = 0
+    seconds: float = 0.0
+
+    @property
+    def duplicate_edges(self) -> int:
+        """Edges merged into an earlier one (after canonicalization)."""
+        return self.edges_in - self.edges_out
+
+    @property
+    def nodes_merged(self) -> int:
+        """Distinct originals that collapsed into another one's canonical form."""
+        return self.nodes_in - self.nodes_out
+
+    @property
+    def rows(self) -> int:
+        return self.edges_in + self.bad_rows
+
+
+class _Node:
+    """A cached canonical form, or why there is none; ``number`` once counted."""
+
+    __slots__ = ("canon", "error", "number")
+
+    def __init__(self, canon: str | None, error: str | None) -> None:
+        self.canon = canon
+        self.error = error
+        self.number: int | None = None
+
+
+def _digest(text: str) -> bytes:
+    return blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+class GraphNormalizer:
+    """Canonicalizes edges one at a time and remembers which it has seen.
+
+    ``add(source, target)`` returns the canonical edge the first time it is
+    seen and ``None`` for a duplicate; it raises :class:`BadEdge` when an end
+    is not a valid absolute IRI. Defaults suit collected link graphs: the
+    scheme rung, fragments dropped (they name no separate resource), lenient
+    input (3987bis sec. 7, which never changes a valid IRI). ``on_alias`` is
+    called once per distinct original that differs from its canonical form.
+    """
+
+    def __init__(
+        self,
+        rung: Rung | str = Rung.SCHEME,
+        *,
+        keep_fragment: bool = False,
+        lenient: bool = True,
+        store: EquivalenceStore | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        on_alias: Callable[[str, str], Any] | None = None,
+    ) -> None:
+        self.rung = Rung.parse(rung)
+        if self.rung is Rung.PROTOCOL and store is None:
+            raise ValueError("the protocol rung needs an equivalence store: pass store=")
+        self.on_alias = on_alias
+        self.edges_in = 0
+        self.bad_rows = 0
+        self.aliases = 0
+        self._edges: set[int] = set()  # node number pairs: source << 32 | target
+        self._nodes_in: set[bytes] = set()  # digests of the originals
+        self._numbers: dict[bytes, int] = {}  # digest of a canonical form -> its node number
+        level = self.rung
+
+        def compute(raw: str) -> _Node:
+            if not isinstance(raw, str):
+                raise TypeError(f"a node must be a str, not {type(raw).__name__}")
+            if not raw or raw.isspace():
+                return _Node(None, "empty")
+            if not raw.isascii():
+                try:
+                    raw.encode("utf-8")
+                except UnicodeEncodeError:
+                    return _Node(None, "invalid UTF-8 in the input")
+            try:
+                return _Node(canonicalize(raw, level, keep_fragment=keep_fragment, lenient=lenient, store=store), None)
+            except IRIError as exc:
+                return _Node(None, str(exc))
+            except Exception as exc:  # the store failed (only the protocol rung calls out)
+                if store is None:
+                    raise
+                raise GraphError(f"the equivalence store failed: {exc}") from exc
+
+        self._lookup = lru_cache(maxsize=cache_size)(compute) if cache_size > 0 else compute
+
+    def add(self, source: str, target: str) -> tuple[str, str] | None:
+        s = self._lookup(source)
+        t = self._lookup(target)
+        first, second = s.number, t.number
+        if first is None or second is None:  # a bad node, or a cache entry not counted yet
+            if s.canon is None or t.canon is None:
+                self.bad_rows += 1
+                problems = [f"{end}: {node.error}" for end, node in (("source", s), ("target", t)) if node.error]
+                raise BadEdge("; ".join(problems))
+            if first is None:
+                first = self._count(source, s)
+            if second is None:
+                second = self._count(target, t)
+        self.edges_in += 1
+        edges = self._edges
+        size = len(edges)
+        edges.add(first << 32 | second)
+        if len(edges) == size:
+            return None
+        return s.canon, t.canon  # type: ignore[return-value]
+
+    def _count(self, raw: str, node: _Node) -> int:
+        """The node number of a cache entry's canonical form, at its first use in a
+        valid edge (again after an eviction); counts the original and its alias."""
+        canon = node.canon
+        assert canon is not None
+        key = _digest(canon)
+        numbers = self._numbers
+        number = numbers.get(key)
+        if number is None:
+            number = len(numbers)
+            if number >> 32:
+                raise GraphError("more than 2**32 distinct nodes")
+            numbers[key] = number
+        node.number = number
+        if canon != raw:
+            key = _digest(raw)
+        if key not in self._nodes_in:
+            self._nodes_in.add(key)
+            if canon != raw:
+                self.aliases += 1
+                if self.on_alias is not None:
+                    self.on_alias(raw, canon)
+        return number
+
+    def normalize(
+        self, edges: Iterable[tuple[str, str]], on_bad: Callable[[int, str, str, str], Any] | None = None
+    ) -> Iterator[tuple[str, str]]:
+        """The distinct canonical edges, first-seen order. A bad edge goes to
+        ``on_bad(index, source, target, reason)`` (0-based index) or raises :class:`BadEdge`."""
+        for index, (source, target) in enumerate(edges):
+            try:
+                edge = self.add(source, target)
+            except BadEdge as exc:
+                if on_bad is None:
+                    raise
+                on_bad(index, source, target, str(exc))
+                continue
+            if edge is not None:
+                yield edge
+
+    def summary(self, seconds: float = 0.0) -> GraphSummary:
+        return GraphSummary(
+            self.edges_in,
+            len(self._edges),
+            len(self._nodes_in),
+            len(self._numbers),
+            self.aliases,
+            self.bad_rows,
+            seconds,
+        )
+
+
+def normalize_graph(
+    edges: Iterable[tuple[str, str]],
+    rung: Rung | str = Rung.SCHEME,
+    *,
+    keep_fragment: bool = False,
+    lenient: bool = True,
+    store: EquivalenceStore | None = None,
+    cache_size: int = DEFAULT_CACHE_SIZE,
+    on_bad: Callable[[int, str, str, str], Any] | None = None,
+    on_alias: Callable[[str, str], Any] | None = None,
+) -> Iterator[tuple[str, str]]:
+    """Stream the distinct canonical edges of ``edges`` (see :class:`GraphNormalizer`)."""
+    normalizer = GraphNormalizer(
+        rung, keep_fragment=keep_fragment, lenient=lenient, store=store, cache_size=cache_size, on_alias=on_alias
+    )
+    return normalizer.normalize(edges, on_bad)
+
+
+# --- files -----------------------------------------------------------------
+
+Row = tuple[int, str, str, str, str | None]  # line, source, target, original text, problem
+
+
+def detect_format(name: str) -> str:
+    """``csv``, ``tsv`` or ``jsonl`` from a file name (``.gz`` looked through); ``-`` is CSV."""
+    if name == "-":
+        return "csv"
+    path = Path(name.lower())
+    if path.suffix == ".gz":
+        path = path.with_suffix("")
+    try:
+        return _SUFFIXES[path.suffix]
+    except KeyError:
+        raise GraphError(f"{name}: cannot tell the format from the name: use --format {{{','.join(FORMATS)}}}") from None
+
+
+def _columns(header: list[str], name: str) -> tuple[int, int]:
+    names = [field.strip().lower() for field in header]
+    found = []
+    for column in ("source", "target"):
+        count = names.count(column)
+        if count != 1:
+            shown = ",".join(header) if header else "(empty)"
+            problem = "no" if count == 0 else "more than one"
+            raise GraphError(f"{name}:1: the header has {problem} {column!r} column (header: {shown})")
+        found.append(names.index(column))
+    return found[0], found[1]
+
+
+def _csv_rows(text: TextIO, name: str, header_out: list[str]) -> Iterator[Row]:
+    lines: list[str] = []  # the physical lines of the current record, for --bad-rows
+
+    def tap() -> Iterator[str]:
+        for line in text:
+            lines.append(line)
+            yield line
+
+    reader = csv.reader(tap(), strict=True)
+    number = 0  # physical lines consumed
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise GraphError(f"{name}: empty input: expected a header with 'source' and 'target' columns") from None
+    except csv.Error as exc:
+        raise GraphError(f"{name}:1: unreadable header: {exc}") from None
+    header_out.append("".join(lines))
+    number += len(lines)
+    lines.clear()
+    si, ti = _columns(header, name)
+    width = len(header)
+    while True:
+        try:
+            for row in reader:
+                start = number + 1
+                number += len(lines)
+                raw = "".join(lines)
+                lines.clear()
+                if len(row) == width:
+                    yield start, row[si], row[ti], raw, None
+                elif row:  # an empty line holds no edge
+                    yield start, "", "", raw, f"expected {width} fields, found {len(row)}"
+            return
+        except csv.Error as exc:
+            start = number + 1
+            number += len(lines)
+            raw = "".join(lines)
+            lines.clear()
+            yield start, "", "", raw, f"CSV: {exc}"
+
+
+def _tsv_rows(text: TextIO, name: str, header_out: list[str]) -> Iterator[Row]:
+    first = text.readline()
+    if not first:
+        raise GraphError(f"{name}: empty input: expected a header with 'source' and 'target' columns")
+    header_out.append(first)
+    header = first.rstrip("\r\n").split("\t")
+    si, ti = _columns(header, name)
+    width = len(header)
+    for number, raw in enumerate(text, 2):
+        line = raw.rstrip("\r\n")
+        if not line:
+            continue
+        fields = line.split("\t")
+        if len(fields) == width:
+            yield number, fields[si], fields[ti], raw, None
+        else:
+            yield number, "", "", raw, f"expected {width} tab-separated fields, found {len(fields)}"
+
+
+def _jsonl_rows(text: TextIO, name: str, header_out: list[str]) -> Iterator[Row]:
+    loads = json.loads
+    for number, raw in enumerate(text, 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = loads(raw)
+        except ValueError as exc:
+            yield number, "", "", raw, f"invalid JSON: {exc}"
+            continue
+        if type(obj) is not dict:
+            yield number, "", "", raw, "not a JSON object"
+            continue
+        source = obj.get("source")
+        target = obj.get("target")
+        if type(source) is str and type(target) is str:
+            yield number, source, target, raw, None
+            continue
+        problems = []
+        for key, value in (("source", source), ("target", target)):
+            if value is None and key not in obj:
+                problems.append(f"no {key!r} key")
+            elif type(value) is not str:
+                problems.append(f"{key}: not a string")
+        yield number, "", "", raw, "; ".join(problems)
+
+
+_READERS = {"csv": _csv_rows, "tsv": _tsv_rows, "jsonl": _jsonl_rows}
+
+
+def _open_input(name: str, stdin: Any) -> tuple[TextIO, Any, int | None, bool]:
+    """(text, binary file to ask for the position, total size or None, close it?)."""
+    if name == "-":
+        raw = getattr(stdin, "buffer", None)
+        if raw is None:  # a text stream without bytes underneath (tests)
+            return stdin, None, None, False
+        closing = False
+    else:
+        raw = open(name, "rb", buffering=_BUFFER)  # noqa: SIM115 - closed by the caller
+        closing = True
+    total = None
+    try:
+        info = os.fstat(raw.fileno())
+        if stat.S_ISREG(info.st_mode):
+            total = info.st_size
+    except (OSError, io.UnsupportedOperation, AttributeError):
+        pass
+    stream = raw
+    if hasattr(raw, "peek") and raw.peek(2)[:2] == b"\x1f\x8b":
+        stream = gzip.GzipFile(fileobj=raw, mode="rb")
+    text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline="")
+    return text, (raw if total is not None else None), total, closing
+
+
+@contextmanager
+def _output(name: str, stdout: TextIO | None, errors: str = "strict") -> Iterator[TextIO]:
+    """A text stream for ``name``: stdout for ``-``, else a temporary file next to
+    it that replaces ``name`` only when the block ends without an exception.
+    Gzip-compressed when the name ends in ``.gz``."""
+    if name == "-":
+        stream = stdout if stdout is not None else sys.stdout
+        yield stream
+        stream.flush()
+        return
+    path = Path(name)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # the umask applies
+    file = os.fdopen(fd, "wb", buffering=_BUFFER)
+    stream = None
+    try:
+        binary: Any = file
+        if path.name.lower().endswith(".gz"):
+            binary = gzip.GzipFile(filename=path.name[:-3], mode="wb", compresslevel=6, fileobj=file)
+        stream = io.TextIOWrapper(binary, encoding="utf-8", errors=errors, newline="")
+        yield stream
+        stream.close()  # a GzipFile writes its trailer but leaves ``file`` open
+        file.close()
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(Exception):
+            if stream is not None:
+                stream.close()
+        file.close()
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def normalize_graph_file(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    rung: Rung | str = Rung.SCHEME,
+    *,
+    fmt: str | None = None,
+    keep_fragment: bool = False,
+    lenient: bool = True,
+    store: EquivalenceStore | None = None,
+    cache_size: int = DEFAULT_CACHE_SIZE,
+    aliases: str | os.PathLike[str] | None = None,
+    bad_rows: str | os.PathLike[str] | None = None,
+    fail_fast: bool = False,
+    on_bad: Callable[[int, str], Any] | None = None,
+    progress: Callable[[int, int | None, int | None], Any] | None = None,
+    stdin: Any = None,
+    stdout: TextIO | None = None,
+) -> GraphSummary:
+    """Read the graph in ``src``, write the canonical one to ``dst`` (CSV); ``-`` is stdin/stdout.
+
+    ``on_bad(line, reason)`` hears of each bad row; ``bad_rows`` keeps their
+    original text (after the input's header line, for CSV and TSV).
+    ``fail_fast`` raises :class:`GraphError` at the first. Output files are
+    written to a temporary name and renamed at the end, so a failed run
+    leaves no partial ``dst`` or ``aliases``. ``progress(rows, position,
+    size)`` is called every few thousand rows and once at the end.
+    """
+    src, dst = os.fspath(src), os.fspath(dst)
+    if dst == "-" and aliases is not None and os.fspath(aliases) == "-":
+        raise GraphError("OUT and --aliases cannot both be stdout")
+    fmt = fmt or detect_format(src)
+    if fmt not in _READERS:
+        raise GraphError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    started = time.perf_counter()
+    with ExitStack() as stack:
+        text, position_of, total, closing = _open_input(src, stdin if stdin is not None else sys.stdin)
+        if closing:
+            stack.callback(text.close)
+        name = "<stdin>" if src == "-" else src
+        header: list[str] = []
+        rows = _READERS[fmt](text, name, header)
+        first = next(rows, None)  # reads and checks the header before any output is created
+        out = stack.enter_context(_output(dst, stdout))
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(("source", "target"))
+        alias_writer = None
+        if aliases is not None:
+            alias_writer = csv.writer(stack.enter_context(_output(os.fspath(aliases), stdout)), lineterminator="\n")
+            alias_writer.writerow(("original", "canonical"))
+        rejects = None
+        if bad_rows is not None:
+            rejects = stack.enter_context(
+                open(bad_rows, "w", encoding="utf-8", errors="surrogateescape", newline="")  # noqa: SIM115
+            )
+            rejects.write("".join(header))
+        normalizer = GraphNormalizer(
+            rung,
+            keep_fragment=keep_fragment,
+            lenient=lenient,
+            store=store,
+            cache_size=cache_size,
+            on_alias=None if alias_writer is None else (lambda original, canon: alias_writer.writerow((original, canon))),
+        )
+        add, writerow = normalizer.add, writer.writerow
+        count = 0
+        tell = position_of.tell if position_of is not None else (lambda: None)
+        all_rows = rows if first is None else chain((first,), rows)
+        try:
+            for line, source, target, raw, problem in all_rows:
+                count += 1
+                if progress is not None and not count % _PROGRESS_EVERY:
+                    progress(count, tell(), total)
+                if problem is None:
+                    try:
+                        edge = add(source, target)
+                    except BadEdge as exc:
+                        problem = str(exc)
+                    else:
+                        if edge is not None:
+                            writerow(edge)
+                        continue
+                else:
+                    normalizer.bad_rows += 1
+                if rejects is not None:
+                    rejects.write(raw if raw.endswith("\n") else raw + "\n")
+                if on_bad is not None:
+                    on_bad(line, problem)
+                if fail_fast:
+                    raise GraphError(f"{name}:{line}: stopped at the first bad row (--fail-fast)")
+        except EOFError as exc:  # a truncated gzip stream
+            raise GraphError(f"{name}: {exc}") from exc
+        if progress is not None:
+            progress(count, tell(), total)
+    return normalizer.summary(time.perf_counter() - started)
+
+
+# --- command line ------------------------------------------------------------
+
+
+def _rung(value: str) -> Rung:
+    try:
+        return Rung.parse(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _count(value: str) -> int:
+    try:
+        number = int(value.replace("_", ""))
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value!r}")
+    return number
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``graph`` subcommand to the ``scrapy-iri`` parser."""
+    p = subparsers.add_parser(
+        "graph",
+        help="canonicalize every node of a link graph and merge duplicate edges",
+        description=(
+            "Read a link graph (CSV or TSV with 'source' and 'target' header columns, or JSON Lines "
+            "objects with those keys), write CSV source,target with every node in its canonical form "
+            "and each distinct edge once, in first-seen order. Names ending in .gz are (de)compressed. "
+            "Exit codes: 0 ok, 1 some rows were bad (reported, skipped), 2 usage or fatal error."
+        ),
+    )
+    p.add_argument("input", metavar="IN", help="the link graph; '-' reads stdin")
+    p.add_argument("output", metavar="OUT", help="where the CSV goes; '-' writes stdout")
+    p.add_argument("--format", choices=FORMATS, help="input format (default: from IN's name; CSV for '-')")
+    p.add_argument(
+        "--rung",
+        type=_rung,
+        default=None,
+        help="rung: string, syntax, scheme or protocol (default: scheme; protocol with --store)",
+    )
+    p.add_argument("--store", metavar="URI", help="equivalence store for the protocol rung (sqlite:///path, memory:)")
+    p.add_argument("--keep-fragment", action="store_true", help="keep fragments (default: dropped)")
+    p.add_argument("--strict", action="store_true", help="no 3987bis sec. 7 preprocessing of messy input")
+    p.add_argument("--aliases", metavar="FILE", help="write CSV original,canonical for every original that changed")
+    p.add_argument("--bad-rows", metavar="FILE", help="copy the original text of every bad row here")
+    p.add_argument("--fail-fast", action="store_true", help="stop at the first bad row (exit 2, no OUT written)")
+    p.add_argument(
+        "--max-reported", type=_count, default=20, metavar="N", help="bad rows reported on stderr (default: 20)"
+    )
+    p.add_argument(
+        "--cache-size",
+        type=_count,
+        default=DEFAULT_CACHE_SIZE,
+        metavar="N",
+        help=f"canonical forms cached, LRU (default: {DEFAULT_CACHE_SIZE:_}; 0: none)",
+    )
+    p.add_argument("--progress", action="store_true", help="always show progress on stderr (default: on a terminal)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress and no summary (bad rows still reported)")
+    p.set_defaults(handler=cmd_graph)
+
+
+class _Progress:
+    """A progress line on stderr: redrawn in place on a terminal, a line every few seconds otherwise.
+
+    On a terminal it appears only for large inputs (1 MiB or more, or of
+    unknown size) that have already taken half a second; ``forced``
+    (``--progress``) shows it whatever the input and the stream.
+    """
+
+    def __init__(self, err: TextIO, forced: bool) -> None:
+        self.err = err
+        self.forced = forced
+        self.tty = _isatty(err)
+        self.started = self.last = time.perf_counter()
+        self.shown = False
+        self.state: tuple[int, int | None, int | None] = (0, None, None)
+
+    def __call__(self, rows: int, position: int | None, total: int | None) -> None:
+        self.state = (rows, position, total)
+        now = time.perf_counter()
+        if not self.forced and ((total is not None and total < 1 << 20) or now - self.started < 0.5):
+            return
+        if self.shown and now - self.last < (0.25 if self.tty else 2.0):
+            return
+        self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        self.last = now
+        rows, position, total = self.state
+        rate = rows / max(now - self.started, 1e-9)
+        text = f"scrapy-iri: graph: {rows:,} rows, {rate:,.0f} rows/s"
+        if position is not None and total:
+            text += f", {position / 1e6:,.1f} of {total / 1e6:,.1f} MB read ({100 * position / total:.0f}%)"
+        if self.tty:
+            self.err.write(f"\r{text}\x1b[K")
+            self.err.flush()
+        else:
+            print(text, file=self.err, flush=True)
+        self.shown = True
+
+    def done(self) -> None:
+        """The final figures (when the line was shown at all), and the end of the line."""
+        if self.shown or self.forced:
+            self._draw(time.perf_counter())
+        if self.shown and self.tty:
+            self.err.write("\n")
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _open_store(uri: str) -> Any:
+    try:
+        from .store import open_store  # type: ignore[attr-defined]
+    except ImportError:
+        raise GraphError(
+            "--store needs scrapy_iri.store.open_store, which this installation does not have yet"
+        ) from None
+    try:
+        try:
+            return open_store(uri, create=False)  # a mistyped path must not become an empty store
+        except TypeError:  # a backend without the option
+            return open_store(uri)
+    except (ValueError, OSError) as exc:
+        raise GraphError(f"--store {uri}: {exc}") from None
+
+
+def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    rung = args.rung if args.rung is not None else (Rung.PROTOCOL if args.store else Rung.SCHEME)
+    if rung is Rung.PROTOCOL and not args.store:
+        print("scrapy-iri: graph: the protocol rung needs a store: add --store URI", file=err)
+        return 2
+    if args.store and rung is not Rung.PROTOCOL:
+        print(f"scrapy-iri: graph: --store is only used by the protocol rung, not {rung.name.lower()}", file=err)
+        return 2
+    suffix = Path(args.output.lower().removesuffix(".gz")).suffix
+    if suffix in (".tsv", ".tab", ".jsonl", ".ndjson"):
+        print(f"scrapy-iri: graph: OUT is always CSV: name it .csv, not {suffix}", file=err)
+        return 2
+    name = "<stdin>" if args.input == "-" else args.input
+    reported = 0
+
+    def on_bad(line: int, reason: str) -> None:
+        nonlocal reported
+        if reported < args.max_reported or args.fail_fast:
+            print(f"scrapy-iri: {name}:{line}: {reason}", file=err)
+            reported += 1
+
+    progress = None if args.quiet else _Progress(err, args.progress)
+    if progress is not None and not (progress.forced or progress.tty):
+        progress = None
+    store = None
+    try:
+        if args.store:
+            store = _open_store(args.store)
+        summary = normalize_graph_file(
+            args.input,
+            args.output,
+            rung,
+            fmt=args.format,
+            keep_fragment=args.keep_fragment,
+            lenient=not args.strict,
+            store=store,
+            cache_size=args.cache_size,
+            aliases=args.aliases,
+            bad_rows=args.bad_rows,
+            fail_fast=args.fail_fast,
+            on_bad=on_bad,
+            progress=progress,
+            stdout=out,
+        )
+    except GraphError as exc:
+        print(f"scrapy-iri: {exc}", file=err)
+        return 2
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"scrapy-iri: {where}{exc.strerror or exc}", file=err)
+        return 2
+    finally:
+        if progress is not None:
+            progress.done()
+        if store is not None and hasattr(store, "close"):
+            store.close()
+    hidden = summary.bad_rows - reported
+    if hidden > 0:
+        kept = f" (all kept in {args.bad_rows})" if args.bad_rows else " (--bad-rows FILE keeps them all)"
+        print(f"scrapy-iri: {name}: {hidden:,} more bad rows not shown{kept}", file=err)
+    if not args.quiet:
+        print(format_summary(summary, rung), file=err)
+    return 1 if summary.bad_rows else 0
+
+
+def format_summary(summary: GraphSummary, rung: Rung | str = Rung.SCHEME) -> str:
+    rate = summary.rows / summary.seconds if summary.seconds > 0 else 0.0
+    lines = [
+        f"scrapy-iri: graph: {summary.rows:,} rows in {summary.seconds:.2f} s ({rate:,.0f} rows/s),"
+        f" {Rung.parse(rung).name.lower()} rung"
+    ]
+    for label, value in (
+        ("edges in", summary.edges_in),
+        ("edges out", summary.edges_out),
+        ("duplicate edges merged", summary.duplicate_edges),
+        ("distinct nodes in", summary.nodes_in),
+        ("distinct nodes out", summary.nodes_out),
+        ("nodes merged", summary.nodes_merged),
+        ("bad rows", summary.bad_rows),
+    ):
+        lines.append(f"  {label:<24}{value:>14,}")
+    return "\n".join(lines)

@@ -1,0 +1,534 @@
+"""The equivalence store: the interface every backend offers, and the learning logic they share.
+
+Backends (:mod:`.memory`, :mod:`.sqlite`, later Redis) implement a few
+storage primitives (the ``_``-prefixed abstract methods); everything else,
+what evidence means and how a URL finds its representative, lives here once.
+
+Safety properties, each with a test in ``tests/protocol``:
+
+* the mapping goes alias -> target only, never the reverse;
+* chains resolve (A -> B -> C gives A, B -> C); a loop or an over-long
+  chain resolves to the URL itself (no merge);
+* only clean permanent redirects within one registrable domain make
+  aliases; cookies, credentials, ``Set-Cookie`` and ``Vary`` disqualify;
+* rules are keyed by origin and only ever predict URLs of their own origin
+  (or its ``www.``/``https`` partner inside one registrable domain);
+* a suspended rule stops applying at once.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from .evidence import Alias, Evidence
+from .forms import scheme_form, sink_key, split_form, split_fragment
+from .psl import same_site
+from .rules import (
+    BLOCK,
+    PERMANENT,
+    REDIRECTS,
+    LearningPolicy,
+    RuleKey,
+    RuleRecord,
+    RuleStatus,
+    Verdict,
+    judge,
+    predictions,
+)
+
+
+class StoreError(ValueError):
+    """A store URI, file or schema the store cannot use."""
+
+
+class Step(NamedTuple):
+    """One hop of a resolution: an exact alias (``rule is None``) or a rule's prediction."""
+
+    source: str
+    target: str
+    rule: RuleKey | None = None
+
+
+class Resolution(NamedTuple):
+    """How a URL reaches its representative.
+
+    ``steps`` are the hops followed; when they end in a loop or exceed the
+    policy's ``max_chain`` the representative is the URL itself and
+    ``note`` says why.
+    """
+
+    url: str
+    representative: str
+    steps: tuple[Step, ...] = ()
+    note: str = ""
+
+    @property
+    def merged(self) -> bool:
+        """Whether the URL has another representative (a loop or an over-long chain has not)."""
+        return self.representative != self.url
+
+    @property
+    def rules(self) -> tuple[RuleKey, ...]:
+        """The rules a merge relies on (a merge they make may be wrong)."""
+        if not self.merged:
+            return ()
+        return tuple(step.rule for step in self.steps if step.rule is not None)
+
+
+@dataclass
+class Outcome:
+    """What one observation changed."""
+
+    learned_alias: bool = False
+    dropped_alias: bool = False
+    sink: bool = False
+    activated: list[RuleKey] = field(default_factory=list)
+    confirmed: list[RuleKey] = field(default_factory=list)
+    contradicted: list[RuleKey] = field(default_factory=list)
+    ignored: str = ""
+
+
+@dataclass
+class Explanation:
+    """Why two URLs are (or are not) merged at the protocol rung."""
+
+    a: Resolution
+    b: Resolution | None
+    lines: list[str]
+
+    @property
+    def merged(self) -> bool:
+        return self.b is not None and self.a.representative == self.b.representative
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _host(url: str) -> str:
+    authority = split_form(url).authority or ""
+    host = authority.rpartition("@")[2]
+    if host.startswith("["):
+        return host.partition("]")[0] + "]"
+    return host.partition(":")[0]
+
+
+def _origin(url: str) -> str:
+    return split_form(url).origin
+
+
+class EquivalenceStore(ABC):
+    """Evidence, exact aliases and rules, and the representative of a URL.
+
+    URLs given to :meth:`representative` and :meth:`resolve` must be
+    scheme-rung forms (``canonicalize(url, "scheme")``); the ``record_*``
+    methods accept any URL and canonicalize it themselves. A fragment is
+    carried over to the representative unchanged.
+    """
+
+    def __init__(self, policy: LearningPolicy | None = None, *, clock: Callable[[], float] = time.time) -> None:
+        self.policy = policy or LearningPolicy()
+        self.clock = clock
+
+    # -- storage primitives (backends) ------------------------------------
+
+    @abstractmethod
+    def _get_alias(self, source: str) -> Alias | None: ...
+
+    @abstractmethod
+    def _put_alias(self, alias: Alias) -> None: ...
+
+    @abstractmethod
+    def _drop_alias(self, source: str) -> None: ...
+
+    @abstractmethod
+    def _iter_aliases(self) -> Iterator[Alias]: ...
+
+    @abstractmethod
+    def _rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
+        """The rule records of one origin (empty mapping when none)."""
+
+    @abstractmethod
+    def _put_rule(self, record: RuleRecord) -> None: ...
+
+    @abstractmethod
+    def _drop_rule(self, key: RuleKey) -> None: ...
+
+    @abstractmethod
+    def _iter_rules(self) -> Iterator[RuleRecord]: ...
+
+    @abstractmethod
+    def _add_fanin(self, target: str, source: str, cap: int) -> list[str]:
+        """Remember that ``source`` redirected to ``target`` (up to ``cap`` sources); return them."""
+
+    @abstractmethod
+    def _fanin(self, target: str) -> int:
+        """How many distinct sources redirected to ``target`` (at most the cap)."""
+
+    @abstractmethod
+    def _drop_fanin(self, target: str) -> None: ...
+
+    @abstractmethod
+    def _iter_fanin(self) -> Iterator[tuple[str, int]]: ...
+
+    @abstractmethod
+    def _add_evidence(self, evidence: Evidence) -> None: ...
+
+    @abstractmethod
+    def _iter_evidence(self, url: str | None = None) -> Iterator[Evidence]:
+        """Evidence about ``url`` (as source or target), or all of it, oldest first."""
+
+    @abstractmethod
+    def _drop_evidence(self, url: str) -> int: ...
+
+    @abstractmethod
+    def _count_evidence(self) -> int: ...
+
+    @abstractmethod
+    def _add_deferred(self, rule: RuleKey, url: str) -> None: ...
+
+    @abstractmethod
+    def _take_deferred(self, rule: RuleKey) -> list[str]: ...
+
+    @abstractmethod
+    def _count_deferred(self) -> int: ...
+
+    def flush(self) -> None:
+        """Make everything recorded so far durable (no-op for volatile stores)."""
+
+    def close(self) -> None:
+        """Flush and release resources; the store is unusable afterwards."""
+        self.flush()
+
+    def __enter__(self) -> EquivalenceStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- looking up ---------------------------------------------------------
+
+    def representative(self, url: str) -> str:
+        """The URL that stands for the scheme form ``url`` at the protocol rung."""
+        return self.resolve(url).representative
+
+    def resolve(self, url: str) -> Resolution:
+        """The representative of the scheme form ``url``, with the hops that lead there."""
+        base, fragment = split_fragment(url)
+        now = self.clock()
+        steps: list[Step] = []
+        visited = {base}
+        current = base
+        while (step := self._step(current, now)) is not None:
+            if step.target in visited:
+                return Resolution(url, url, (*steps, step), "loop: no merge")
+            if len(steps) >= self.policy.max_chain:
+                return Resolution(url, url, tuple(steps), "chain too long: no merge")
+            steps.append(step)
+            visited.add(step.target)
+            current = step.target
+        if not steps:
+            return Resolution(url, url)
+        return Resolution(url, current + fragment, tuple(steps))
+
+    def _step(self, url: str, now: float) -> Step | None:
+        """The next hop from ``url``: its exact alias, else an active rule's prediction."""
+        alias = self._get_alias(url)
+        if alias is not None and not self._is_sink(alias.target):
+            return Step(url, alias.target)
+        records = self._rules_at(_origin(url))
+        if not records or self._blocked(records, url, now):
+            return None
+        for prediction in predictions(url):
+            record = records.get(prediction.key)
+            if record is not None and record.status(self.policy, now) is RuleStatus.ACTIVE:
+                return Step(url, prediction.target, prediction.key)
+        return None
+
+    def _blocked(self, records: Mapping[RuleKey, RuleRecord], url: str, now: float) -> bool:
+        block = records.get(RuleKey(_origin(url), BLOCK))
+        return block is not None and block.status(self.policy, now) is RuleStatus.SUSPENDED
+
+    def _is_sink(self, target: str) -> bool:
+        return self._fanin(sink_key(target)) >= self.policy.sink_fanin
+
+    def rule_status(self, record: RuleRecord) -> RuleStatus:
+        """A rule's status now, a block on its origin included."""
+        now = self.clock()
+        if record.key.kind != BLOCK:
+            records = self._rules_at(record.key.origin)
+            block = records.get(RuleKey(record.key.origin, BLOCK))
+            if block is not None and block.status(self.policy, now) is RuleStatus.SUSPENDED:
+                return RuleStatus.SUSPENDED
+        return record.status(self.policy, now)
+
+    # -- recording evidence -----------------------------------------------
+
+    def record_redirect(
+        self,
+        source: str,
+        status: int,
+        target: str,
+        *,
+        context: Iterable[str] = (),
+        location: str | None = None,
+    ) -> Outcome:
+        """Learn from one redirect hop: ``source`` answered ``status`` with Location ``target``.
+
+        ``target`` is the absolute URL the Location resolves to; ``context``
+        holds the reasons the exchange may depend on who asked (see
+        :func:`.evidence.context_flags`): empty for a clean exchange.
+        """
+        if status not in REDIRECTS:
+            raise ValueError(f"{status} is not a redirect status; use record_response()")
+        src, tgt = scheme_form(source), scheme_form(target)
+        if src is None or tgt is None:
+            return Outcome(ignored="not a valid URL")
+        flags = frozenset(context)
+        now = self.clock()
+        outcome = Outcome()
+        notes: list[str] = []
+        sources = self._add_fanin(sink_key(tgt), sink_key(src), self.policy.sink_fanin)
+        outcome.sink = len(sources) >= self.policy.sink_fanin
+        cross_site = not same_site(_host(src), _host(tgt))
+        origins = {_origin(src)}
+        if outcome.sink:
+            origins.update(_origin(s) for s in sources)
+        before = self._active(origins, now)
+
+        if status in PERMANENT and src != tgt:
+            refusal = self._alias_refusal(flags, cross_site, outcome.sink)
+            if refusal:
+                notes.append(f"no alias: {refusal}")
+            else:
+                old = self._get_alias(src)
+                if old is None or old.target != tgt:
+                    self._put_alias(Alias(src, tgt, status, now))
+                    outcome.learned_alias = True
+        elif status not in PERMANENT and self._get_alias(src) is not None:
+            self._drop_alias(src)
+            outcome.dropped_alias = True
+            notes.append("alias dropped: no longer a permanent redirect")
+
+        trusted = not flags and not outcome.sink and not cross_site
+        hop = f"{src} -{status}-> {tgt}"
+        for prediction in predictions(src):
+            verdict = judge(prediction.target, status, tgt, trusted=trusted)
+            if verdict is not Verdict.NEUTRAL:
+                self._count(prediction.key, verdict, now, hop)
+                if verdict is Verdict.SUPPORT and prediction.key in before:
+                    outcome.confirmed.append(prediction.key)
+        if outcome.sink:
+            notes.append(f"sink: {len(sources)}+ sources redirect to {sink_key(tgt)}")
+            for origin in origins:
+                self._count(RuleKey(origin, BLOCK), Verdict.AGAINST, now, f"sink {sink_key(tgt)} ({hop})")
+
+        self._settle(outcome, before, origins, now)
+        self._add_evidence(Evidence(now, src, status, tgt, flags, "; ".join(notes)))
+        return outcome
+
+    def record_response(self, url: str, status: int, *, context: Iterable[str] = (), note: str = "") -> Outcome:
+        """Learn from a final (non-redirect) answer at ``url``.
+
+        A document (status below 400) at a URL a rule covers contradicts the
+        rule, and a URL that answers for itself is no longer an alias.
+        Errors teach nothing.
+        """
+        if status in REDIRECTS:
+            raise ValueError(f"{status} is a redirect status; use record_redirect()")
+        outcome = Outcome()
+        if status >= 400:
+            return outcome
+        u = scheme_form(url)
+        if u is None:
+            return Outcome(ignored="not a valid URL")
+        now = self.clock()
+        origins = {_origin(u)}
+        before = self._active(origins, now)
+        notes = [note] if note else []
+        if self._get_alias(u) is not None:
+            self._drop_alias(u)
+            outcome.dropped_alias = True
+            notes.append("alias dropped: answered for itself")
+        records = self._rules_at(_origin(u))
+        known = False
+        for prediction in predictions(u):
+            record = records.get(prediction.key)
+            known = known or (record is not None and record.support > 0)
+            self._count(prediction.key, Verdict.AGAINST, now, f"{u} answered {status}")
+        self._settle(outcome, before, origins, now)
+        if known or outcome.dropped_alias or outcome.contradicted:
+            self._add_evidence(Evidence(now, u, status, None, frozenset(context), "; ".join(notes)))
+        return outcome
+
+    def _alias_refusal(self, flags: frozenset[str], cross_site: bool, sink: bool) -> str:
+        if flags:
+            return "context-dependent (" + ", ".join(sorted(flags)) + ")"
+        if cross_site and not self.policy.cross_site_aliases:
+            return "another registrable domain"
+        if sink:
+            return "target is a sink"
+        return ""
+
+    def _count(self, key: RuleKey, verdict: Verdict, now: float, note: str) -> None:
+        record = self._rules_at(key.origin).get(key)
+        if record is None:
+            record = RuleRecord(key)
+        else:
+            record.expire(self.policy, now)
+        record.add(verdict, now, note)
+        self._put_rule(record)
+
+    def _active(self, origins: Iterable[str], now: float) -> set[RuleKey]:
+        active = set()
+        for origin in origins:
+            records = self._rules_at(origin)
+            if not records:
+                continue
+            block = records.get(RuleKey(origin, BLOCK))
+            if block is not None and block.status(self.policy, now) is RuleStatus.SUSPENDED:
+                continue
+            active.update(k for k, r in records.items() if r.status(self.policy, now) is RuleStatus.ACTIVE)
+        return active
+
+    def _settle(self, outcome: Outcome, before: set[RuleKey], origins: Iterable[str], now: float) -> None:
+        after = self._active(origins, now)
+        outcome.activated = sorted(after - before)
+        outcome.contradicted = sorted(before - after)
+
+    # -- deferred requests ------------------------------------------------
+
+    def defer(self, url: str, rules: Iterable[RuleKey]) -> None:
+        """Keep ``url``, merged away by ``rules``, for re-scheduling if one is contradicted."""
+        for rule in rules:
+            self._add_deferred(rule, url)
+
+    def take_deferred(self, rule: RuleKey) -> list[str]:
+        """The URLs merged away by ``rule`` (removed from the store)."""
+        return self._take_deferred(rule)
+
+    # -- explaining, listing, forgetting ----------------------------------
+
+    def explain(self, a: str, b: str | None = None) -> Explanation:
+        """Why ``a`` (and ``b``) resolve where they do; any URLs, canonicalized here."""
+        res_a = self._resolve_any(a)
+        res_b = None if b is None else self._resolve_any(b)
+        lines = self._explain_one(res_a)
+        if res_b is not None:
+            lines += self._explain_one(res_b)
+            same = res_a.representative == res_b.representative
+            lines.append("merged: same representative" if same else "not merged: different representatives")
+        return Explanation(res_a, res_b, lines)
+
+    def _resolve_any(self, url: str) -> Resolution:
+        form = scheme_form(url.partition("#")[0])
+        return self.resolve(form) if form is not None else Resolution(url, url, (), "not a valid URL")
+
+    def _explain_one(self, res: Resolution) -> list[str]:
+        lines = [f"{res.url}", f"  representative: {res.representative}"]
+        now = self.clock()
+        for step in res.steps:
+            if step.rule is None:
+                alias = self._get_alias(step.source)
+                seen = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(alias.time)) if alias else "?"
+                status = alias.status if alias else "?"
+                lines.append(f"  {step.source} -> {step.target}: exact alias ({status} seen {seen} UTC)")
+            else:
+                record = self._rules_at(step.rule.origin).get(step.rule)
+                detail = ""
+                if record is not None:
+                    detail = f", {record.support} consistent observations, e.g. {record.example}"
+                lines.append(f"  {step.source} -> {step.target}: rule {step.rule} ({record.status(self.policy, now).value if record else '?'}{detail})")
+        if res.note:
+            lines.append(f"  {res.note}")
+        for evidence in self._iter_evidence(res.url.partition("#")[0]):
+            lines.append(f"  evidence: {evidence.describe()}")
+        return lines
+
+    def aliases(self) -> Iterator[Alias]:
+        """Every exact alias."""
+        return self._iter_aliases()
+
+    def rules(self) -> Iterator[RuleRecord]:
+        """Every rule record (candidates, active and suspended rules, origin blocks)."""
+        return self._iter_rules()
+
+    def evidence(self, url: str | None = None) -> Iterator[Evidence]:
+        """The evidence log, or the entries about one URL (any form)."""
+        return self._iter_evidence(None if url is None else scheme_form(url) or url)
+
+    def forget(self, url: str) -> int:
+        """Forget what was learned from ``url``: its alias and evidence. Returns entries removed."""
+        form = scheme_form(url) or url
+        removed = 0
+        if self._get_alias(form) is not None:
+            self._drop_alias(form)
+            removed += 1
+        return removed + self._drop_evidence(form)
+
+    def forget_host(self, host: str) -> int:
+        """Forget every alias, rule and sink learned on ``host``. Returns entries removed."""
+        host = host.lower().rstrip(".")
+        removed = 0
+        for alias in list(self._iter_aliases()):
+            if _host(alias.source) == host:
+                self._drop_alias(alias.source)
+                removed += 1
+        for record in list(self._iter_rules()):
+            if _host(record.key.origin + "/") == host:
+                self._drop_rule(record.key)
+                removed += 1
+        for target, _ in list(self._iter_fanin()):
+            if _host(target) == host:
+                self._drop_fanin(target)
+                removed += 1
+        return removed
+
+    def stats(self) -> dict[str, int]:
+        """Counts of what the store holds."""
+        now = self.clock()
+        counts = dict.fromkeys(("rules/active", "rules/candidate", "rules/suspended", "rules/refuted"), 0)
+        counts["aliases"] = sum(1 for _ in self._iter_aliases())
+        counts["blocked_origins"] = 0
+        for record in self._iter_rules():
+            status = self.rule_status(record)
+            if record.key.kind == BLOCK:
+                counts["blocked_origins"] += status is RuleStatus.SUSPENDED
+            elif status is RuleStatus.SUSPENDED and not record.support:
+                counts["rules/refuted"] += 1  # counterexamples only: never a rule
+            else:
+                counts[f"rules/{status.value}"] += 1
+        counts["sinks"] = sum(1 for _, n in self._iter_fanin() if n >= self.policy.sink_fanin)
+        counts["evidence"] = self._count_evidence()
+        counts["deferred"] = self._count_deferred()
+        return counts
+
+    def export(self, *, evidence: bool = False) -> Iterator[dict[str, Any]]:
+        """Everything as JSON-ready dicts, each with a ``"type"``."""
+        for alias in self._iter_aliases():
+            yield {"type": "alias", **alias.as_dict()}
+        for record in self._iter_rules():
+            yield {
+                "type": "rule",
+                "rule": str(record.key),
+                "origin": record.key.origin,
+                "kind": record.key.kind,
+                "scope": record.key.scope,
+                "status": self.rule_status(record).value,
+                "support": record.support,
+                "against": record.against,
+                "first_seen": record.first_seen,
+                "last_support": record.last_support,
+                "last_against": record.last_against,
+                "example": record.example,
+                "counterexample": record.counterexample,
+            }
+        for target, count in self._iter_fanin():
+            if count >= self.policy.sink_fanin:
+                yield {"type": "sink", "target": target, "sources": count}
+        if evidence:
+            for item in self._iter_evidence():
+                yield {"type": "evidence", **item.as_dict()}

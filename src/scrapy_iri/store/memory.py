@@ -1,0 +1,99 @@
+"""The in-memory backend (``IRI_STORE = "memory:"``): everything is lost at exit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+
+from .base import EquivalenceStore
+from .evidence import Alias, Evidence
+from .rules import RuleKey, RuleRecord
+
+_EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
+
+
+class MemoryStore(EquivalenceStore):
+    """Dictionaries; also the in-memory image the SQLite backend loads at open."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._aliases: dict[str, Alias] = {}
+        self._rules: dict[str, dict[RuleKey, RuleRecord]] = {}
+        self._fanins: dict[str, list[str]] = {}
+        self._log: list[Evidence] = []
+        self._deferred: dict[RuleKey, dict[str, None]] = {}
+
+    # aliases
+    def _get_alias(self, source: str) -> Alias | None:
+        return self._aliases.get(source)
+
+    def _put_alias(self, alias: Alias) -> None:
+        self._aliases[alias.source] = alias
+
+    def _drop_alias(self, source: str) -> None:
+        self._aliases.pop(source, None)
+
+    def _iter_aliases(self) -> Iterator[Alias]:
+        return iter(list(self._aliases.values()))
+
+    # rules
+    def _rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
+        return self._rules.get(origin, _EMPTY)
+
+    def _put_rule(self, record: RuleRecord) -> None:
+        self._rules.setdefault(record.key.origin, {})[record.key] = record
+
+    def _drop_rule(self, key: RuleKey) -> None:
+        records = self._rules.get(key.origin)
+        if records is not None:
+            records.pop(key, None)
+            if not records:
+                del self._rules[key.origin]
+
+    def _iter_rules(self) -> Iterator[RuleRecord]:
+        return iter([r for records in self._rules.values() for r in records.values()])
+
+    # fan-in
+    def _add_fanin(self, target: str, source: str, cap: int) -> list[str]:
+        sources = self._fanins.setdefault(target, [])
+        if source not in sources and len(sources) < cap:
+            sources.append(source)
+        return sources
+
+    def _fanin(self, target: str) -> int:
+        sources = self._fanins.get(target)
+        return len(sources) if sources else 0
+
+    def _drop_fanin(self, target: str) -> None:
+        self._fanins.pop(target, None)
+
+    def _iter_fanin(self) -> Iterator[tuple[str, int]]:
+        return iter([(t, len(s)) for t, s in self._fanins.items()])
+
+    # evidence
+    def _add_evidence(self, evidence: Evidence) -> None:
+        self._log.append(evidence)
+
+    def _iter_evidence(self, url: str | None = None) -> Iterator[Evidence]:
+        if url is None:
+            return iter(list(self._log))
+        return iter([e for e in self._log if url in (e.url, e.target)])
+
+    def _drop_evidence(self, url: str) -> int:
+        kept = [e for e in self._log if url not in (e.url, e.target)]
+        removed = len(self._log) - len(kept)
+        self._log = kept
+        return removed
+
+    def _count_evidence(self) -> int:
+        return len(self._log)
+
+    # deferred
+    def _add_deferred(self, rule: RuleKey, url: str) -> None:
+        self._deferred.setdefault(rule, {})[url] = None
+
+    def _take_deferred(self, rule: RuleKey) -> list[str]:
+        return list(self._deferred.pop(rule, {}))
+
+    def _count_deferred(self) -> int:
+        return sum(len(urls) for urls in self._deferred.values())
