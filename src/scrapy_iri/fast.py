@@ -104,7 +104,7 @@ def web_form(iri: str, scheme_rung: bool, keep_fragment: bool) -> str | None:
             return None
         if not path:
             new_path = "/"
-    if new_host == host and new_port is port and new_path is path:
+    if new_host == host and new_port == port and new_path == path:
         # Nothing to edit but maybe the fragment: the input is its own canonical form.
         if fragment is None or keep_fragment:
             return iri

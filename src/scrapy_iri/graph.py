@@ -264,7 +264,8 @@ def detect_format(name: str) -> str:
     try:
         return _SUFFIXES[path.suffix]
     except KeyError:
-        raise GraphError(f"{name}: cannot tell the format from the name: use --format {{{','.join(FORMATS)}}}") from None
+        choices = ",".join(FORMATS)
+        raise GraphError(f"{name}: cannot tell the format from the name: use --format {{{choices}}}") from None
 
 
 def _columns(header: list[str], name: str) -> tuple[int, int]:
@@ -406,7 +407,10 @@ def _output(name: str, stdout: TextIO | None, errors: str = "strict") -> Iterato
         return
     path = Path(name)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # the umask applies
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # the umask applies
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, name) from None
     file = os.fdopen(fd, "wb", buffering=_BUFFER)
     stream = None
     try:
@@ -488,7 +492,7 @@ def normalize_graph_file(
             lenient=lenient,
             store=store,
             cache_size=cache_size,
-            on_alias=None if alias_writer is None else (lambda original, canon: alias_writer.writerow((original, canon))),
+            on_alias=None if alias_writer is None else (lambda *pair: alias_writer.writerow(pair)),
         )
         add, writerow = normalizer.add, writer.writerow
         count = 0

@@ -10,7 +10,7 @@ being accepted: either could merge two hosts.
 from __future__ import annotations
 
 import pytest
-from conftest import corpus_params
+from corpora import corpus_params
 
 from scrapy_iri import IRIError, canonicalize
 from scrapy_iri.host import normalize_dns_host

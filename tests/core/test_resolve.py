@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import corpus_params
+from corpora import corpus_params
 
 from scrapy_iri import IRIError, resolve
 from scrapy_iri.resolve import remove_dot_segments

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import corpus_params
+from corpora import corpus_params
 
 from scrapy_iri import IRIError, canonicalize
 

@@ -243,7 +243,11 @@ def test_bad_rows_reported_with_line_numbers_kept_and_counted(tmp_path, capsys):
     assert "in.csv:8: target: empty" in err
     assert "in.csv:9: CSV: " in err
     assert "Traceback" not in err
-    assert read_csv(tmp_path / "out.csv") == [["source", "target"], ["http://a/", "http://b/"], ["http://c/", "http://d/"]]
+    assert read_csv(tmp_path / "out.csv") == [
+        ["source", "target"],
+        ["http://a/", "http://b/"],
+        ["http://c/", "http://d/"],
+    ]
     assert bad.read_text(encoding="utf-8") == (
         "source,target\n"
         "relative/only,http://b/\n"
@@ -390,3 +394,35 @@ def test_console_script_files(tmp_path):
     assert len(read_csv(tmp_path / "a.csv")) == 4
     help_text = subprocess.run([str(SCRIPT), "--help"], capture_output=True, text=True).stdout
     assert "graph" in help_text
+
+
+def test_output_directory_missing_is_fatal(tmp_path, capsys):
+    write_csv(tmp_path / "in.csv", GRAPH)
+    code, _, err = graph(capsys, tmp_path / "in.csv", tmp_path / "no" / "out.csv")
+    assert code == 2
+    assert err.strip() == f"scrapy-iri: {tmp_path / 'no' / 'out.csv'}: No such file or directory"
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_on_a_terminal_only_for_large_slow_inputs():
+    from scrapy_iri.graph import _Progress
+
+    small = _Progress(FakeTerminal(), forced=False)
+    small.started -= 10  # as if it had been running for a while
+    small(100_000, 1000, 1000)  # a small file: never shown
+    small.done()
+    assert small.err.getvalue() == ""
+    large = _Progress(FakeTerminal(), forced=False)
+    large(8192, 1_000_000, 50_000_000)  # a large file, but just started: not yet
+    assert large.err.getvalue() == ""
+    large.started -= 10
+    large(16384, 2_000_000, 50_000_000)
+    large.done()
+    shown = large.err.getvalue()
+    assert shown.startswith("\rscrapy-iri: graph: 16,384 rows, ")
+    assert "2.0 of 50.0 MB read (4%)" in shown
+    assert shown.endswith("\n")

@@ -63,7 +63,12 @@ def test_lenient_by_default_strict_on_request():
 
 
 def test_bad_edges_raise_or_go_to_on_bad_and_are_counted():
-    edges = [("http://a/", "http://b/"), ("relative/path", "http://b/"), ("", "http://[::1/"), ("http://a/", "http://c/")]
+    edges = [
+        ("http://a/", "http://b/"),
+        ("relative/path", "http://b/"),
+        ("", "http://[::1/"),
+        ("http://a/", "http://c/"),
+    ]
     with pytest.raises(BadEdge, match="source: .*relative reference"):
         list(normalize_graph(edges))
     bad = []
@@ -176,3 +181,17 @@ def test_memory_per_distinct_edge_is_compact():
         tracemalloc.stop()
     assert normalizer.summary().edges_out >= 100_000
     assert grown / 100_000 < 100, grown
+
+
+def test_normalize_graph_file_returns_a_summary(tmp_path):
+    from scrapy_iri.graph import normalize_graph_file
+
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"source": "HTTP://A/", "target": "http://b/"}\n{"source": "x", "target": "y"}\n', "utf-8")
+    bad = []
+    summary = normalize_graph_file(src, tmp_path / "out.csv", "syntax", on_bad=lambda *args: bad.append(args))
+    assert (tmp_path / "out.csv").read_text("utf-8") == "source,target\nhttp://a/,http://b/\n"
+    assert [line for line, _ in bad] == [2]
+    assert bad[0][1].startswith("source: ") and "; target: " in bad[0][1]
+    assert (summary.edges_in, summary.edges_out, summary.bad_rows, summary.aliases) == (1, 1, 1, 1)
+    assert summary.seconds > 0

@@ -187,3 +187,16 @@ def test_a_users_fingerprinter_and_the_ladder_must_both_agree(make_dupefilter):
     ]
     assert seen == [False, False, False, False]  # the last: theirs is verbatim, so the case counts
     assert df.request_seen(request("http://a.example/x", headers={"X-Variant": "2"}))
+
+
+def test_protocol_rung_counts_merges_the_store_learned(make_dupefilter):
+    from scrapy_iri.scrapy.settings import crawler_store
+
+    df = make_dupefilter(rung=None, IRI_STORE="memory:")  # the add-on's default: protocol
+    store = crawler_store(df.crawler)
+    store.record_redirect("http://shop.example/old", 301, "http://shop.example/new")
+    assert filtered(df, ["http://shop.example/new", "http://SHOP.example/old", "http://shop.example/new"]) == [
+        "http://SHOP.example/old",
+        "http://shop.example/new",
+    ]
+    assert stats(df) == {"dupefilter/filtered": 2, "iri/filtered/protocol": 1, "iri/filtered/string": 1}

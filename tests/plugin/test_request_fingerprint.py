@@ -11,7 +11,7 @@ from scrapy.utils.request import RequestFingerprinter
 from scrapy_iri import Rung
 from scrapy_iri.scrapy.fingerprint import (
     FINGERPRINT_SIZE,
-    lowest_common_rung,
+    merging_rung,
     pack_tag,
     url_forms,
 )
@@ -103,10 +103,10 @@ def test_tags_tell_the_lowest_rung_that_merges(make_crawler):
         return pack_tag(forms, rung)
 
     first = tag("http://a.example/~x", Rung.SCHEME)
-    assert lowest_common_rung(first, tag("http://a.example/~x", Rung.SCHEME), Rung.SCHEME) is Rung.STRING
-    assert lowest_common_rung(first, tag("http://A.example/%7Ex", Rung.SCHEME), Rung.SCHEME) is Rung.SYNTAX
-    assert lowest_common_rung(first, tag("http://a.example:80/~x", Rung.SCHEME), Rung.SCHEME) is Rung.SCHEME
-    assert lowest_common_rung(0, 0, Rung.STRING) is Rung.STRING
+    assert merging_rung(first, tag("http://a.example/~x", Rung.SCHEME), Rung.SCHEME) is Rung.STRING
+    assert merging_rung(first, tag("http://A.example/%7Ex", Rung.SCHEME), Rung.SCHEME) is Rung.SYNTAX
+    assert merging_rung(first, tag("http://a.example:80/~x", Rung.SCHEME), Rung.SCHEME) is Rung.SCHEME
+    assert merging_rung(0, 0, Rung.STRING) is Rung.STRING
 
 
 def test_http_cache_finds_a_response_stored_under_an_alias(make_crawler, tmp_path):

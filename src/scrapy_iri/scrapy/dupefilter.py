@@ -15,7 +15,7 @@ from scrapy.utils.request import referer_str
 
 from scrapy_iri import Rung
 
-from .fingerprint import IRIRequestFingerprinter, RequestIdentity, lowest_common_rung
+from .fingerprint import IRIRequestFingerprinter, RequestIdentity, merging_rung
 from .seen import KEY_SIZE, RECORD_SIZE, SeenSet
 from .settings import SCRAPY_DUPEFILTER_CLASS, IRISettings, IRISettingsError, fallback_class
 
@@ -101,7 +101,7 @@ class IRIDupeFilter(BaseDupeFilter):
             if self.file is not None:
                 self.file.write(SeenSet.record(key, identity.tag))
             return False
-        self._merged[request] = lowest_common_rung(found, identity.tag, identity.rung)
+        self._merged[request] = merging_rung(found, identity.tag, identity.rung)
         return True
 
     def open(self) -> None:
@@ -122,7 +122,7 @@ class IRIDupeFilter(BaseDupeFilter):
         if self.fallback is not None:
             self.fallback.log(request, spider)
             return
-        rung = self._merged.pop(request, None)
+        rung = self._merged.pop(request, None)  # None: not filtered by request_seen() just now
         name = rung.name.lower() if rung is not None else "unknown"
         if self.debug:
             self.logger.debug(
@@ -141,7 +141,8 @@ class IRIDupeFilter(BaseDupeFilter):
             self.logdupes = False
         stats = self.crawler.stats
         stats.inc_value("dupefilter/filtered")
-        stats.inc_value(f"iri/filtered/{name}")
+        if rung is not None:
+            stats.inc_value(f"iri/filtered/{name}")
 
     # internals
 

@@ -54,7 +54,7 @@ class RequestIdentity:
     could not be canonicalized (``error`` says why). ``tag`` packs a
     short hash of the URL's form at each rung below the configured one, so
     that the dupefilter can tell which rung merged a duplicate without
-    keeping any URL (see :func:`lowest_common_rung`).
+    keeping any URL (see :func:`merging_rung`).
     """
 
     fingerprint: bytes
@@ -80,7 +80,7 @@ def pack_tag(forms: list[str], rung: Rung) -> int:
     return tag
 
 
-def lowest_common_rung(tag_a: int, tag_b: int, rung: Rung) -> Rung:
+def merging_rung(tag_a: int, tag_b: int, rung: Rung) -> Rung:
     """The lowest rung at which two requests with the same fingerprint at ``rung`` agree.
 
     Forms only ever merge going up the ladder, so the first rung whose short

@@ -111,9 +111,11 @@ def request_url(iri: str, *, encoding: str | None = None, lenient: bool = True) 
     ):
         ref = ref._replace(query=_query_in_charset(ref.query, encoding or "utf-8"))
     uri = to_uri(ref.unsplit())
-    mapped = parse(uri)
-    fixed = _fetchable_host(mapped)
-    return uri if fixed is mapped else fixed.unsplit()
+    host = ref.host
+    if host and host.isascii() and ("%" in host or host != host.lower()):
+        mapped = parse(uri)
+        return _fetchable_host(mapped).unsplit()
+    return uri
 
 
 # -- the document's base URL

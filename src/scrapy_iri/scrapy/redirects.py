@@ -226,7 +226,9 @@ class RedirectLearningMiddleware:
         target = None
         if location:
             target = location_url(request, location)
-            outcome = self.store.record_redirect(request.url, status, target, context=context)
+            outcome = self.store.record_redirect(
+                request.url, status, target, context=context, location=location.decode("latin-1")
+            )
         elif status not in REDIRECTS:
             outcome = self.store.record_response(request.url, status, context=context)
         else:

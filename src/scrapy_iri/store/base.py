@@ -239,8 +239,9 @@ class EquivalenceStore(ABC):
         alias = self._get_alias(url)
         if alias is not None and not self._is_sink(alias.target):
             return Step(url, alias.target)
-        records = self._rules_at(_origin(url))
-        if not records or self._blocked(records, url, now):
+        origin = _origin(url)
+        records = self._rules_at(origin)
+        if not records or self._blocked(records, origin, now):
             return None
         for prediction in predictions(url):
             record = records.get(prediction.key)
@@ -248,8 +249,9 @@ class EquivalenceStore(ABC):
                 return Step(url, prediction.target, prediction.key)
         return None
 
-    def _blocked(self, records: Mapping[RuleKey, RuleRecord], url: str, now: float) -> bool:
-        block = records.get(RuleKey(_origin(url), BLOCK))
+    def _blocked(self, records: Mapping[RuleKey, RuleRecord], origin: str, now: float) -> bool:
+        """Whether a sink blocks every rule of ``origin``."""
+        block = records.get(RuleKey(origin, BLOCK))
         return block is not None and block.status(self.policy, now) is RuleStatus.SUSPENDED
 
     def _is_sink(self, target: str) -> bool:
@@ -258,11 +260,9 @@ class EquivalenceStore(ABC):
     def rule_status(self, record: RuleRecord) -> RuleStatus:
         """A rule's status now, a block on its origin included."""
         now = self.clock()
-        if record.key.kind != BLOCK:
-            records = self._rules_at(record.key.origin)
-            block = records.get(RuleKey(record.key.origin, BLOCK))
-            if block is not None and block.status(self.policy, now) is RuleStatus.SUSPENDED:
-                return RuleStatus.SUSPENDED
+        origin = record.key.origin
+        if record.key.kind != BLOCK and self._blocked(self._rules_at(origin), origin, now):
+            return RuleStatus.SUSPENDED
         return record.status(self.policy, now)
 
     # -- recording evidence -----------------------------------------------
@@ -278,8 +278,9 @@ class EquivalenceStore(ABC):
     ) -> Outcome:
         """Learn from one redirect hop: ``source`` answered ``status`` with Location ``target``.
 
-        ``target`` is the absolute URL the Location resolves to; ``context``
-        holds the reasons the exchange may depend on who asked (see
+        ``target`` is the absolute URL the Location resolves to (``location``,
+        the header as sent, is kept in the evidence log); ``context`` holds
+        the reasons the exchange may depend on who asked (see
         :func:`.evidence.context_flags`): empty for a clean exchange.
         """
         if status not in REDIRECTS:
@@ -294,10 +295,6 @@ class EquivalenceStore(ABC):
         sources = self._add_fanin(sink_key(tgt), sink_key(src), self.policy.sink_fanin)
         outcome.sink = len(sources) >= self.policy.sink_fanin
         cross_site = not same_site(_host(src), _host(tgt))
-        origins = {_origin(src)}
-        if outcome.sink:
-            origins.update(_origin(s) for s in sources)
-        before = self._active(origins, now)
 
         if status in PERMANENT and src != tgt:
             refusal = self._alias_refusal(flags, cross_site, outcome.sink)
@@ -318,16 +315,13 @@ class EquivalenceStore(ABC):
         for prediction in predictions(src):
             verdict = judge(prediction.target, status, tgt, trusted=trusted)
             if verdict is not Verdict.NEUTRAL:
-                self._count(prediction.key, verdict, now, hop)
-                if verdict is Verdict.SUPPORT and prediction.key in before:
-                    outcome.confirmed.append(prediction.key)
+                self._count(prediction.key, verdict, now, hop, outcome)
         if outcome.sink:
             notes.append(f"sink: {len(sources)}+ sources redirect to {sink_key(tgt)}")
-            for origin in origins:
-                self._count(RuleKey(origin, BLOCK), Verdict.AGAINST, now, f"sink {sink_key(tgt)} ({hop})")
-
-        self._settle(outcome, before, origins, now)
-        self._add_evidence(Evidence(now, src, status, tgt, flags, "; ".join(notes)))
+            for origin in {_origin(src), *(_origin(s) for s in sources)}:
+                self._count(RuleKey(origin, BLOCK), Verdict.AGAINST, now, f"sink {sink_key(tgt)} ({hop})", outcome)
+        shown = location if location is not None and location != tgt else None
+        self._add_evidence(Evidence(now, src, status, tgt, flags, "; ".join(notes), shown))
         return outcome
 
     def record_response(self, url: str, status: int, *, context: Iterable[str] = (), note: str = "") -> Outcome:
@@ -346,8 +340,6 @@ class EquivalenceStore(ABC):
         if u is None:
             return Outcome(ignored="not a valid URL")
         now = self.clock()
-        origins = {_origin(u)}
-        before = self._active(origins, now)
         notes = [note] if note else []
         if self._get_alias(u) is not None:
             self._drop_alias(u)
@@ -358,9 +350,8 @@ class EquivalenceStore(ABC):
         for prediction in predictions(u):
             record = records.get(prediction.key)
             known = known or (record is not None and record.support > 0)
-            self._count(prediction.key, Verdict.AGAINST, now, f"{u} answered {status}")
-        self._settle(outcome, before, origins, now)
-        if known or outcome.dropped_alias or outcome.contradicted:
+            self._count(prediction.key, Verdict.AGAINST, now, f"{u} answered {status}", outcome)
+        if known or outcome.dropped_alias:
             self._add_evidence(Evidence(now, u, status, None, frozenset(context), "; ".join(notes)))
         return outcome
 
@@ -373,31 +364,33 @@ class EquivalenceStore(ABC):
             return "target is a sink"
         return ""
 
-    def _count(self, key: RuleKey, verdict: Verdict, now: float, note: str) -> None:
-        record = self._rules_at(key.origin).get(key)
+    def _count(self, key: RuleKey, verdict: Verdict, now: float, note: str, outcome: Outcome) -> None:
+        """Add one judged observation to a rule and report the rules whose status it changed."""
+        records = self._rules_at(key.origin)
+        blocked = self._blocked(records, key.origin, now)
+        record = records.get(key)
         if record is None:
             record = RuleRecord(key)
+            was = RuleStatus.CANDIDATE
         else:
+            was = record.status(self.policy, now)
             record.expire(self.policy, now)
         record.add(verdict, now, note)
         self._put_rule(record)
-
-    def _active(self, origins: Iterable[str], now: float) -> set[RuleKey]:
-        active = set()
-        for origin in origins:
-            records = self._rules_at(origin)
-            if not records:
-                continue
-            block = records.get(RuleKey(origin, BLOCK))
-            if block is not None and block.status(self.policy, now) is RuleStatus.SUSPENDED:
-                continue
-            active.update(k for k, r in records.items() if r.status(self.policy, now) is RuleStatus.ACTIVE)
-        return active
-
-    def _settle(self, outcome: Outcome, before: set[RuleKey], origins: Iterable[str], now: float) -> None:
-        after = self._active(origins, now)
-        outcome.activated = sorted(after - before)
-        outcome.contradicted = sorted(before - after)
+        if key.kind == BLOCK:
+            if not blocked:  # every active rule of the origin stops at once
+                others = self._rules_at(key.origin).values()
+                outcome.contradicted += [r.key for r in others if r.key.kind != BLOCK and r.status(self.policy, now) is RuleStatus.ACTIVE]
+            return
+        if blocked:
+            return
+        now_status = record.status(self.policy, now)
+        if was is RuleStatus.ACTIVE and now_status is not RuleStatus.ACTIVE:
+            outcome.contradicted.append(key)
+        elif was is not RuleStatus.ACTIVE and now_status is RuleStatus.ACTIVE:
+            outcome.activated.append(key)
+        elif was is RuleStatus.ACTIVE and verdict is Verdict.SUPPORT:
+            outcome.confirmed.append(key)
 
     # -- deferred requests ------------------------------------------------
 
@@ -490,8 +483,8 @@ class EquivalenceStore(ABC):
     def stats(self) -> dict[str, int]:
         """Counts of what the store holds."""
         now = self.clock()
-        counts = dict.fromkeys(("rules/active", "rules/candidate", "rules/suspended", "rules/refuted"), 0)
-        counts["aliases"] = sum(1 for _ in self._iter_aliases())
+        counts = {"aliases": sum(1 for _ in self._iter_aliases())}
+        counts.update(dict.fromkeys(("rules/active", "rules/candidate", "rules/suspended", "rules/refuted"), 0))
         counts["blocked_origins"] = 0
         for record in self._iter_rules():
             status = self.rule_status(record)

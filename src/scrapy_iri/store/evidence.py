@@ -62,9 +62,12 @@ class Evidence:
     target: str | None = None
     context: frozenset[str] = field(default_factory=frozenset)
     note: str = ""
+    location: str | None = None  #: the Location header as sent, when it differs from ``target``
 
     def describe(self) -> str:
         where = f" -> {self.target}" if self.target else ""
+        if self.location:
+            where += f" (Location: {self.location})"
         flags = f" [{', '.join(sorted(self.context))}]" if self.context else ""
         note = f" ({self.note})" if self.note else ""
         return f"{self.url}: {self.status}{where}{flags}{note}"
@@ -77,6 +80,7 @@ class Evidence:
             "target": self.target,
             "context": sorted(self.context),
             "note": self.note,
+            "location": self.location,
         }
 
 

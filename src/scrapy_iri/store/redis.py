@@ -70,7 +70,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .base import StoreError
+from .base import Outcome, Resolution, StoreError
 from .evidence import Alias, Evidence
 from .memory import MemoryStore
 from .rules import LearningPolicy, RuleKey, RuleRecord
@@ -424,11 +424,13 @@ class RedisStore(MemoryStore):
         batch_size: int = 1000,
         outage: Outage | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        owns_client: bool = True,
     ) -> None:
         super().__init__(policy, clock=clock)
         if isinstance(client, str):
             client = client_from_url(client)
         self.client = client
+        self.owns_client = owns_client
         self.keys = RedisKeys(namespace)
         self.where = _describe(client)
         self.sync_interval = sync_interval
@@ -452,6 +454,8 @@ class RedisStore(MemoryStore):
         self._deferred_ops: dict[RuleKey, dict[str, None]] = {}
         # rule records as Redis last had them: what this process's additions are counted from
         self._rule_base: dict[RuleKey, RuleRecord] = {}
+        # rules active here that a sync found suspended (handed over with the next outcome)
+        self._remote_contradicted: set[RuleKey] = set()
         #: counters of the store's traffic (round trips, reloads, ...)
         self.counters: dict[str, int] = {}
         check_reachable(client, self.where)
@@ -476,11 +480,6 @@ class RedisStore(MemoryStore):
         except UNAVAILABLE as exc:
             raise RedisUnavailable(f"cannot reach Redis at {self.where}: {exc}") from exc
         self._next_tick = self.monotonic() + self.sync_interval
-
-    def _count(self, name: str, n: int = 1) -> None:  # type: ignore[override]
-        raise NotImplementedError  # replaced below; keeps the base class's _count intact
-
-    del _count
 
     def _tally(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
@@ -546,10 +545,11 @@ class RedisStore(MemoryStore):
                 " equivalence store are lost (what this process learned since its last flush)",
                 {"where": self.where, "error": exc, "pending": self.pending},
             )
-        try:
-            self.client.close()
-        except Exception:  # pragma: no cover - closing a broken pool
-            pass
+        if self.owns_client:
+            try:
+                self.client.close()
+            except Exception:  # pragma: no cover - closing a broken pool
+                pass
 
     def clear(self) -> None:
         """Delete the whole store from Redis (every process reloads an empty one) and from memory."""
@@ -629,12 +629,19 @@ class RedisStore(MemoryStore):
         if changes == ["*"]:
             if not epoch:
                 self._republish()
+            now = self.clock()
+            before = self._active(self._rules, now)
             self._load()
+            self._remote_contradicted.update(before - self._active(self._rules, now))
             return
         if not changes:
             return
+        origins = {change[1:] for change in changes if change[0] == "r"}
+        now = self.clock()
+        before = self._active(origins, now)
         self._refresh(changes)
         self._version = version
+        self._remote_contradicted.update(before - self._active(origins, now))
 
     def _refresh(self, changes: Iterable[str]) -> None:
         c, k = self.client, self.keys
@@ -657,8 +664,6 @@ class RedisStore(MemoryStore):
                 else:
                     self._aliases[name] = _alias(name, value)
             elif kind == "r":
-                for key in [key for key in self._rule_base if key.origin == name] if not value else ():
-                    del self._rule_base[key]
                 records = {}
                 for field, raw in value.items():
                     record = _rule(name, field, raw)
@@ -758,17 +763,31 @@ class RedisStore(MemoryStore):
 
     # -- the entry points: keep the image fresh ----------------------------------------
 
-    def resolve(self, url: str):  # type: ignore[no-untyped-def]
+    def resolve(self, url: str) -> Resolution:
         self.maintain()
         return super().resolve(url)
 
-    def record_redirect(self, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
+    def record_redirect(self, *args: Any, **kwargs: Any) -> Outcome:
         self.maintain()
-        return super().record_redirect(*args, **kwargs)
+        return self._with_remote(super().record_redirect(*args, **kwargs))
 
-    def record_response(self, *args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
+    def record_response(self, *args: Any, **kwargs: Any) -> Outcome:
         self.maintain()
-        return super().record_response(*args, **kwargs)
+        return self._with_remote(super().record_response(*args, **kwargs))
+
+    def _with_remote(self, outcome: Outcome) -> Outcome:
+        """Report rules other processes contradicted as contradicted here too (once per process).
+
+        A process re-schedules the requests a rule merged away when an outcome
+        says the rule was contradicted; rules suspended by another process's
+        observation reach this process through a sync, and are handed over
+        with the next outcome, so that every process that deferred requests
+        under the rule takes them back (its own pending ones included).
+        """
+        if self._remote_contradicted:
+            outcome.contradicted = sorted({*outcome.contradicted, *self._remote_contradicted})
+            self._remote_contradicted.clear()
+        return outcome
 
     # -- primitives: the image, plus the pending batch ---------------------------------
 

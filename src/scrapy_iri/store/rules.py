@@ -75,29 +75,39 @@ def _last_segment(path: str) -> str:
     return path.rpartition("/")[2]
 
 
-_DIGITS = re.compile(r"[0-9]+")
+_DIGITS_OUTSIDE_ESCAPES = re.compile(r"%[0-9A-F]{2}|[0-9]+")
 
 
 def path_template(path: str) -> str:
     """The path with each run of digits replaced by ``#`` (never in a path): ``/topic-#/``.
 
     Whether ``/x`` is a directory is a property of the file system behind
-    the server, so slash rules generalize only among paths of one template
-    (``/topic-1`` teaches about ``/topic-2``, not about ``/about``).
+    the server, so slash rules generalize only within a family of numbered
+    paths of one template (``/topic-1`` teaches about ``/topic-2``, nothing
+    about ``/both-1`` or ``/about``); paths without digits are learned one
+    by one, as exact aliases.
     """
-    return _DIGITS.sub("#", path)
+    return _DIGITS_OUTSIDE_ESCAPES.sub(lambda m: m.group() if m.group()[0] == "%" else "#", path)
+
+
+def _numbered(path: str) -> str | None:
+    """The template of a path in a numbered family, or ``None`` (a template of one URL teaches nothing)."""
+    template = path_template(path)
+    return template if template != path else None
 
 
 def _add_slash(f: Form) -> tuple[str, Form] | None:
     if not f.path or f.path.endswith("/"):
         return None
-    return path_template(f.path), f._replace(path=f.path + "/")
+    template = _numbered(f.path)
+    return None if template is None else (template, f._replace(path=f.path + "/"))
 
 
 def _remove_slash(f: Form) -> tuple[str, Form] | None:
     if len(f.path) < 2 or not f.path.endswith("/"):
         return None
-    return path_template(f.path), f._replace(path=f.path[:-1])
+    template = _numbered(f.path)
+    return None if template is None else (template, f._replace(path=f.path[:-1]))
 
 
 def _index_to_directory(f: Form) -> tuple[str, Form] | None:

@@ -42,7 +42,7 @@ CREATE TABLE fanin (target TEXT NOT NULL, source TEXT NOT NULL, PRIMARY KEY (tar
 CREATE TABLE deferred (rule TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (rule, url)) WITHOUT ROWID;
 CREATE TABLE evidence (
     id INTEGER PRIMARY KEY, time REAL NOT NULL, url TEXT NOT NULL, status INTEGER NOT NULL,
-    target TEXT, context TEXT NOT NULL, note TEXT NOT NULL
+    target TEXT, context TEXT NOT NULL, note TEXT NOT NULL, location TEXT
 );
 CREATE INDEX evidence_url ON evidence (url);
 CREATE INDEX evidence_target ON evidence (target);
@@ -61,7 +61,8 @@ _WRITES = {
     "fanin": ("INSERT OR IGNORE INTO fanin VALUES (?, ?)", "DELETE FROM fanin WHERE target = ?"),
     "deferred": ("INSERT OR IGNORE INTO deferred VALUES (?, ?)", "DELETE FROM deferred WHERE rule = ? AND url = ?"),
 }
-_EVIDENCE = "INSERT INTO evidence (time, url, status, target, context, note) VALUES (?, ?, ?, ?, ?, ?)"
+_EVIDENCE = "INSERT INTO evidence (time, url, status, target, context, note, location) VALUES (?, ?, ?, ?, ?, ?, ?)"
+_EVIDENCE_COLUMNS = "time, url, status, target, context, note, location"
 
 
 def _rule_row(r: RuleRecord) -> tuple[Any, ...]:
@@ -69,8 +70,8 @@ def _rule_row(r: RuleRecord) -> tuple[Any, ...]:
 
 
 def _evidence(row: tuple[Any, ...]) -> Evidence:
-    time_, url, status, target, context, note = row
-    return Evidence(time_, url, status, target, frozenset(filter(None, context.split(","))), note)
+    time_, url, status, target, context, note, location = row
+    return Evidence(time_, url, status, target, frozenset(filter(None, context.split(","))), note, location)
 
 
 class SQLiteStore(MemoryStore):
@@ -231,17 +232,19 @@ class SQLiteStore(MemoryStore):
 
     def _add_evidence(self, evidence: Evidence) -> None:
         e = evidence
-        self._pending_evidence.append((e.time, e.url, e.status, e.target, ",".join(sorted(e.context)), e.note))
+        self._pending_evidence.append(
+            (e.time, e.url, e.status, e.target, ",".join(sorted(e.context)), e.note, e.location)
+        )
         self._wrote()
 
     def _iter_evidence(self, url: str | None = None) -> Iterator[Evidence]:
         self.flush()
         db = self._connection()
         if url is None:
-            rows = db.execute("SELECT time, url, status, target, context, note FROM evidence ORDER BY id")
+            rows = db.execute(f"SELECT {_EVIDENCE_COLUMNS} FROM evidence ORDER BY id")
             return (_evidence(row) for row in rows)
         rows = db.execute(
-            "SELECT time, url, status, target, context, note FROM evidence WHERE url = ? OR target = ? ORDER BY id",
+            f"SELECT {_EVIDENCE_COLUMNS} FROM evidence WHERE url = ? OR target = ? ORDER BY id",
             (url, url),
         )
         return iter([_evidence(row) for row in rows.fetchall()])

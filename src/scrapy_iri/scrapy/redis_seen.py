@@ -1,0 +1,656 @@
+"""Redis for crawls shared by many Scrapy processes: the seen set, the store's connection, faults.
+
+Enabled by ``IRI_STORE = "redis://host:port/db"`` (``rediss://`` and
+``unix://`` too; ``"redis:"`` alone takes the server from scrapy-redis's
+``REDIS_URL`` / ``REDIS_HOST`` / ``REDIS_PORT`` / ``REDIS_DB``), and always when
+scrapy-redis's scheduler builds the dupefilter (``from_spider``). Then:
+
+* :class:`RedisSeenSet` is the dupefilter's seen set: ``SADD NS:seen <12-byte
+  key>`` answers whether a request was seen by *any* process, atomically, in
+  one round trip. It is the only round trip of a request, and only for keys
+  this process does not know yet (a local :class:`~.seen.SeenSet` answers the
+  others: the Redis set only grows, so a key known here is seen everywhere).
+  The answer cannot be batched: the scheduler needs it synchronously to
+  enqueue or drop the request.
+* the equivalence store is a :class:`~scrapy_iri.store.redis.RedisStore` on
+  the same connection and namespace.
+
+Faults. Redis unreachable when the crawl opens: :class:`RedisUnavailable`
+is raised from the component's ``from_crawler`` (the crawl does not start;
+the message names the server and the setting it came from). Redis lost
+mid-crawl: requests that cannot be checked are let through (fetched rather
+than lost: at worst fetched twice, by two processes), remembered locally and
+counted in ``iri/redis/unchecked``; Redis is tried again with exponential
+backoff, and when it answers their keys are written to it (``replayed``).
+If it stays unreachable for ``IRI_REDIS_RETRY_TIMEOUT`` seconds the spider
+is closed with the reason ``iri_redis_unavailable`` and an error that says
+what is left and how to resume it.
+
+Settings (defaults in :data:`SETTINGS`): ``IRI_REDIS_NAMESPACE``
+(``"scrapy-iri:%(spider)s"``), ``IRI_REDIS_PERSIST`` and
+``IRI_REDIS_FLUSH_ON_START`` (default: scrapy-redis's ``SCHEDULER_PERSIST``
+and ``SCHEDULER_FLUSH_ON_START``, both False), ``IRI_REDIS_RETRY_TIMEOUT``
+(60 s), ``IRI_REDIS_SYNC_INTERVAL`` (0.5 s), and scrapy-redis's ``REDIS_PARAMS``
+(client options: password, timeouts, TLS...). See ``docs/redis.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary, WeakSet
+
+from scrapy import signals
+from scrapy.utils.job import job_dir
+
+from scrapy_iri.store.redis import (
+    SCHEMES,
+    Outage,
+    RedisKeys,
+    RedisStore,
+    RedisUnavailable,
+    client_from_url,
+    redact,
+)
+
+from .seen import KEY_SIZE, SeenSet
+from .settings import IRISettingsError
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
+__all__ = [
+    "CLOSE_REASON",
+    "SEEN_ELSEWHERE",
+    "SETTINGS",
+    "RedisConfig",
+    "RedisSeenSet",
+    "RedisUnavailable",
+    "crawl_redis",
+    "dupefilter_from_spider",
+    "open_crawler_store",
+    "redis_seen_set",
+    "uses_redis",
+]
+
+logger = logging.getLogger(__name__)
+
+#: the Redis settings of scrapy-iri and their defaults
+SETTINGS: dict[str, Any] = {
+    "IRI_REDIS_NAMESPACE": "scrapy-iri:%(spider)s",
+    "IRI_REDIS_PERSIST": None,
+    "IRI_REDIS_FLUSH_ON_START": None,
+    "IRI_REDIS_RETRY_TIMEOUT": 60.0,
+    "IRI_REDIS_SYNC_INTERVAL": 0.5,
+}
+#: the spider's close reason when Redis stays unreachable
+CLOSE_REASON = "iri_redis_unavailable"
+#: what :meth:`RedisSeenSet.add` returns for a key another process recorded (its tag is unknown here)
+SEEN_ELSEWHERE = -1
+#: JOBDIR file of keys let through during an outage and not yet written to Redis
+UNCHECKED_FILE = "iri-redis-unchecked.bin"
+#: seconds between the live-process heartbeats, and how long one lasts
+HEARTBEAT = 5.0
+LIVE_TTL = 30.0
+#: keys written per pipelined round trip when replaying
+REPLAY_CHUNK = 2000
+
+_DEFAULT_URL = "redis://localhost:6379/0"
+
+
+def is_redis_uri(value: Any) -> bool:
+    return isinstance(value, str) and value.partition(":")[0].lower() in SCHEMES
+
+
+def uses_redis(settings: Any) -> bool:
+    """Whether ``IRI_STORE`` puts the store and the seen set in Redis."""
+    return is_redis_uri(settings.get("IRI_STORE"))
+
+
+def _optional_bool(settings: Any, name: str, fallback: str) -> bool:
+    value = settings.get(name)
+    if value is None:
+        return settings.getbool(fallback, False)
+    try:
+        return settings.getbool(name)
+    except ValueError as exc:
+        raise IRISettingsError(f"{name}: {exc}") from None
+
+
+def _float(settings: Any, name: str, minimum: float) -> float:
+    try:
+        value = settings.getfloat(name, SETTINGS[name])
+    except ValueError as exc:
+        raise IRISettingsError(f"{name}: {exc}") from None
+    if value < minimum:
+        raise IRISettingsError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class RedisConfig:
+    """Where Redis is and how scrapy-iri uses it, read once from the crawler's settings."""
+
+    url: str = _DEFAULT_URL
+    source: str = "default"
+    params: dict[str, Any] = field(default_factory=dict)
+    namespace: str = "scrapy-iri:default"
+    persist: bool = False
+    flush_on_start: bool = False
+    retry_timeout: float = 60.0
+    sync_interval: float = 0.5
+
+    @classmethod
+    def from_settings(cls, settings: Any, spider_name: str | None) -> RedisConfig:
+        url, source = cls._url(settings)
+        template = settings.get("IRI_REDIS_NAMESPACE") or SETTINGS["IRI_REDIS_NAMESPACE"]
+        try:
+            namespace = str(template) % {"spider": spider_name or "default"}
+        except (KeyError, ValueError, TypeError) as exc:
+            raise IRISettingsError(f"IRI_REDIS_NAMESPACE: {template!r}: {exc} (use %(spider)s)") from None
+        return cls(
+            url=url,
+            source=source,
+            params=dict(settings.getdict("REDIS_PARAMS")),
+            namespace=namespace,
+            persist=_optional_bool(settings, "IRI_REDIS_PERSIST", "SCHEDULER_PERSIST"),
+            flush_on_start=_optional_bool(settings, "IRI_REDIS_FLUSH_ON_START", "SCHEDULER_FLUSH_ON_START"),
+            retry_timeout=_float(settings, "IRI_REDIS_RETRY_TIMEOUT", 0.0),
+            sync_interval=_float(settings, "IRI_REDIS_SYNC_INTERVAL", 0.01),
+        )
+
+    @staticmethod
+    def _url(settings: Any) -> tuple[str, str]:
+        """The server URL and the setting it came from: IRI_STORE, else scrapy-redis's settings."""
+        store = settings.get("IRI_STORE")
+        if is_redis_uri(store) and store.partition(":")[2].strip("/"):
+            return store, "IRI_STORE"
+        if settings.get("REDIS_URL"):
+            return str(settings.get("REDIS_URL")), "REDIS_URL"
+        host, port, db = settings.get("REDIS_HOST"), settings.get("REDIS_PORT"), settings.get("REDIS_DB")
+        if host or port or db:
+            return f"redis://{host or 'localhost'}:{port or 6379}/{db or 0}", "REDIS_HOST/REDIS_PORT/REDIS_DB"
+        return _DEFAULT_URL, "the default (no IRI_STORE URL, REDIS_URL or REDIS_HOST)"
+
+    def describe(self) -> str:
+        return f"{redact(self.url)} (from {self.source})"
+
+
+# -- one Redis connection per crawl ---------------------------------------------
+
+
+class _CrawlOutage(Outage):
+    """The crawl's outage: its start is logged and counted once, whoever noticed it."""
+
+    def __init__(self, state: CrawlRedis) -> None:
+        super().__init__()
+        self.state = state
+
+    def failed(self, exc: BaseException) -> bool:
+        started = super().failed(exc)
+        if started:
+            config = self.state.config
+            self.state.crawler.stats.inc_value("iri/redis/outages")
+            logger.warning(
+                "Redis at %(where)s unreachable (%(error)s): requests are let through unchecked"
+                " (fetched rather than lost) while retrying for up to %(timeout).0f s",
+                {"where": config.describe(), "error": exc, "timeout": config.retry_timeout},
+            )
+        return started
+
+
+class CrawlRedis:
+    """The connection, the outage state and the timers shared by a crawl's Redis users."""
+
+    def __init__(self, crawler: Crawler, config: RedisConfig) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.keys = RedisKeys(config.namespace)
+        self.client = client_from_url(config.url, config.params)
+        self.outage = _CrawlOutage(self)
+        self.seen: RedisSeenSet | None = None
+        self.store: RedisStore | None = None
+        self._loop: Any = None
+        self._closing = False
+        self._next_heartbeat = 0.0
+        try:
+            self.client.ping()
+        except Exception as exc:
+            raise RedisUnavailable(
+                f"cannot reach Redis at {config.describe()}: {exc}. The crawl does not start:"
+                " start Redis, or correct IRI_STORE / REDIS_URL / REDIS_PARAMS."
+            ) from exc
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+
+    # timers
+
+    def _spider_opened(self, spider: Spider | None = None) -> None:
+        try:
+            from scrapy.utils.asyncio import create_looping_call
+        except ImportError:  # Scrapy < 2.14
+            from twisted.internet.task import LoopingCall as create_looping_call  # type: ignore[assignment]
+        self._loop = create_looping_call(self.tick)
+        self._loop.start(self.config.sync_interval, now=False)
+
+    def _spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self._loop = None
+        if self.seen is not None:
+            self.seen.close(reason)
+        if self.store is not None:
+            for name, value in self.store.counters.items():
+                self.crawler.stats.set_value(f"iri/redis/store/{name}", value)
+
+    def tick(self) -> None:
+        """Every sync interval: keep the store fresh and the heartbeat alive, or deal with an outage."""
+        try:
+            self._tick()
+        except Exception:  # a timer must survive anything
+            logger.exception("scrapy-iri: error in the Redis maintenance timer")
+
+    def _tick(self) -> None:
+        if self.outage.down:
+            if self.outage.elapsed() >= self.config.retry_timeout:
+                self.give_up()
+            elif self.outage.may_try():
+                self.probe()
+            return
+        if self.store is not None:
+            self.store.maintain()
+        if self.seen is not None and self.seen.managed and time.monotonic() >= self._next_heartbeat:
+            self._next_heartbeat = time.monotonic() + HEARTBEAT
+            self.seen.heartbeat()
+
+    # faults
+
+    def failed(self, exc: BaseException) -> None:
+        self.outage.failed(exc)
+
+    def probe(self) -> bool:
+        """One attempt to reach Redis again; on success, catch up."""
+        try:
+            self.client.ping()
+        except Exception as exc:
+            self.failed(exc)
+            return False
+        self.recovered()
+        return True
+
+    def recovered(self) -> None:
+        lasted = self.outage.recovered()
+        logger.info(
+            "Redis at %(where)s answers again after %(lasted).1f s",
+            {"where": self.config.describe(), "lasted": lasted},
+        )
+        self.crawler.stats.max_value("iri/redis/outage_seconds", round(lasted, 3))
+        if self.seen is not None and not self.seen.catch_up():
+            return
+        if self.store is not None:
+            self.store.maintain(force=True)
+
+    def give_up(self) -> None:
+        """Redis stayed unreachable for IRI_REDIS_RETRY_TIMEOUT: close the spider, saying what is left."""
+        if self._closing:
+            return
+        self._closing = True
+        stats = self.crawler.stats
+        unchecked = stats.get_value("iri/redis/unchecked", 0)
+        engine = self.crawler.engine
+        scheduler = getattr(engine, "scheduler", None) if engine is not None else None
+        try:
+            scheduled: Any = len(scheduler) if scheduler is not None else "no"  # type: ignore[arg-type]
+        except TypeError:
+            scheduled = "an unknown number of"
+        jobdir = job_dir(self.crawler.settings)
+        if jobdir:
+            advice = f"they stay in JOBDIR {jobdir}: run the job again with it once Redis is back"
+        else:
+            advice = (
+                "they are marked seen in Redis, so no other process fetches them: set JOBDIR to be able to"
+                " resume them, or use scrapy-redis's scheduler (its queue is in Redis)"
+            )
+        logger.error(
+            "Redis at %(where)s unreachable for %(elapsed).0f s (IRI_REDIS_RETRY_TIMEOUT = %(timeout)s;"
+            " last error: %(error)s): closing the spider (%(reason)s). %(unchecked)s requests were let"
+            " through without the cross-process check (iri/redis/unchecked); %(scheduled)s requests are"
+            " still scheduled in this process: %(advice)s.",
+            {
+                "where": self.config.describe(),
+                "elapsed": self.outage.elapsed(),
+                "timeout": self.config.retry_timeout,
+                "error": self.outage.last_error,
+                "reason": CLOSE_REASON,
+                "unchecked": unchecked,
+                "scheduled": scheduled,
+                "advice": advice,
+            },
+        )
+        stats.set_value("iri/redis/unavailable_seconds", round(self.outage.elapsed(), 3))
+        if engine is None or getattr(engine, "spider", None) is None:
+            return
+        close = getattr(engine, "close_spider_async", None)
+        if close is not None:
+            from scrapy.utils.defer import deferred_from_coro
+
+            closing = deferred_from_coro(close(reason=CLOSE_REASON))
+        else:  # Scrapy < 2.14
+            closing = engine.close_spider(engine.spider, reason=CLOSE_REASON)
+        closing.addErrback(lambda failure: logger.error("closing the spider failed: %s", failure.value))
+
+
+_crawls: WeakKeyDictionary[Crawler, CrawlRedis] = WeakKeyDictionary()
+
+
+def crawl_redis(crawler: Crawler) -> CrawlRedis:
+    """The crawl's Redis connection (made, and checked, on first use)."""
+    state = _crawls.get(crawler)
+    if state is None:
+        spider_name = getattr(crawler.spidercls, "name", None)
+        state = CrawlRedis(crawler, RedisConfig.from_settings(crawler.settings, spider_name))
+        _crawls[crawler] = state
+    return state
+
+
+def open_crawler_store(crawler: Crawler) -> RedisStore:
+    """The crawl's equivalence store in Redis (``settings.crawler_store`` calls this for a Redis URI)."""
+    state = crawl_redis(crawler)
+    if state.store is None:
+        state.store = RedisStore(
+            state.client,
+            state.config.namespace,
+            outage=state.outage,
+            sync_interval=state.config.sync_interval,
+            owns_client=False,
+        )
+    return state.store
+
+
+# -- the seen set ------------------------------------------------------------------------
+
+#: open: prune dead processes, flush if asked and alone, register. KEYS: live, seen, seen epoch.
+#: ARGV: token, now, expiry, flush (0/1), new epoch. Returns {other live processes, flushed}.
+_OPEN = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
+local others = redis.call('ZCARD', KEYS[1])
+local flushed = 0
+if ARGV[4] == '1' and others == 0 then
+  redis.call('DEL', KEYS[2]); redis.call('SET', KEYS[3], ARGV[5]); flushed = 1
+end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1])
+redis.call('SET', KEYS[3], ARGV[5], 'NX')
+return {others, flushed}
+"""
+
+#: close: unregister; the last process out deletes the seen set unless persisting.
+#: KEYS: live, seen, seen epoch. ARGV: token, now, persist (0/1). Returns {still live, deleted}.
+_CLOSE = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
+local left = redis.call('ZCARD', KEYS[1])
+if left == 0 and ARGV[3] == '0' then
+  redis.call('DEL', KEYS[2], KEYS[3]); return {0, 1}
+end
+return {left, 0}
+"""
+
+
+class RedisSeenSet:
+    """The dupefilter's seen set in Redis, with a local cache; a drop-in for :class:`~.seen.SeenSet`.
+
+    ``add(key, tag)`` returns ``None`` for a new key, the tag for a key this
+    process recorded, and :data:`SEEN_ELSEWHERE` for one only another process
+    recorded. Keys are the first 12 bytes of the request fingerprint.
+
+    ``managed`` (Scrapy's scheduler): this set registers the process in
+    ``NS:live`` and applies ``IRI_REDIS_FLUSH_ON_START`` (only when no other
+    process of the namespace is running) and ``IRI_REDIS_PERSIST`` (the last
+    process to close deletes the set unless persisting). Unmanaged
+    (scrapy-redis's scheduler): the scheduler decides, through :meth:`clear`.
+    """
+
+    def __init__(self, state: CrawlRedis, local: SeenSet, *, managed: bool = True) -> None:
+        self.state = state
+        self.client = state.client
+        self.keys = state.keys
+        self.local = local
+        self.managed = managed
+        self.stats = state.crawler.stats
+        self.token = uuid.uuid4().hex
+        self.unchecked: list[bytes] = []
+        self.closed = False
+        self._jobdir = job_dir(state.crawler.settings)
+        self._check_type()
+        if managed:
+            self._register()
+        self._replay_saved()
+
+    # what the dupefilter uses
+
+    def add(self, key: bytes, tag: int = 0) -> int | None:
+        found = self.local.get(key)
+        if found is not None:
+            self.stats.inc_value("iri/redis/local_hits")
+            return found
+        key = key[:KEY_SIZE]
+        if self.state.outage.may_try():
+            try:
+                added = self.client.sadd(self.keys.seen, key)
+            except Exception as exc:
+                self.state.failed(exc)
+            else:
+                self.stats.inc_value("iri/redis/sadd")
+                self.local.add(key, tag)
+                if self.state.outage.down:
+                    self.state.recovered()
+                if added:
+                    return None
+                self.stats.inc_value("iri/redis/seen_elsewhere")
+                return SEEN_ELSEWHERE
+        # Redis is unreachable: fetch rather than lose, and remember to tell Redis later.
+        self.local.add(key, tag)
+        self.unchecked.append(key)
+        self.stats.inc_value("iri/redis/unchecked")
+        return None
+
+    def get(self, key: bytes) -> int | None:
+        return self.local.get(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.local
+
+    def __len__(self) -> int:
+        return len(self.local)
+
+    def __iter__(self) -> Iterator[tuple[bytes, int]]:
+        return iter(self.local)
+
+    def load(self, data: bytes) -> int:
+        return self.local.load(data)
+
+    @property
+    def nbytes(self) -> int:
+        return self.local.nbytes
+
+    def clear(self) -> None:
+        """Delete the shared set and forget the local one (scrapy-redis's scheduler flush)."""
+        self.client.delete(self.keys.seen)
+        self.client.set(self.keys.seen_epoch, uuid.uuid4().hex)
+        self.local = SeenSet()
+        self.unchecked.clear()
+
+    # life
+
+    def _check_type(self) -> None:
+        kind = self.client.type(self.keys.seen)
+        kind = kind.decode() if isinstance(kind, bytes) else kind
+        if kind not in ("none", "set"):
+            raise IRISettingsError(
+                f"Redis key {self.keys.seen!r} holds a {kind}, not a set: choose another IRI_REDIS_NAMESPACE"
+            )
+
+    def _register(self) -> None:
+        config = self.state.config
+        now = time.time()
+        others, flushed = self.client.eval(
+            _OPEN,
+            3,
+            self.keys.live,
+            self.keys.seen,
+            self.keys.seen_epoch,
+            self.token,
+            now,
+            now + LIVE_TTL,
+            int(config.flush_on_start),
+            uuid.uuid4().hex,
+        )
+        if flushed:
+            logger.info("Flushed the seen set %(key)s (IRI_REDIS_FLUSH_ON_START)", {"key": self.keys.seen})
+        elif config.flush_on_start and others:
+            logger.info(
+                "Not flushing %(key)s: %(n)d other processes of this crawl are running",
+                {"key": self.keys.seen, "n": others},
+            )
+        size = self.client.scard(self.keys.seen)
+        if size:
+            logger.info(
+                "Sharing the seen set %(key)s (%(size)d requests) with %(n)d other processes",
+                {"key": self.keys.seen, "size": size, "n": others},
+            )
+
+    def heartbeat(self) -> None:
+        try:
+            self.client.zadd(self.keys.live, {self.token: time.time() + LIVE_TTL})
+        except Exception as exc:
+            self.state.failed(exc)
+
+    def catch_up(self) -> bool:
+        """After an outage: publish again what Redis lost, then the keys let through unchecked."""
+        try:
+            if self.managed and not self.client.exists(self.keys.seen_epoch):
+                self._republish()
+            self.replay()
+        except Exception as exc:
+            self.state.failed(exc)
+            return False
+        return True
+
+    def _republish(self) -> None:
+        """Redis came back without the set (no persistence): write back every key this process knows."""
+        logger.warning(
+            "Redis lost the seen set %(key)s (restarted without persistence?): writing back the %(n)d"
+            " requests this process knows",
+            {"key": self.keys.seen, "n": len(self.local)},
+        )
+        batch: list[bytes] = []
+        for key, _ in self.local:
+            batch.append(key)
+            if len(batch) >= REPLAY_CHUNK:
+                self.client.sadd(self.keys.seen, *batch)
+                batch = []
+        if batch:
+            self.client.sadd(self.keys.seen, *batch)
+        self.client.set(self.keys.seen_epoch, uuid.uuid4().hex, nx=True)
+        self.stats.inc_value("iri/redis/republished", len(self.local))
+
+    def replay(self) -> None:
+        """Write the keys let through during an outage; count those another process had recorded meanwhile."""
+        while self.unchecked:
+            chunk = self.unchecked[:REPLAY_CHUNK]
+            pipe = self.client.pipeline(transaction=False)
+            for key in chunk:
+                pipe.sadd(self.keys.seen, key)
+            added = pipe.execute()
+            del self.unchecked[: len(chunk)]
+            duplicates = sum(1 for a in added if not a)
+            self.stats.inc_value("iri/redis/replayed", len(chunk))
+            if duplicates:
+                self.stats.inc_value("iri/redis/unchecked_duplicates", duplicates)
+                logger.warning(
+                    "%(n)d requests let through during the Redis outage had been recorded by another"
+                    " process too (each may have been fetched twice)",
+                    {"n": duplicates},
+                )
+
+    def _replay_saved(self) -> None:
+        """Keys a previous run of this job (JOBDIR) could not write to Redis."""
+        if not self._jobdir:
+            return
+        path = Path(self._jobdir, UNCHECKED_FILE)
+        if not path.exists():
+            return
+        data = path.read_bytes()
+        self.unchecked.extend(data[i : i + KEY_SIZE] for i in range(0, len(data) - len(data) % KEY_SIZE, KEY_SIZE))
+        self.replay()
+        path.unlink()
+        logger.info("Wrote %(n)d requests saved by the previous run to Redis", {"n": len(data) // KEY_SIZE})
+
+    def close(self, reason: str = "") -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.replay()
+        except Exception as exc:
+            self._save_unchecked(exc)
+        if not self.managed:
+            return
+        try:
+            left, deleted = self.client.eval(
+                _CLOSE, 3, self.keys.live, self.keys.seen, self.keys.seen_epoch,
+                self.token, time.time(), int(self.state.config.persist),
+            )  # fmt: skip
+        except Exception as exc:
+            logger.warning("Could not unregister from %(key)s: %(error)s", {"key": self.keys.live, "error": exc})
+            return
+        if deleted:
+            logger.info("Deleted the seen set %(key)s (last process out; IRI_REDIS_PERSIST is off)", {"key": self.keys.seen})
+
+    def _save_unchecked(self, exc: BaseException) -> None:
+        n = len(self.unchecked)
+        if self._jobdir:
+            path = Path(self._jobdir, UNCHECKED_FILE)
+            with path.open("ab") as file:
+                file.write(b"".join(self.unchecked))
+            where = f"saved in {path} and written to Redis when the job resumes"
+        else:
+            where = "lost: other processes may fetch these requests again (set JOBDIR to keep them)"
+        logger.error(
+            "Redis unreachable at close (%(error)s): %(n)d requests this process let through unchecked are"
+            " not recorded in the shared seen set; %(where)s",
+            {"error": exc, "n": n, "where": where},
+        )
+        self.stats.set_value("iri/redis/unrecorded", n)
+        self.unchecked.clear()
+
+
+# crawlers whose dupefilter scrapy-redis's scheduler is building (it manages persistence itself)
+_from_spider: WeakSet[Crawler] = WeakSet()
+
+
+def redis_seen_set(crawler: Crawler, local: SeenSet) -> RedisSeenSet:
+    """The crawl's seen set in Redis around ``local`` (the dupefilter's set, loaded from JOBDIR if resuming)."""
+    state = crawl_redis(crawler)
+    seen = RedisSeenSet(state, local, managed=crawler not in _from_spider)
+    state.seen = seen
+    return seen
+
+
+def dupefilter_from_spider(cls: type, spider: Spider) -> Any:
+    """The dupefilter scrapy-redis's scheduler builds (``from_spider``): its seen set is always in Redis."""
+    crawler = spider.crawler
+    _from_spider.add(crawler)
+    try:
+        df = cls.from_crawler(crawler)
+        if getattr(df, "fallback", None) is None and not isinstance(df.seen, RedisSeenSet):
+            df.seen = redis_seen_set(crawler, df.seen)
+    finally:
+        _from_spider.discard(crawler)
+    return df

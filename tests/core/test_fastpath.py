@@ -1,0 +1,296 @@
+"""The fast paths equal the reference paths (issue 7: speed is never traded for correctness).
+
+``canonicalize`` = bounded memo -> ``fast.web_form`` -> ``canonicalize_reference``;
+``lenient.preprocess`` = a cheap "nothing to do" test -> ``preprocess_steps``;
+``percent.normalize_component`` encodes after normalizing instead of before.
+Each shortcut is checked against the code it shortcuts, as whole outcomes
+(the canonical form, or the error's type, message, component and position),
+on every string of the corpora and on generated strings built to hit the
+fast path's boundaries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import string
+from collections.abc import Iterator
+from unittest import mock
+
+import pytest
+from corpora import CORPORA
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from scrapy_iri import IRIError, Rung, canonicalize, resolve
+from scrapy_iri import fast, lenient, percent
+from scrapy_iri.ladder import MEMO_MAX_LENGTH, _memo, canonicalize_reference
+
+SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow])
+
+CONFIGS = [
+    (rung, keep_fragment, lenient_)
+    for rung in (Rung.SYNTAX, Rung.SCHEME)
+    for keep_fragment in (True, False)
+    for lenient_ in (False, True)
+]
+ALL_CONFIGS = [(Rung.STRING, k, le) for k in (True, False) for le in (False, True)] + CONFIGS
+
+
+@contextlib.contextmanager
+def reference_only() -> Iterator[None]:
+    """Switch off every fast path of the core (the memo, web_form, the preprocessing shortcut)."""
+    with (
+        mock.patch.object(lenient, "_unchanged_by_preprocessing", lambda text: False),
+        mock.patch.object(fast, "_web_fullmatch", lambda text: None),
+    ):
+        yield
+
+
+def outcome(call, *args, **kwargs) -> tuple:
+    try:
+        return ("ok", call(*args, **kwargs))
+    except IRIError as exc:
+        return ("IRIError", str(exc), exc.component, exc.position)
+    except (TypeError, ValueError) as exc:  # e.g. the protocol rung without a store
+        return (type(exc).__name__, str(exc))
+
+
+def reference(text: object, rung: Rung, keep_fragment: bool, lenient_: bool) -> tuple:
+    with reference_only():
+        return outcome(canonicalize_reference, text, rung, keep_fragment=keep_fragment, lenient=lenient_)
+
+
+def assert_same(text: object, configs=ALL_CONFIGS) -> None:
+    for rung, keep_fragment, lenient_ in configs:
+        fast_result = outcome(canonicalize, text, rung, keep_fragment=keep_fragment, lenient=lenient_)
+        assert fast_result == reference(text, rung, keep_fragment, lenient_), (text, rung, keep_fragment, lenient_)
+
+
+# -- the pieces ---------------------------------------------------------------
+
+
+def test_normal_triplet_pattern_is_exactly_the_triplets_syntax_normalization_keeps():
+    import re
+
+    pattern = re.compile(fast._NORMAL_TRIPLET)
+    for octet in range(256):
+        for spelling in {f"%{octet:02X}", f"%{octet:02x}", f"%{octet:02X}"[:2] + f"{octet:02x}"[1], f"%{octet:02x}"[:2] + f"{octet:02X}"[1]}:
+            kept = percent.normalize_triplets(spelling) == spelling
+            assert bool(pattern.fullmatch(spelling)) == kept, spelling
+
+
+def test_pct_encode_octets_matches_the_definition():
+    for data in [b"", bytes(range(256)), "é日\U0001f600".encode(), b"\x00\xff"]:
+        assert percent.pct_encode_octets(data) == "".join(f"%{b:02X}" for b in data)
+
+
+@SETTINGS
+@given(st.binary(max_size=40))
+def test_pct_encode_octets_property(data):
+    assert percent.pct_encode_octets(data) == "".join(f"%{b:02X}" for b in data)
+
+
+component_text = st.text(
+    alphabet=st.characters(codec="utf-8") | st.sampled_from(list("%%%AaFf09g/.:@?#[]\\ ") + ["\ud800"]),
+    max_size=30,
+)
+
+
+@SETTINGS
+@given(component_text)
+@example("%%34%61")
+@example("%é%41")
+@example("%4\u00e9")
+def test_normalize_component_equals_encode_then_normalize(text):
+    expected = text if "%" not in text and text.isascii() else percent.normalize_triplets(percent.encode_non_ascii(text))
+    assert percent.normalize_component(text) == expected
+
+
+@SETTINGS
+@given(st.text(max_size=40) | st.text(alphabet=string.printable + "é\u202e\ue000", max_size=40))
+@example("http://a/b#c#d")
+@example("//@@")
+@example("http://u@v@host/p@q")
+@example("http://[::1]/")
+@example("http://a/%zz")
+@example("http://a/\ue000?\ue000")
+def test_preprocess_shortcut_is_sound(text):
+    if lenient._unchanged_by_preprocessing(text):
+        assert lenient.preprocess_steps(text) == text
+    assert lenient.preprocess(text) == lenient.preprocess_steps(text)
+
+
+# -- the corpora --------------------------------------------------------------
+
+
+def _lines(relative: str) -> list[str]:
+    path = CORPORA / relative
+    if not path.exists():
+        pytest.skip(f"corpus {relative} not found under {CORPORA} (set SCRAPY_IRI_CORPORA)")
+    return path.read_text(encoding="utf-8-sig").splitlines()
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+REALWORLD = {
+    "ada_kasztp": lambda: _lines("realworld/ada_kasztp.txt"),
+    "ada_userbait": lambda: _lines("realworld/ada_userbait.txt"),
+    "citizenlab": lambda: [row.split("\t")[1] for row in _lines("realworld/citizenlab_test_lists_urls.tsv")[1:] if "\t" in row],
+}
+
+
+@pytest.mark.parametrize("name", sorted(REALWORLD))
+def test_realworld_lists(name):
+    urls = REALWORLD[name]()
+    # The common configurations of a crawl on the whole list; all of them on a slice.
+    for url in urls:
+        assert_same(url, [(Rung.SCHEME, False, True), (Rung.SCHEME, False, False), (Rung.SYNTAX, False, True)])
+    for url in urls[::25]:
+        assert_same(url)
+
+
+def test_realworld_fast_path_covers_the_common_case():
+    urls = _lines("realworld/ada_kasztp.txt")
+    covered = sum(fast.web_form(url, True, False) is not None for url in urls)
+    assert covered / len(urls) > 0.98
+
+
+def test_relative_references_resolved():
+    rows = _lines("realworld/oxiri_relative_urls_cc_10k.csv")[1:]
+    for row in rows:
+        base, _, relative = row.partition(",")
+        strings = [base, relative]
+        try:
+            strings.append(resolve(base, relative, lenient=True))
+        except IRIError:
+            pass
+        for text in strings:
+            assert_same(text, [(Rung.SCHEME, False, True), (Rung.SYNTAX, True, False)])
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "conformance/oxiri_iri_tests.json",
+        "conformance/urltestdata.json",
+        "conformance/rfc3986_5.4_resolution_examples.json",
+        "conformance/toascii.json",
+        "conformance/IdnaTestV2.json",
+        "peers/w3lib_canonicalize_url.json",
+        "peers/w3lib_safe_url_string.json",
+    ],
+)
+def test_conformance_and_peer_strings(relative):
+    path = CORPORA / relative
+    if not path.exists():
+        pytest.skip(f"corpus {relative} not found under {CORPORA}")
+    strings = set(_strings(json.loads(path.read_text(encoding="utf-8"))))
+    for text in sorted(strings):
+        assert_same(text)
+        if "/" not in text and len(text) < 100:  # host names (toascii, IdnaTestV2): as web URLs
+            assert_same(f"http://{text}/")
+            assert_same(f"https://{text}:443?q#f", CONFIGS)
+
+
+# -- generated strings at the fast path's boundaries ----------------------------
+
+# Pieces that the fast path accepts and pieces just outside it.
+_host_chars = string.ascii_lowercase + string.digits + "-._~!$&'()*+,;=" + "AZ"
+_label = st.text(alphabet=_host_chars, min_size=1, max_size=6) | st.sampled_from(
+    ["xn--bcher-kva", "xn--bcher-KVA", "XN--bcher-kva", "xn--a", "xn--", "www", "example", "b\u00fccher", "%41", "%c3%bc", "faß", "[::1]", "1", "255"]
+)
+_host = st.lists(_label, min_size=0, max_size=4).map(".".join)
+_port = st.none() | st.sampled_from(["", "80", "443", "080", "0443", "8080", "65535", "65536", "99999999999", "a", "0"])
+_triplet = st.integers(0, 255).flatmap(lambda b: st.sampled_from([f"%{b:02X}", f"%{b:02x}"]))
+_pchar = st.sampled_from(list(string.ascii_letters + string.digits + "-._~!$&'()*+,;=:@/?#%[]\\ \"<>^`{|}\t") + ["é", "日", "\u202e", "\ue000", "..", "/./", "/../", "%2E", "%2e"]) | _triplet
+_rest = st.lists(_pchar, max_size=12).map("".join)
+_scheme = st.sampled_from(["http", "https", "HTTP", "Https", "ftp", "ws", "httpx", "mailto", "file"])
+
+
+@st.composite
+def web_like(draw: st.DrawFn) -> str:
+    userinfo = draw(st.none() | st.sampled_from(["", "u", "u:p"]))
+    authority = (userinfo + "@" if userinfo is not None else "") + draw(_host)
+    port = draw(_port)
+    if port is not None:
+        authority += ":" + port
+    path = draw(st.sampled_from(["", "/"]) | _rest.map(lambda r: "/" + r))
+    text = f"{draw(_scheme)}://{authority}{path}"
+    if draw(st.booleans()):
+        text += "?" + draw(_rest)
+    if draw(st.booleans()):
+        text += "#" + draw(_rest)
+    if draw(st.integers(0, 9)) == 0:
+        text = draw(st.sampled_from([" ", "\t", "\n", ""])) + text + draw(st.sampled_from([" ", "\r\n", ""]))
+    return text
+
+
+@SETTINGS
+@given(web_like())
+@example("http://a.example")
+@example("http://a.example:80?q#f")
+@example("https://A.Example:0443/x/./y/../z?%41%2f#%7e")
+@example("http://xn--bcher-kva.example/")
+@example("http://xn--a.example/")
+@example("http://a.example:65536/")
+@example("http://a.example/.well-known/x")
+@example("http://a.example/..")
+@example("http://a.example/a%2Eb")
+@example("http://a.example/%C3%A9?%E2%82%AC#%5B")
+def test_fast_path_equals_reference_on_web_like_strings(text):
+    assert_same(text)
+
+
+@SETTINGS
+@given(st.text(max_size=60))
+def test_fast_path_equals_reference_on_any_string(text):
+    assert_same(text, CONFIGS)
+
+
+# -- the memo -----------------------------------------------------------------
+
+
+def test_memo_returns_the_computed_form_and_errors_again():
+    _memo.cache_clear()
+    url = "HTTP://Example.COM:80/a/../b?q#f"
+    first = canonicalize(url, "scheme", keep_fragment=False)
+    assert canonicalize(url, "scheme", keep_fragment=False) == first == "http://example.com/b?q"
+    assert canonicalize(url, "syntax", keep_fragment=False) == "http://example.com:80/b?q"
+    assert canonicalize(url, "scheme") == "http://example.com/b?q#f"
+    with pytest.raises(IRIError) as one:
+        canonicalize("http://a b/", "scheme")
+    with pytest.raises(IRIError) as two:
+        canonicalize("http://a b/", "scheme")
+    assert (str(one.value), one.value.position) == (str(two.value), two.value.position)
+
+
+def test_memo_is_bounded_and_skips_long_strings():
+    _memo.cache_clear()
+    long_url = "http://a.example/" + "x" * MEMO_MAX_LENGTH
+    canonicalize(long_url)
+    assert _memo.cache_info().currsize == 0
+    for i in range(_memo.cache_info().maxsize + 10):
+        canonicalize(f"http://a.example/{i}")
+    assert _memo.cache_info().currsize == _memo.cache_info().maxsize
+
+
+def test_memo_keys_on_truthiness_and_str_type():
+    class Sub(str):
+        pass
+
+    form = canonicalize(Sub("HTTP://A.example/"))
+    assert form == "http://a.example/" and type(form) is str
+    assert canonicalize("http://a.example/#x", keep_fragment=[]) == "http://a.example/"  # unhashable, falsy
+    assert canonicalize("http://a.example/#x", keep_fragment=1) == "http://a.example/#x"
+    with pytest.raises(TypeError):
+        canonicalize(b"http://a.example/")
