@@ -119,17 +119,13 @@ def iri_heavy(urls: list[str], size: int = 20_000, seed: int = SEED) -> list[str
 
 
 def distinct_requests(urls: list[str], count: int) -> list[str]:
-    """``count`` distinct URLs built from ``urls`` (a page number added where needed)."""
+    """``count`` URLs that every canonicalizer keeps apart: ``urls`` in turn, each with a unique ``n=i``.
+
+    Fragments are dropped (they never make two requests different), and the
+    query parameter is unique per URL, so no dupefilter may merge two of them.
+    """
     out = []
-    seen = set()
-    n = 0
-    while len(out) < count:
-        for url in urls:
-            candidate = url if n == 0 else f"{url}{'&' if '?' in url else '?'}page={n}"
-            if candidate not in seen:
-                seen.add(candidate)
-                out.append(candidate)
-                if len(out) == count:
-                    break
-        n += 1
+    for i in range(count):
+        url = urls[i % len(urls)].partition("#")[0]
+        out.append(f"{url}{'&' if '?' in url else '?'}n={i}")
     return out

@@ -22,15 +22,16 @@ import gzip
 import io
 import json
 import os
+import re
 import stat
 import sys
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from hashlib import blake2b
-from itertools import chain
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -47,7 +48,7 @@ __all__ = [
     "register",
 ]
 
-DEFAULT_CACHE_SIZE = 250_000  # about 100 MB with typical URLs: see docs/graph.md
+DEFAULT_CACHE_SIZE = 250_000  # about 60 MB with URLs of typical length: see docs/graph.md
 FORMATS = ("csv", "tsv", "jsonl")
 _SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 _PROGRESS_EVERY = 8192  # rows between two looks at the clock
@@ -90,14 +91,24 @@ class GraphSummary:
 
 
 class _Node:
-    """A cached canonical form, or why there is none; ``number`` once counted."""
+    """A cached canonical form (and its CSV field), or why there is none; ``number`` once counted."""
 
-    __slots__ = ("canon", "error", "number")
+    __slots__ = ("canon", "error", "field", "number")
 
-    def __init__(self, canon: str | None, error: str | None) -> None:
+    def __init__(self, canon: str | None, error: str | None = None) -> None:
         self.canon = canon
         self.error = error
+        self.field = canon if canon is None else _csv_field(canon)
         self.number: int | None = None
+
+
+_NEEDS_QUOTES = re.compile(r'[,"\r\n]')
+
+
+def _csv_field(text: str) -> str:
+    """``text`` as a CSV field: quoted when it holds a comma, a quote or a line break
+    (``csv.writer`` would leave a lone CR unquoted with a ``\\n`` line terminator)."""
+    return '"' + text.replace('"', '""') + '"' if _NEEDS_QUOTES.search(text) else text
 
 
 def _digest(text: str) -> bytes:
@@ -125,8 +136,8 @@ class GraphNormalizer:
         cache_size: int = DEFAULT_CACHE_SIZE,
         on_alias: Callable[[str, str], Any] | None = None,
     ) -> None:
-        self.rung = Rung.parse(rung)
-        if self.rung is Rung.PROTOCOL and store is None:
+        self.rung = level = Rung.parse(rung)
+        if level is Rung.PROTOCOL and store is None:
             raise ValueError("the protocol rung needs an equivalence store: pass store=")
         self.on_alias = on_alias
         self.edges_in = 0
@@ -135,7 +146,6 @@ class GraphNormalizer:
         self._edges: set[int] = set()  # node number pairs: source << 32 | target
         self._nodes_in: set[bytes] = set()  # digests of the originals
         self._numbers: dict[bytes, int] = {}  # digest of a canonical form -> its node number
-        level = self.rung
 
         def compute(raw: str) -> _Node:
             if not isinstance(raw, str):
@@ -148,7 +158,7 @@ class GraphNormalizer:
                 except UnicodeEncodeError:
                     return _Node(None, "invalid UTF-8 in the input")
             try:
-                return _Node(canonicalize(raw, level, keep_fragment=keep_fragment, lenient=lenient, store=store), None)
+                return _Node(canonicalize(raw, level, keep_fragment=keep_fragment, lenient=lenient, store=store))
             except IRIError as exc:
                 return _Node(None, str(exc))
             except Exception as exc:  # the store failed (only the protocol rung calls out)
@@ -159,6 +169,10 @@ class GraphNormalizer:
         self._lookup = lru_cache(maxsize=cache_size)(compute) if cache_size > 0 else compute
 
     def add(self, source: str, target: str) -> tuple[str, str] | None:
+        pair = self._add(source, target)
+        return None if pair is None else (pair[0].canon, pair[1].canon)  # type: ignore[return-value]
+
+    def _add(self, source: str, target: str) -> tuple[_Node, _Node] | None:
         s = self._lookup(source)
         t = self._lookup(target)
         first, second = s.number, t.number
@@ -175,9 +189,7 @@ class GraphNormalizer:
         edges = self._edges
         size = len(edges)
         edges.add(first << 32 | second)
-        if len(edges) == size:
-            return None
-        return s.canon, t.canon  # type: ignore[return-value]
+        return None if len(edges) == size else (s, t)
 
     def _count(self, raw: str, node: _Node) -> int:
         """The node number of a cache entry's canonical form, at its first use in a
@@ -251,7 +263,10 @@ def normalize_graph(
 
 # --- files -----------------------------------------------------------------
 
-Row = tuple[int, str, str, str, str | None]  # line, source, target, original text, problem
+# A reader checks the header at once, then streams (line, source, target, original text, problem).
+Row = tuple[int, str, str, str, "str | None"]
+Reader = Callable[[Iterator[str], str], tuple[str, Iterator[Row]]]
+_EMPTY = "empty input: expected a header with 'source' and 'target' columns"
 
 
 def detect_format(name: str) -> str:
@@ -274,104 +289,122 @@ def _columns(header: list[str], name: str) -> tuple[int, int]:
     for column in ("source", "target"):
         count = names.count(column)
         if count != 1:
-            shown = ",".join(header) if header else "(empty)"
+            shown = ",".join(header) if any(header) else "(empty)"
             problem = "no" if count == 0 else "more than one"
             raise GraphError(f"{name}:1: the header has {problem} {column!r} column (header: {shown})")
         found.append(names.index(column))
     return found[0], found[1]
 
 
-def _csv_rows(text: TextIO, name: str, header_out: list[str]) -> Iterator[Row]:
-    lines: list[str] = []  # the physical lines of the current record, for --bad-rows
+def _csv_record(line: str, lines: Iterator[str]) -> tuple[str, int, list[str] | None, str | None]:
+    """A record with quotes: (original text, physical lines, fields or None, error).
 
-    def tap() -> Iterator[str]:
-        for line in text:
-            lines.append(line)
-            yield line
-
-    reader = csv.reader(tap(), strict=True)
-    number = 0  # physical lines consumed
+    A quoted field may hold line breaks: the record goes on while its count
+    of ``"`` is odd (escaped quotes come in pairs), like the csv module's.
+    """
+    parts = [line]
+    quotes = line.count('"')
+    while quotes % 2:
+        line = next(lines, "")
+        if not line:
+            break
+        parts.append(line)
+        quotes += line.count('"')
+    raw = "".join(parts)
     try:
-        header = next(reader)
-    except StopIteration:
-        raise GraphError(f"{name}: empty input: expected a header with 'source' and 'target' columns") from None
+        return raw, len(parts), next(csv.reader((raw,), strict=True), []), None
     except csv.Error as exc:
-        raise GraphError(f"{name}:1: unreadable header: {exc}") from None
-    header_out.append("".join(lines))
-    number += len(lines)
-    lines.clear()
+        return raw, len(parts), None, f"CSV: {exc}"
+
+
+def _csv_rows(lines: Iterator[str], name: str) -> tuple[str, Iterator[Row]]:
+    first = next(lines, "")
+    if not first:
+        raise GraphError(f"{name}: {_EMPTY}")
+    if '"' in first:
+        header_raw, number, header, error = _csv_record(first, lines)
+        if header is None:
+            raise GraphError(f"{name}:1: unreadable header: {error}")
+    else:
+        header_raw, number, header = first, 1, first.rstrip("\r\n").split(",")
     si, ti = _columns(header, name)
     width = len(header)
-    while True:
-        try:
-            for row in reader:
-                start = number + 1
-                number += len(lines)
-                raw = "".join(lines)
-                lines.clear()
-                if len(row) == width:
-                    yield start, row[si], row[ti], raw, None
-                elif row:  # an empty line holds no edge
-                    yield start, "", "", raw, f"expected {width} fields, found {len(row)}"
-            return
-        except csv.Error as exc:
-            start = number + 1
-            number += len(lines)
-            raw = "".join(lines)
-            lines.clear()
-            yield start, "", "", raw, f"CSV: {exc}"
+
+    def rows(number: int) -> Iterator[Row]:
+        for raw in lines:
+            number += 1
+            if '"' not in raw:  # the common case: no quoting, the fields are between the commas
+                fields = raw.rstrip("\r\n").split(",")
+                if len(fields) == width:
+                    yield number, fields[si], fields[ti], raw, None
+                elif fields != [""]:  # an empty line holds no edge
+                    yield number, "", "", raw, f"expected {width} fields, found {len(fields)}"
+                continue
+            start = number
+            raw, count, record, error = _csv_record(raw, lines)
+            number += count - 1
+            if record is None:
+                yield start, "", "", raw, error
+            elif len(record) == width:
+                yield start, record[si], record[ti], raw, None
+            else:
+                yield start, "", "", raw, f"expected {width} fields, found {len(record)}"
+
+    return header_raw, rows(number)
 
 
-def _tsv_rows(text: TextIO, name: str, header_out: list[str]) -> Iterator[Row]:
-    first = text.readline()
+def _tsv_rows(lines: Iterator[str], name: str) -> tuple[str, Iterator[Row]]:
+    first = next(lines, "")
     if not first:
-        raise GraphError(f"{name}: empty input: expected a header with 'source' and 'target' columns")
-    header_out.append(first)
+        raise GraphError(f"{name}: {_EMPTY}")
     header = first.rstrip("\r\n").split("\t")
     si, ti = _columns(header, name)
     width = len(header)
-    for number, raw in enumerate(text, 2):
-        line = raw.rstrip("\r\n")
-        if not line:
-            continue
-        fields = line.split("\t")
-        if len(fields) == width:
-            yield number, fields[si], fields[ti], raw, None
-        else:
-            yield number, "", "", raw, f"expected {width} tab-separated fields, found {len(fields)}"
+
+    def rows() -> Iterator[Row]:
+        for number, raw in enumerate(lines, 2):
+            fields = raw.rstrip("\r\n").split("\t")
+            if len(fields) == width:
+                yield number, fields[si], fields[ti], raw, None
+            elif fields != [""]:  # an empty line holds no edge
+                yield number, "", "", raw, f"expected {width} tab-separated fields, found {len(fields)}"
+
+    return first, rows()
 
 
-def _jsonl_rows(text: TextIO, name: str, header_out: list[str]) -> Iterator[Row]:
-    loads = json.loads
-    for number, raw in enumerate(text, 1):
-        if not raw.strip():
-            continue
-        try:
-            obj = loads(raw)
-        except ValueError as exc:
-            yield number, "", "", raw, f"invalid JSON: {exc}"
-            continue
-        if type(obj) is not dict:
-            yield number, "", "", raw, "not a JSON object"
-            continue
-        source = obj.get("source")
-        target = obj.get("target")
-        if type(source) is str and type(target) is str:
-            yield number, source, target, raw, None
-            continue
-        problems = []
-        for key, value in (("source", source), ("target", target)):
-            if value is None and key not in obj:
-                problems.append(f"no {key!r} key")
-            elif type(value) is not str:
-                problems.append(f"{key}: not a string")
-        yield number, "", "", raw, "; ".join(problems)
+def _jsonl_rows(lines: Iterator[str], name: str) -> tuple[str, Iterator[Row]]:
+    def rows() -> Iterator[Row]:
+        loads = json.loads
+        for number, raw in enumerate(lines, 1):
+            try:
+                obj = loads(raw)
+            except ValueError as exc:
+                if raw.strip():  # an empty line holds no edge
+                    yield number, "", "", raw, f"invalid JSON: {exc}"
+                continue
+            if type(obj) is not dict:
+                yield number, "", "", raw, "not a JSON object"
+                continue
+            source = obj.get("source")
+            target = obj.get("target")
+            if type(source) is str and type(target) is str:
+                yield number, source, target, raw, None
+                continue
+            problems = []
+            for key, value in (("source", source), ("target", target)):
+                if value is None and key not in obj:
+                    problems.append(f"no {key!r} key")
+                elif type(value) is not str:
+                    problems.append(f"{key}: not a string")
+            yield number, "", "", raw, "; ".join(problems)
+
+    return "", rows()
 
 
-_READERS = {"csv": _csv_rows, "tsv": _tsv_rows, "jsonl": _jsonl_rows}
+_READERS: dict[str, Reader] = {"csv": _csv_rows, "tsv": _tsv_rows, "jsonl": _jsonl_rows}
 
 
-def _open_input(name: str, stdin: Any) -> tuple[TextIO, Any, int | None, bool]:
+def _open_input(name: str, stdin: Any, newline: str) -> tuple[TextIO, Any, int | None, bool]:
     """(text, binary file to ask for the position, total size or None, close it?)."""
     if name == "-":
         raw = getattr(stdin, "buffer", None)
@@ -391,12 +424,12 @@ def _open_input(name: str, stdin: Any) -> tuple[TextIO, Any, int | None, bool]:
     stream = raw
     if hasattr(raw, "peek") and raw.peek(2)[:2] == b"\x1f\x8b":
         stream = gzip.GzipFile(fileobj=raw, mode="rb")
-    text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline="")
+    text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline=newline)
     return text, (raw if total is not None else None), total, closing
 
 
 @contextmanager
-def _output(name: str, stdout: TextIO | None, errors: str = "strict") -> Iterator[TextIO]:
+def _output(name: str, stdout: TextIO | None) -> Iterator[TextIO]:
     """A text stream for ``name``: stdout for ``-``, else a temporary file next to
     it that replaces ``name`` only when the block ends without an exception.
     Gzip-compressed when the name ends in ``.gz``."""
@@ -417,7 +450,7 @@ def _output(name: str, stdout: TextIO | None, errors: str = "strict") -> Iterato
         binary: Any = file
         if path.name.lower().endswith(".gz"):
             binary = gzip.GzipFile(filename=path.name[:-3], mode="wb", compresslevel=6, fileobj=file)
-        stream = io.TextIOWrapper(binary, encoding="utf-8", errors=errors, newline="")
+        stream = io.TextIOWrapper(binary, encoding="utf-8", newline="")
         yield stream
         stream.close()  # a GzipFile writes its trailer but leaves ``file`` open
         file.close()
@@ -465,65 +498,61 @@ def normalize_graph_file(
     if fmt not in _READERS:
         raise GraphError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     started = time.perf_counter()
-    with ExitStack() as stack:
-        text, position_of, total, closing = _open_input(src, stdin if stdin is not None else sys.stdin)
-        if closing:
-            stack.callback(text.close)
-        name = "<stdin>" if src == "-" else src
-        header: list[str] = []
-        rows = _READERS[fmt](text, name, header)
-        first = next(rows, None)  # reads and checks the header before any output is created
-        out = stack.enter_context(_output(dst, stdout))
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(("source", "target"))
-        alias_writer = None
-        if aliases is not None:
-            alias_writer = csv.writer(stack.enter_context(_output(os.fspath(aliases), stdout)), lineterminator="\n")
-            alias_writer.writerow(("original", "canonical"))
-        rejects = None
-        if bad_rows is not None:
-            rejects = stack.enter_context(
-                open(bad_rows, "w", encoding="utf-8", errors="surrogateescape", newline="")  # noqa: SIM115
-            )
-            rejects.write("".join(header))
-        normalizer = GraphNormalizer(
-            rung,
-            keep_fragment=keep_fragment,
-            lenient=lenient,
-            store=store,
-            cache_size=cache_size,
-            on_alias=None if alias_writer is None else (lambda *pair: alias_writer.writerow(pair)),
-        )
-        add, writerow = normalizer.add, writer.writerow
-        count = 0
-        tell = position_of.tell if position_of is not None else (lambda: None)
-        all_rows = rows if first is None else chain((first,), rows)
-        try:
-            for line, source, target, raw, problem in all_rows:
+    normalizer = GraphNormalizer(rung, keep_fragment=keep_fragment, lenient=lenient, store=store, cache_size=cache_size)
+    name = "<stdin>" if src == "-" else src
+    try:
+        with ExitStack() as stack:
+            # JSON Lines ends lines with LF only (a CR is JSON whitespace); CSV and TSV with CR, LF or CRLF.
+            newline = "\n" if fmt == "jsonl" else ""
+            text, position_of, total, closing = _open_input(src, stdin if stdin is not None else sys.stdin, newline)
+            if closing:
+                stack.callback(text.close)
+            header, rows = _READERS[fmt](iter(text), name)  # the header is checked before any output exists
+            out = stack.enter_context(_output(dst, stdout))
+            write = out.write
+            write("source,target\n")
+            if aliases is not None:
+                alias_write = stack.enter_context(_output(os.fspath(aliases), stdout)).write
+                alias_write("original,canonical\n")
+
+                def write_alias(original: str, canon: str) -> None:
+                    alias_write(f"{_csv_field(original)},{_csv_field(canon)}\n")
+
+                normalizer.on_alias = write_alias
+            rejects = None
+            if bad_rows is not None:
+                rejects = stack.enter_context(
+                    open(bad_rows, "w", encoding="utf-8", errors="surrogateescape", newline="")  # noqa: SIM115
+                )
+                rejects.write(header)
+            add = normalizer._add
+            count = 0
+            tell = position_of.tell if position_of is not None else (lambda: None)
+            for line, source, target, raw, problem in rows:
                 count += 1
                 if progress is not None and not count % _PROGRESS_EVERY:
                     progress(count, tell(), total)
                 if problem is None:
                     try:
-                        edge = add(source, target)
+                        pair = add(source, target)
                     except BadEdge as exc:
                         problem = str(exc)
                     else:
-                        if edge is not None:
-                            writerow(edge)
+                        if pair is not None:
+                            write(f"{pair[0].field},{pair[1].field}\n")
                         continue
                 else:
                     normalizer.bad_rows += 1
                 if rejects is not None:
-                    rejects.write(raw if raw.endswith("\n") else raw + "\n")
+                    rejects.write(raw if raw.endswith(("\n", "\r")) else raw + "\n")
                 if on_bad is not None:
                     on_bad(line, problem)
                 if fail_fast:
                     raise GraphError(f"{name}:{line}: stopped at the first bad row (--fail-fast)")
-        except EOFError as exc:  # a truncated gzip stream
-            raise GraphError(f"{name}: {exc}") from exc
-        if progress is not None:
-            progress(count, tell(), total)
+            if progress is not None:
+                progress(count, tell(), total)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:  # a truncated or corrupt gzip stream
+        raise GraphError(f"{name}: {exc}") from exc
     return normalizer.summary(time.perf_counter() - started)
 
 
@@ -628,6 +657,11 @@ class _Progress:
             print(text, file=self.err, flush=True)
         self.shown = True
 
+    def clear(self) -> None:
+        """Make room for a message on a terminal (the next update redraws the line)."""
+        if self.shown and self.tty:
+            self.err.write("\r\x1b[K")
+
     def done(self) -> None:
         """The final figures (when the line was shown at all), and the end of the line."""
         if self.shown or self.forced:
@@ -677,6 +711,8 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     def on_bad(line: int, reason: str) -> None:
         nonlocal reported
         if reported < args.max_reported or args.fail_fast:
+            if progress is not None:
+                progress.clear()
             print(f"scrapy-iri: {name}:{line}: {reason}", file=err)
             reported += 1
 
@@ -703,18 +739,22 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress=progress,
             stdout=out,
         )
-    except GraphError as exc:
-        print(f"scrapy-iri: {exc}", file=err)
-        return 2
-    except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"scrapy-iri: {where}{exc.strerror or exc}", file=err)
+    except (GraphError, OSError, KeyboardInterrupt) as exc:
+        if progress is not None:
+            progress.clear()
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        if isinstance(exc, OSError):
+            where = f"{exc.filename}: " if exc.filename else ""
+            print(f"scrapy-iri: {where}{exc.strerror or exc}", file=err)
+        else:
+            print(f"scrapy-iri: {exc}", file=err)
         return 2
     finally:
-        if progress is not None:
-            progress.done()
         if store is not None and hasattr(store, "close"):
             store.close()
+    if progress is not None:
+        progress.done()
     hidden = summary.bad_rows - reported
     if hidden > 0:
         kept = f" (all kept in {args.bad_rows})" if args.bad_rows else " (--bad-rows FILE keeps them all)"

@@ -110,6 +110,7 @@ def normalize_dns_host(host: str) -> str:
     host is an invalid IDN and :class:`IRIError` is raised. The trailing dot
     of a fully qualified name is kept: it is a different name to HTTP.
     """
+    given = host
     if "%" in host:
         host = _decode_utf8_escapes(host)
     if not host.isascii():
@@ -134,7 +135,8 @@ def normalize_dns_host(host: str) -> str:
             labels[index] = idna.alabel(label).decode("ascii")
         except (idna.IDNAError, UnicodeError) as exc:
             raise IRIError(f"invalid IDN label {label!r}: {exc}", "host") from None
-    return ".".join(labels)
+    host = ".".join(labels)
+    return given if host == given else host  # the cache then keeps one string, not two equal ones
 
 
 def to_unicode_host(host: str) -> str:

@@ -87,6 +87,13 @@ def canonicalize(
     for any string that is not an absolute IRI (after preprocessing).
     """
     level = rung if type(rung) is Rung else Rung.parse(rung)
+    if level is _SCHEME or level is _SYNTAX:
+        # Fast path 1 (see scrapy_iri.fast): an ASCII http(s) URI that needs at
+        # most a fragment, host-case, port or empty-path edit; the result is
+        # the reference path's, or None when the reference path must decide.
+        form = web_form(iri, level is _SCHEME, keep_fragment)
+        if form is not None:
+            return form
     if level is _PROTOCOL:
         if store is None:
             raise ValueError("the protocol rung needs an equivalence store: pass store=")
@@ -94,15 +101,16 @@ def canonicalize(
             canonicalize(iri, Rung.SCHEME, keep_fragment=keep_fragment, lenient=lenient)
         )
     if type(iri) is str and len(iri) <= MEMO_MAX_LENGTH:
-        # Fast path: the same URL comes back again and again in a crawl's
-        # links. The lower rungs are pure functions of these four arguments,
-        # so a bounded memo returns what the computation would (errors are
-        # not memoized: they are raised again by the computation).
+        # Fast path 2: the URLs fast path 1 declines (IRIs, uppercase, escapes
+        # to normalize, messy input) cost ~10 µs each and come back again and
+        # again in a crawl's links. The lower rungs are pure functions of
+        # these four arguments, so a bounded memo returns what the reference
+        # path would (errors are not memoized: the reference raises them anew).
         return _memo(iri, level, bool(keep_fragment), bool(lenient))
-    return _canonical_form(iri, level, bool(keep_fragment), bool(lenient))
+    return canonicalize_reference(iri, level, keep_fragment=keep_fragment, lenient=lenient)
 
 
-# Rung members as module constants for the per-URL code below: attribute
+# Rung members as module constants for the per-URL code above: attribute
 # access on an Enum class costs ~80 ns in CPython 3.11.
 _SYNTAX, _SCHEME, _PROTOCOL = Rung.SYNTAX, Rung.SCHEME, Rung.PROTOCOL
 
@@ -112,19 +120,10 @@ MEMO_MAX_LENGTH = 512
 """Longer strings are not memoized: the memo stays under ~5 MB whatever the input."""
 
 
-def _canonical_form(iri: str, level: Rung, keep_fragment: bool, lenient: bool) -> str:
-    """The string, syntax or scheme form: the fast path if it applies, else the reference."""
-    if level is _SCHEME or level is _SYNTAX:
-        # Fast path (see scrapy_iri.fast): an ASCII http(s) URI that needs at
-        # most a fragment, host-case, port or empty-path edit; the result is
-        # the reference path's, or None when the reference path must decide.
-        form = web_form(iri, level is _SCHEME, keep_fragment)
-        if form is not None:
-            return form
+@lru_cache(maxsize=MEMO_SIZE)
+def _memo(iri: str, level: Rung, keep_fragment: bool, lenient: bool) -> str:
+    """:func:`canonicalize_reference`, memoized (fast path 2 of :func:`canonicalize`)."""
     return canonicalize_reference(iri, level, keep_fragment=keep_fragment, lenient=lenient)
-
-
-_memo = lru_cache(maxsize=MEMO_SIZE)(_canonical_form)
 
 
 def canonicalize_reference(

@@ -39,7 +39,7 @@ ALL_CONFIGS = [(Rung.STRING, k, le) for k in (True, False) for le in (False, Tru
 
 @contextlib.contextmanager
 def reference_only() -> Iterator[None]:
-    """Switch off every fast path of the core (the memo, web_form, the preprocessing shortcut)."""
+    """Switch off the fast paths canonicalize_reference could reach (web_form, the preprocessing shortcut)."""
     with (
         mock.patch.object(lenient, "_unchanged_by_preprocessing", lambda text: False),
         mock.patch.object(fast, "_web_fullmatch", lambda text: None),
@@ -207,7 +207,8 @@ def test_conformance_and_peer_strings(relative):
 # Pieces that the fast path accepts and pieces just outside it.
 _host_chars = string.ascii_lowercase + string.digits + "-._~!$&'()*+,;=" + "AZ"
 _label = st.text(alphabet=_host_chars, min_size=1, max_size=6) | st.sampled_from(
-    ["xn--bcher-kva", "xn--bcher-KVA", "XN--bcher-kva", "xn--a", "xn--", "www", "example", "b\u00fccher", "%41", "%c3%bc", "faß", "[::1]", "1", "255"]
+    ["xn--bcher-kva", "xn--bcher-KVA", "XN--bcher-kva", "xn--a", "xn--", "www", "example", "b\u00fccher", "%41", "%c3%bc", "faß", "[::1]", "1", "255",
+     "\uff21\uff22", "a\uff0fb", "\u00ad", "\u03c2", "\u03a3", "\u65e5\u672c", "\u0301a", "\u200d"]
 )
 _host = st.lists(_label, min_size=0, max_size=4).map(".".join)
 _port = st.none() | st.sampled_from(["", "80", "443", "080", "0443", "8080", "65535", "65536", "99999999999", "a", "0"])
@@ -276,11 +277,13 @@ def test_memo_returns_the_computed_form_and_errors_again():
 
 def test_memo_is_bounded_and_skips_long_strings():
     _memo.cache_clear()
-    long_url = "http://a.example/" + "x" * MEMO_MAX_LENGTH
+    long_url = "HTTP://a.example/" + "x" * MEMO_MAX_LENGTH
     canonicalize(long_url)
     assert _memo.cache_info().currsize == 0
+    canonicalize("http://a.example/")  # fast path 1: not memoized
+    assert _memo.cache_info().currsize == 0
     for i in range(_memo.cache_info().maxsize + 10):
-        canonicalize(f"http://a.example/{i}")
+        canonicalize(f"HTTP://a.example/{i}")
     assert _memo.cache_info().currsize == _memo.cache_info().maxsize
 
 

@@ -317,11 +317,20 @@ def test_invalid_urls_are_ignored(store: EquivalenceStore) -> None:
 
 
 def test_open_store_uris(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(StoreError, match="Redis"):
-        open_store("redis://localhost:6379/0")
     with pytest.raises(StoreError, match="unknown"):
         open_store("ftp://x")
     with pytest.raises(StoreError):
         open_store(f"sqlite:///{tmp_path}/missing.db", create=False)
     with open_store(f"sqlite:///{tmp_path}/sub/dir/new.db") as created:
         assert created.stats()["aliases"] == 0
+
+
+def test_declared_case_predicts_only_the_case_a_server_redirected_to(store: EquivalenceStore) -> None:
+    for i in range(1, 4):
+        store.record_redirect(f"http://iis.example/docs/page-{i}", 301, f"http://iis.example/Docs/Page-{i}")
+    assert rep(store, "http://iis.example/DOCS/PAGE-2") == "http://iis.example/Docs/Page-2"
+    assert rep(store, "http://iis.example/DOCS/PAGE-9") == "http://iis.example/DOCS/PAGE-9"  # no known case
+    assert rep(store, "http://other.example/DOCS/PAGE-2") == "http://other.example/DOCS/PAGE-2"
+    # a case variant answering for itself is a different page: the rule stops
+    assert store.record_response("http://iis.example/docs/PAGE-1", 200).contradicted
+    assert rep(store, "http://iis.example/DOCS/PAGE-2") == "http://iis.example/DOCS/PAGE-2"

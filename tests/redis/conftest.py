@@ -9,99 +9,11 @@ installs it with apt when it can).
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-redis = pytest.importorskip("redis", reason="the Redis tests need the redis package (pip install -e '.[test]')")
-
-REDIS_SERVER = os.environ.get("REDIS_SERVER") or shutil.which("redis-server")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class RedisServer:
-    """One ``redis-server`` process on 127.0.0.1 that a test can stop, kill and restart."""
-
-    def __init__(self, directory: Path, *, persistent: bool = True) -> None:
-        if REDIS_SERVER is None:
-            raise RuntimeError("no redis-server binary")
-        self.directory = directory
-        self.persistent = persistent
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-        self.log = directory / "redis.log"
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def client(self) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5)
-
-    def start(self) -> RedisServer:
-        """Start (again, on the same port and data directory) and wait until it answers."""
-        args = [
-            str(REDIS_SERVER),
-            "--bind", "127.0.0.1",
-            "--port", str(self.port),
-            "--dir", str(self.directory),
-            "--save", "",
-            "--appendonly", "yes" if self.persistent else "no",
-            "--appendfsync", "always",
-            "--protected-mode", "yes",
-            "--daemonize", "no",
-            "--logfile", str(self.log),
-        ]  # fmt: skip
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"redis-server exited with {self.process.returncode}: {self.log.read_text()[-2000:]}")
-            try:
-                if self.client().ping():
-                    return self
-            except redis.ConnectionError:
-                time.sleep(0.02)
-        raise RuntimeError(f"redis-server did not answer on port {self.port}")
-
-    def kill(self) -> None:
-        """Stop at once (SIGKILL): what a crash or a lost machine looks like to clients."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(timeout=10)
-        self.process = None
-
-    def stop(self) -> None:
-        """Stop cleanly (SIGTERM)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-        self.process = None
-
-    def restart(self, downtime: float = 0.0) -> None:
-        self.kill()
-        time.sleep(downtime)
-        self.start()
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+from redis_helpers import REDIS_SERVER, RedisServer, SharedCrawl, free_port, shared_sites
 
 
 @pytest.fixture
@@ -125,3 +37,31 @@ def redis_url(redis_server: RedisServer) -> str:
 def dead_redis_url() -> str:
     """A loopback URL where nothing listens."""
     return f"redis://127.0.0.1:{free_port()}/0"
+
+
+# -- shared crawls of a simulated web ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shared_web() -> Iterator:
+    from scrapy_iri.testing import SimulatedWeb
+
+    with SimulatedWeb(shared_sites()) as web:
+        yield web
+
+
+@pytest.fixture
+def start_crawl(shared_web, tmp_path: Path):
+    """``start_crawl(name, start_urls, **settings)``: launch one process of a shared crawl."""
+    crawls: list[SharedCrawl] = []
+
+    def start(name: str, start_urls: list[str], **settings) -> SharedCrawl:
+        crawl = SharedCrawl(shared_web, tmp_path / name, start_urls, settings)
+        crawls.append(crawl)
+        return crawl
+
+    yield start
+    for crawl in crawls:
+        if crawl.process.poll() is None:
+            crawl.process.kill()
+            crawl.process.wait()

@@ -15,6 +15,7 @@ from scrapy.utils.request import referer_str
 
 from scrapy_iri import Rung
 
+from . import redis_seen
 from .fingerprint import IRIRequestFingerprinter, RequestIdentity, merging_rung
 from .seen import KEY_SIZE, RECORD_SIZE, SeenSet
 from .settings import SCRAPY_DUPEFILTER_CLASS, IRISettings, IRISettingsError, fallback_class
@@ -81,10 +82,25 @@ class IRIDupeFilter(BaseDupeFilter):
         path = job_dir(crawler.settings)
         if path:
             self.file = self._open_seen_file(Path(path, SEEN_FILE))
+        # Redis hook (issue 6): with IRI_STORE = "redis://..." the seen set is shared by every process.
+        if redis_seen.uses_redis(crawler.settings):
+            self.seen = redis_seen.redis_seen_set(crawler, self.seen)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
+
+    @classmethod
+    def from_spider(cls, spider: Spider) -> Self:
+        """Redis hook (issue 6): the constructor scrapy-redis's scheduler calls; the seen set is in Redis."""
+        return redis_seen.dupefilter_from_spider(cls, spider)
+
+    def clear(self) -> None:
+        """Redis hook (issue 6): forget every seen request (scrapy-redis's scheduler flush)."""
+        if isinstance(self.seen, redis_seen.RedisSeenSet):
+            self.seen.clear()
+        else:
+            self.seen = SeenSet()
 
     # the dupefilter interface
 
@@ -101,7 +117,8 @@ class IRIDupeFilter(BaseDupeFilter):
             if self.file is not None:
                 self.file.write(SeenSet.record(key, identity.tag))
             return False
-        self._merged[request] = merging_rung(found, identity.tag, identity.rung)
+        if found != redis_seen.SEEN_ELSEWHERE:  # Redis hook (issue 6): another process's tag is unknown
+            self._merged[request] = merging_rung(found, identity.tag, identity.rung)
         return True
 
     def open(self) -> None:

@@ -13,16 +13,23 @@ store (``IRI_STORE``) with the dupefilter and:
 * rewrites a request whose URL has another representative (an exact alias or
   an active rule) to that representative in ``process_request``, before any
   other middleware (robots.txt, auth, cookies) sees it, so the round trip is
-  saved. The rewritten request carries ``dont_filter=True`` (it was already
-  filtered under its representative, the form the dupefilter keys on);
-  the original ``dont_filter`` is restored before a redirect of it is built.
-  A share (``IRI_VERIFY_SHARE``) of rule predictions is not rewritten but
-  verified by fetching the original;
+  saved. The dupefilter keys on the protocol form, so it filed the request
+  under that representative already: the rewritten request passes it
+  (``dont_filter=True``; the original flag is restored before a redirect of
+  it is built). If the store learned the rewrite only after the request was
+  filed, the dupefilter judges the target instead. A share
+  (``IRI_VERIFY_SHARE``) of rule predictions is not rewritten but verified
+  by fetching the original;
+* honours every filing: a request filed under a representative but fetched
+  as it is (a verification, a rule suspended meanwhile) lets its redirect to
+  that representative through the filter once, or has the representative
+  fetched on its own, so a later link to it is never dropped unfetched;
 * keeps every request a rule merged away (rewritten, or dropped by the
   dupefilter as a duplicate of its predicted target) in the store and in
   memory. When a rule is contradicted those requests are scheduled again:
   a wrong rule costs fetches, never pages. A rule-rewritten request that
-  lands on 404/410 has its original fetched to check the rule.
+  lands on 404/410, or cannot be downloaded at all, has its original fetched
+  to check the rule.
 
 Stats: ``iri/learned/exact``, ``iri/learned/rule``, ``iri/rewritten``,
 ``iri/verified``, ``iri/contradicted``, and ``iri/verify`` (verification
@@ -160,7 +167,7 @@ class RedirectLearningMiddleware:
     def request_scheduled(self, request: Request, spider: Spider | None = None) -> None:
         """Note the representative a request is filed under (the dupefilter asks next, same store)."""
         request.meta.pop(_FILED_AS, None)
-        if request.dont_filter:
+        if request.dont_filter or request.meta.get("verbatim_url"):
             return
         form = _form(request.url)
         if form is not None:
@@ -200,9 +207,11 @@ class RedirectLearningMiddleware:
 
     @staticmethod
     def _rewritable(request: Request) -> bool:
-        """GET/HEAD requests that do not ask to see redirects themselves."""
+        """GET/HEAD requests that neither ask to see redirects themselves nor to be sent verbatim."""
         meta = request.meta
         if request.method not in ("GET", "HEAD") or meta.get(META_DONT_REWRITE) or meta.get("dont_redirect"):
+            return False
+        if meta.get("verbatim_url"):  # sent and fingerprinted exactly as given
             return False
         if meta.get("handle_httpstatus_all"):
             return False
@@ -261,6 +270,13 @@ class RedirectLearningMiddleware:
         if _form(request.url) != filed_as:
             meta = {k: v for k, v in request.meta.items() if k not in (_STATE, META_REWRITTEN_FROM)}
             self._crawl(request.replace(url=filed_as, dont_filter=True, meta=meta))
+
+    def process_exception(self, request: Request, exception: Exception, spider: Spider | None = None) -> None:
+        """A rule-rewritten request that cannot be downloaded (after retries): check the original."""
+        state = request.meta.get(_STATE)
+        if state is not None and state[0] == "rewrite" and state[2]:
+            del request.meta[_STATE]
+            self._check_original(request, RuleKey.parse(state[2][0]))
 
     def _account(self, outcome: Outcome) -> None:
         if outcome.learned_alias:

@@ -223,7 +223,7 @@ class CrawlRedis:
             self.client.ping()
         except Exception as exc:
             raise RedisUnavailable(
-                f"cannot reach Redis at {config.describe()}: {exc}. The crawl does not start:"
+                f"cannot reach Redis at {config.describe()}: {str(exc).rstrip('.')}. The crawl does not start:"
                 " start Redis, or correct IRI_STORE / REDIS_URL / REDIS_PARAMS."
             ) from exc
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
@@ -239,11 +239,12 @@ class CrawlRedis:
         self._loop = create_looping_call(self.tick)
         self._loop.start(self.config.sync_interval, now=False)
 
-    def _spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
+    async def _spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         self._loop = None
         if self.seen is not None:
+            await self._wait_for_redis()
             self.seen.close(reason)
         if self.store is not None:
             for name, value in self.store.counters.items():
@@ -268,6 +269,23 @@ class CrawlRedis:
         if self.seen is not None and self.seen.managed and time.monotonic() >= self._next_heartbeat:
             self._next_heartbeat = time.monotonic() + HEARTBEAT
             self.seen.heartbeat()
+
+    async def _wait_for_redis(self) -> None:
+        """At close, with requests let through unchecked: keep retrying until IRI_REDIS_RETRY_TIMEOUT is spent."""
+        seen = self.seen
+        if seen is None or not seen.unchecked or not self.outage.down:
+            return
+        left = self.config.retry_timeout - self.outage.elapsed()
+        if left <= 0:
+            return
+        logger.info(
+            "Waiting up to %(left).1f s for Redis to record the %(n)d requests let through unchecked",
+            {"left": left, "n": len(seen.unchecked)},
+        )
+        while self.outage.down and self.outage.elapsed() < self.config.retry_timeout:
+            if self.outage.may_try() and self.probe():
+                return
+            await _sleep(0.05)
 
     # faults
 
@@ -346,6 +364,18 @@ class CrawlRedis:
         closing.addErrback(lambda failure: logger.error("closing the spider failed: %s", failure.value))
 
 
+async def _sleep(seconds: float) -> None:
+    try:
+        from scrapy.utils.asyncio import sleep
+    except ImportError:  # Scrapy < 2.18
+        from twisted.internet import reactor
+        from twisted.internet.task import deferLater
+
+        await deferLater(reactor, seconds)
+    else:
+        await sleep(seconds)
+
+
 _crawls: WeakKeyDictionary[Crawler, CrawlRedis] = WeakKeyDictionary()
 
 
@@ -369,6 +399,7 @@ def open_crawler_store(crawler: Crawler) -> RedisStore:
             outage=state.outage,
             sync_interval=state.config.sync_interval,
             owns_client=False,
+            auto_sync=False,  # the timer syncs, between requests (see CrawlRedis.tick)
         )
     return state.store
 
@@ -449,7 +480,7 @@ class RedisSeenSet:
                 self.stats.inc_value("iri/redis/sadd")
                 self.local.add(key, tag)
                 if self.state.outage.down:
-                    self.state.recovered()
+                    self._recovered()
                 if added:
                     return None
                 self.stats.inc_value("iri/redis/seen_elsewhere")
@@ -459,6 +490,12 @@ class RedisSeenSet:
         self.unchecked.append(key)
         self.stats.inc_value("iri/redis/unchecked")
         return None
+
+    def _recovered(self) -> None:
+        try:
+            self.state.recovered()
+        except Exception:  # never let catching up lose the request being checked
+            logger.exception("scrapy-iri: error while catching up with Redis")
 
     def get(self, key: bytes) -> int | None:
         return self.local.get(key)

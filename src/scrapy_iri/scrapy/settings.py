@@ -192,7 +192,12 @@ def crawler_store(crawler: Crawler) -> EquivalenceStore:
         from scrapy_iri.store import open_store
 
         uri = store_uri(crawler.settings, getattr(crawler.spidercls, "name", None), createdir=True)
-        store = open_store(uri)
+        if uri.partition(":")[0].lower() in ("redis", "rediss", "unix"):  # Redis hook (issue 6): per-crawl namespace
+            from .redis_seen import open_crawler_store
+
+            store = open_crawler_store(crawler)
+        else:
+            store = open_store(uri)
         _stores[crawler] = store
         # last of all: pipelines, the dupefilter and middlewares may use it until then
         crawler.signals.connect(store.close, signal=signals.engine_stopped)

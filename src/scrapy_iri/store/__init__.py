@@ -5,7 +5,8 @@
 * ``memory:`` -- in memory, gone at exit;
 * ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db`` -- a
   SQLite file (the SQLAlchemy convention: the path follows the third slash);
-* ``redis://`` -- reserved for the Redis backend (not available yet).
+* ``redis://host:port/db?namespace=NS`` -- Redis, shared by many processes
+  (``rediss://``, ``unix://`` too; see :mod:`.redis`).
 
 The core's ``canonicalize(url, "protocol", store=s)`` and
 ``equivalent(a, b, "protocol", store=s)`` use :meth:`EquivalenceStore.representative`.
@@ -79,6 +80,8 @@ def open_store(
         from .sqlite import SQLiteStore
 
         return SQLiteStore(sqlite_path(uri), create=create, **kwargs, **options)
-    if scheme in ("redis", "rediss"):
-        raise StoreError(f"{uri!r}: the Redis backend is not available yet; use sqlite:/// or memory:")
+    if scheme in ("redis", "rediss", "unix"):  # Redis hook (issue 6)
+        from .redis import RedisStore
+
+        return RedisStore.from_uri(uri, **kwargs, **options)
     raise StoreError(f"{uri!r}: unknown store URI: use 'sqlite:///path' or 'memory:'")

@@ -148,6 +148,10 @@ class EquivalenceStore(ABC):
     def _iter_aliases(self) -> Iterator[Alias]: ...
 
     @abstractmethod
+    def _case_target(self, key: str) -> str | None:
+        """The target of a case-only alias whose :func:`.rules.case_key` is ``key``."""
+
+    @abstractmethod
     def _rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         """The rule records of one origin (empty mapping when none)."""
 
@@ -243,7 +247,7 @@ class EquivalenceStore(ABC):
         records = self._rules_at(origin)
         if not records or self._blocked(records, origin, now):
             return None
-        for prediction in predictions(url):
+        for prediction in predictions(url, self._case_target):
             record = records.get(prediction.key)
             if record is not None and record.status(self.policy, now) is RuleStatus.ACTIVE:
                 return Step(url, prediction.target, prediction.key)
@@ -312,7 +316,7 @@ class EquivalenceStore(ABC):
 
         trusted = not flags and not outcome.sink and not cross_site
         hop = f"{src} -{status}-> {tgt}"
-        for prediction in predictions(src):
+        for prediction in predictions(src, self._case_target):
             verdict = judge(prediction.target, status, tgt, trusted=trusted)
             if verdict is not Verdict.NEUTRAL:
                 self._count(prediction.key, verdict, now, hop, outcome)
@@ -347,7 +351,7 @@ class EquivalenceStore(ABC):
             notes.append("alias dropped: answered for itself")
         records = self._rules_at(_origin(u))
         known = False
-        for prediction in predictions(u):
+        for prediction in predictions(u, self._case_target):
             record = records.get(prediction.key)
             known = known or (record is not None and record.support > 0)
             self._count(prediction.key, Verdict.AGAINST, now, f"{u} answered {status}", outcome)

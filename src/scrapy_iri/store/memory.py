@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 from .base import EquivalenceStore
 from .evidence import Alias, Evidence
-from .rules import RuleKey, RuleRecord
+from .rules import RuleKey, RuleRecord, case_key, is_case_change
 
 _EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
 
@@ -18,6 +18,7 @@ class MemoryStore(EquivalenceStore):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._aliases: dict[str, Alias] = {}
+        self._case_targets: dict[str, str] = {}
         self._rules: dict[str, dict[RuleKey, RuleRecord]] = {}
         self._fanins: dict[str, list[str]] = {}
         self._log: list[Evidence] = []
@@ -29,12 +30,17 @@ class MemoryStore(EquivalenceStore):
 
     def _put_alias(self, alias: Alias) -> None:
         self._aliases[alias.source] = alias
+        if is_case_change(alias.source, alias.target):
+            self._case_targets[case_key(alias.target)] = alias.target
 
     def _drop_alias(self, source: str) -> None:
         self._aliases.pop(source, None)
 
     def _iter_aliases(self) -> Iterator[Alias]:
         return iter(list(self._aliases.values()))
+
+    def _case_target(self, key: str) -> str | None:
+        return self._case_targets.get(key)
 
     # rules
     def _rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:

@@ -73,7 +73,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from .base import Outcome, Resolution, StoreError
 from .evidence import Alias, Evidence
 from .memory import MemoryStore
-from .rules import LearningPolicy, RuleKey, RuleRecord
+from .rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus
 
 try:
     import redis
@@ -409,6 +409,11 @@ class RedisStore(MemoryStore):
     ``client`` is a ``redis.Redis`` (see :func:`client_from_url`) or a URL.
     Opening checks that Redis answers (:class:`RedisUnavailable` otherwise) and
     loads the image. ``outage`` may be shared with other users of the client.
+
+    With ``auto_sync`` (the default) lookups and observations run
+    :meth:`maintain` when it is due. Without it the image changes only when
+    the owner calls :meth:`maintain` (the Scrapy integration does, on a
+    timer): two lookups made while handling one request always agree.
     """
 
     def __init__(
@@ -425,12 +430,14 @@ class RedisStore(MemoryStore):
         outage: Outage | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         owns_client: bool = True,
+        auto_sync: bool = True,
     ) -> None:
         super().__init__(policy, clock=clock)
         if isinstance(client, str):
             client = client_from_url(client)
         self.client = client
         self.owns_client = owns_client
+        self.auto_sync = auto_sync
         self.keys = RedisKeys(namespace)
         self.where = _describe(client)
         self.sync_interval = sync_interval
@@ -524,8 +531,16 @@ class RedisStore(MemoryStore):
         return True
 
     def flush(self) -> None:
-        """Write the pending batch to Redis now; raises :class:`RedisUnavailable` if it cannot."""
-        self._checked(self._flush)
+        """Write the pending batch to Redis now; if it cannot, keep the writes pending and log a warning."""
+        try:
+            self._flush()
+        except UNAVAILABLE as exc:
+            self.outage.failed(exc)
+            logger.warning(
+                "Redis at %(where)s unreachable (%(error)s): %(pending)d writes to the equivalence store"
+                " stay pending",
+                {"where": self.where, "error": exc, "pending": self.pending},
+            )
 
     def sync(self) -> None:
         """Flush, then read what other processes changed; raises :class:`RedisUnavailable` if it cannot."""
@@ -614,9 +629,16 @@ class RedisStore(MemoryStore):
             for target, sources in zip(chunk, pipe.execute()):
                 if sources:
                     fanins[target] = sorted(_text(s) for s in sources)
-        self._aliases = aliases
-        self._rules = rules
-        self._fanins = fanins
+        # rebuild the image through the in-memory backend, so that its indexes follow
+        MemoryStore.__init__(self, self.policy, clock=self.clock)
+        for alias in aliases.values():
+            MemoryStore._put_alias(self, alias)
+        for records in rules.values():
+            for record in records.values():
+                MemoryStore._put_rule(self, record)
+        for target, sources in fanins.items():
+            for source in sources:
+                MemoryStore._add_fanin(self, target, source, len(sources))
         self._rule_base = {key: replace(r) for records in rules.values() for key, r in records.items()}
         self._epoch = _text(epoch or b"")
         self._version = int(version or 0)
@@ -629,19 +651,29 @@ class RedisStore(MemoryStore):
         if changes == ["*"]:
             if not epoch:
                 self._republish()
-            now = self.clock()
-            before = self._active(self._rules, now)
+            before = self._active_rules(self._origins())
             self._load()
-            self._remote_contradicted.update(before - self._active(self._rules, now))
+            self._remote_contradicted.update(before - self._active_rules(self._origins()))
             return
         if not changes:
             return
         origins = {change[1:] for change in changes if change[0] == "r"}
-        now = self.clock()
-        before = self._active(origins, now)
+        before = self._active_rules(origins)
         self._refresh(changes)
         self._version = version
-        self._remote_contradicted.update(before - self._active(origins, now))
+        self._remote_contradicted.update(before - self._active_rules(origins))
+
+    def _origins(self) -> set[str]:
+        return {record.key.origin for record in MemoryStore._iter_rules(self)}
+
+    def _active_rules(self, origins: Iterable[str]) -> set[RuleKey]:
+        """The rules of ``origins`` that apply now."""
+        return {
+            key
+            for origin in origins
+            for key, record in self._rules_at(origin).items()
+            if key.kind != BLOCK and self.rule_status(record) is RuleStatus.ACTIVE
+        }
 
     def _refresh(self, changes: Iterable[str]) -> None:
         c, k = self.client, self.keys
@@ -660,25 +692,21 @@ class RedisStore(MemoryStore):
             kind, name = change[0], change[1:]
             if kind == "a":
                 if value is None:
-                    self._aliases.pop(name, None)
+                    MemoryStore._drop_alias(self, name)
                 else:
-                    self._aliases[name] = _alias(name, value)
+                    MemoryStore._put_alias(self, _alias(name, value))
             elif kind == "r":
-                records = {}
-                for field, raw in value.items():
-                    record = _rule(name, field, raw)
-                    records[record.key] = record
-                    self._rule_base[record.key] = replace(record)
-                for key in set(self._rules.get(name, {})) - set(records):
+                records = [_rule(name, field, raw) for field, raw in value.items()]
+                for key in set(self._rules_at(name)) - {record.key for record in records}:
+                    MemoryStore._drop_rule(self, key)
                     self._rule_base.pop(key, None)
-                if records:
-                    self._rules[name] = records
-                else:
-                    self._rules.pop(name, None)
-            elif value:
-                self._fanins[name] = sorted(_text(s) for s in value)
+                for record in records:
+                    MemoryStore._put_rule(self, record)
+                    self._rule_base[record.key] = replace(record)
             else:
-                self._fanins.pop(name, None)
+                MemoryStore._drop_fanin(self, name)
+                for source in sorted(_text(s) for s in value):
+                    MemoryStore._add_fanin(self, name, source, len(value))
 
     def _republish(self) -> None:
         """Redis lost the store (restarted empty): write the image back, without overwriting anything."""
@@ -688,12 +716,11 @@ class RedisStore(MemoryStore):
             {"where": self.where},
         )
         self._tally("republished")
-        aliases = [[a.source, _alias_value(a), 1] for a in self._aliases.values()]
+        aliases = [[a.source, _alias_value(a), 1] for a in MemoryStore._iter_aliases(self)]
         rules = [
             [r.key.origin, _rule_field(r.key), "setnx", r.support, r.against, r.first_seen,
              r.last_support, r.last_against, r.example, r.counterexample]
-            for records in self._rules.values()
-            for r in records.values()
+            for r in MemoryStore._iter_rules(self)
         ]
         fanins = [[t, s, self.policy.sink_fanin] for t, sources in self._fanins.items() for s in sources]
         for part in _chunks(aliases, self.batch_size):
@@ -719,7 +746,7 @@ class RedisStore(MemoryStore):
         }
         merged: list[RuleKey] = []
         for key, mode in self._rule_ops.items():
-            record = self._rules.get(key.origin, {}).get(key)
+            record = self._rules_at(key.origin).get(key)
             if record is None:
                 batch["r"].append([key.origin, _rule_field(key), "drop", 0, 0, 0, 0, 0, "", ""])
                 continue
@@ -739,7 +766,7 @@ class RedisStore(MemoryStore):
                 for part in _chunks(ops, self.batch_size):
                     self._apply({**{n: [] for n in batch}, name: part})
         for key in merged:
-            record = self._rules.get(key.origin, {}).get(key)
+            record = self._rules_at(key.origin).get(key)
             if record is not None:
                 self._rule_base[key] = replace(record)
         for key, mode in self._rule_ops.items():
@@ -764,15 +791,18 @@ class RedisStore(MemoryStore):
     # -- the entry points: keep the image fresh ----------------------------------------
 
     def resolve(self, url: str) -> Resolution:
-        self.maintain()
+        if self.auto_sync:
+            self.maintain()
         return super().resolve(url)
 
     def record_redirect(self, *args: Any, **kwargs: Any) -> Outcome:
-        self.maintain()
+        if self.auto_sync:
+            self.maintain()
         return self._with_remote(super().record_redirect(*args, **kwargs))
 
     def record_response(self, *args: Any, **kwargs: Any) -> Outcome:
-        self.maintain()
+        if self.auto_sync:
+            self.maintain()
         return self._with_remote(super().record_response(*args, **kwargs))
 
     def _with_remote(self, outcome: Outcome) -> Outcome:
@@ -800,7 +830,8 @@ class RedisStore(MemoryStore):
         self._alias_ops[source] = None
 
     def _iter_aliases(self) -> Iterator[Alias]:
-        self.maintain()
+        if self.auto_sync:
+            self.maintain()
         return super()._iter_aliases()
 
     def _put_rule(self, record: RuleRecord) -> None:
@@ -813,7 +844,8 @@ class RedisStore(MemoryStore):
         self._rule_base.pop(key, None)
 
     def _iter_rules(self) -> Iterator[RuleRecord]:
-        self.maintain()
+        if self.auto_sync:
+            self.maintain()
         return super()._iter_rules()
 
     def _add_fanin(self, target: str, source: str, cap: int) -> list[str]:
@@ -828,7 +860,8 @@ class RedisStore(MemoryStore):
         self._fanin_ops.append((target, "", 0))
 
     def _iter_fanin(self) -> Iterator[tuple[str, int]]:
-        self.maintain()
+        if self.auto_sync:
+            self.maintain()
         return super()._iter_fanin()
 
     def _add_evidence(self, evidence: Evidence) -> None:

@@ -67,6 +67,24 @@ _SCHEMES = frozenset({"http", "https"})
 #: the kind name that blocks every rule of an origin (a sink was seen there)
 BLOCK = "*"
 
+#: what the store knows: the URL a case-insensitive key (:func:`case_key`) was redirected to
+Known = Callable[[str], "str | None"]
+
+
+def _nothing(key: str) -> str | None:
+    return None
+
+
+def case_key(url: str) -> str:
+    """A URL with its path case-folded: what a case-insensitive server cannot tell apart."""
+    form = split_form(url)
+    return form._replace(path=form.path.lower()).unsplit()
+
+
+def is_case_change(source: str, target: str) -> bool:
+    """Whether a redirect changes nothing but the case of the path."""
+    return source != target and case_key(source) == case_key(target)
+
 
 # -- predictions, one small function per convention ---------------------------
 
@@ -96,62 +114,70 @@ def _numbered(path: str) -> str | None:
     return template if template != path else None
 
 
-def _add_slash(f: Form) -> tuple[str, Form] | None:
+def _add_slash(f: Form, known: Known) -> tuple[str, Form] | None:
     if not f.path or f.path.endswith("/"):
         return None
     template = _numbered(f.path)
     return None if template is None else (template, f._replace(path=f.path + "/"))
 
 
-def _remove_slash(f: Form) -> tuple[str, Form] | None:
+def _remove_slash(f: Form, known: Known) -> tuple[str, Form] | None:
     if len(f.path) < 2 or not f.path.endswith("/"):
         return None
     template = _numbered(f.path)
     return None if template is None else (template, f._replace(path=f.path[:-1]))
 
 
-def _index_to_directory(f: Form) -> tuple[str, Form] | None:
+def _index_to_directory(f: Form, known: Known) -> tuple[str, Form] | None:
     name = _last_segment(f.path)
     if name not in DEFAULT_DOCUMENTS:
         return None
     return name, f._replace(path=f.path[: -len(name)])
 
 
-def _http_to_https(f: Form) -> tuple[str, Form] | None:
+def _http_to_https(f: Form, known: Known) -> tuple[str, Form] | None:
     if f.scheme != "http" or f.host is None:
         return None
     return "", f._replace(scheme="https")
 
 
-def _www_to_apex(f: Form) -> tuple[str, Form] | None:
+def _www_to_apex(f: Form, known: Known) -> tuple[str, Form] | None:
     if f.host is None or not f.host.startswith(WWW):
         return None
     apex = www_partner(f.host)
     return None if apex is None else ("", f._replace(authority=apex))
 
 
-def _apex_to_www(f: Form) -> tuple[str, Form] | None:
+def _apex_to_www(f: Form, known: Known) -> tuple[str, Form] | None:
     if f.host is None or f.host.startswith(WWW):
         return None
     www = www_partner(f.host)
     return None if www is None else ("", f._replace(authority=www))
 
 
-def _lowercase_path(f: Form) -> tuple[str, Form] | None:
+def _lowercase_path(f: Form, known: Known) -> tuple[str, Form] | None:
     if not any(m.group().isalpha() for m in _UPPER_OUTSIDE_ESCAPES.finditer(f.path)):
         return None
     lowered = _UPPER_OUTSIDE_ESCAPES.sub(lambda m: m.group() if len(m.group()) == 3 else m.group().lower(), f.path)
     return "", f._replace(path=lowered)
 
 
-def _decode_reserved(f: Form) -> tuple[str, Form] | None:
+def _declared_case(f: Form, known: Known) -> tuple[str, Form] | None:
+    url = f.unsplit()
+    declared = known(case_key(url))
+    if declared is None or declared == url:
+        return None
+    return "", split_form(declared)
+
+
+def _decode_reserved(f: Form, known: Known) -> tuple[str, Form] | None:
     found = sorted(set(_ESCAPE.findall(f.path)))
     if not found:
         return None
     return "".join(found), f._replace(path=_ESCAPE.sub(lambda m: _RESERVED_ESCAPES[m.group()], f.path))
 
 
-def _encode_reserved(f: Form) -> tuple[str, Form] | None:
+def _encode_reserved(f: Form, known: Known) -> tuple[str, Form] | None:
     found = sorted(set(_RAW.findall(f.path)))
     if not found:
         return None
@@ -164,7 +190,7 @@ class RuleKind:
 
     name: str
     summary: str
-    predict: Callable[[Form], tuple[str, Form] | None]
+    predict: Callable[[Form, Known], tuple[str, Form] | None]
 
 
 #: the conventions, in the order they are tried on a URL
@@ -176,6 +202,11 @@ KINDS: tuple[RuleKind, ...] = (
     RuleKind("add-slash", "/dir -> /dir/", _add_slash),
     RuleKind("remove-slash", "/page/ -> /page", _remove_slash),
     RuleKind("lowercase-path", "/About -> /about", _lowercase_path),
+    RuleKind(
+        "declared-case",
+        "/DOCS/PAGE-1 -> /Docs/Page-1: a case-insensitive server, the case it redirected to before",
+        _declared_case,
+    ),
     RuleKind("decode-reserved", "/a%3Ab -> /a:b", _decode_reserved),
     RuleKind("encode-reserved", "/a:b -> /a%3Ab", _encode_reserved),
 )
@@ -205,25 +236,25 @@ class Prediction(NamedTuple):
     target: str
 
 
-def predictions(url: str) -> Iterator[Prediction]:
+def predictions(url: str, known: Known = _nothing) -> Iterator[Prediction]:
     """Every rule that covers a scheme form, with the URL it predicts."""
     form = split_form(url)
     if form.scheme not in _SCHEMES or form.authority is None or "@" in form.authority:
         return
     origin = form.origin
     for kind in KINDS:
-        found = kind.predict(form)
+        found = kind.predict(form, known)
         if found is not None:
             scope, target = found
             yield Prediction(RuleKey(origin, kind.name, scope), target.unsplit())
 
 
-def predict(url: str, key: RuleKey) -> str | None:
+def predict(url: str, key: RuleKey, known: Known = _nothing) -> str | None:
     """What the rule ``key`` predicts for ``url`` (``None``: not covered)."""
     form = split_form(url)
     if form.origin != key.origin or "@" in (form.authority or "@"):
         return None
-    found = KINDS_BY_NAME[key.kind].predict(form)
+    found = KINDS_BY_NAME[key.kind].predict(form, known)
     if found is None or found[0] != key.scope:
         return None
     return found[1].unsplit()

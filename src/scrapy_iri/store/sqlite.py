@@ -126,8 +126,8 @@ class SQLiteStore(MemoryStore):
 
     def _load(self) -> None:
         db = self._connection()
-        for source, target, status, time_ in db.execute("SELECT * FROM alias"):
-            self._aliases[source] = Alias(source, target, status, time_)
+        for row in db.execute("SELECT * FROM alias"):
+            MemoryStore._put_alias(self, Alias(*row))
         for row in db.execute("SELECT * FROM rule"):
             key = RuleKey(*row[:3])
             MemoryStore._put_rule(self, RuleRecord(key, *row[3:]))

@@ -426,3 +426,23 @@ def test_progress_on_a_terminal_only_for_large_slow_inputs():
     assert shown.startswith("\rscrapy-iri: graph: 16,384 rows, ")
     assert "2.0 of 50.0 MB read (4%)" in shown
     assert shown.endswith("\n")
+
+
+def test_jsonl_lines_end_at_lf_only(tmp_path, capsys):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"source": "http://a/",\r "target": "http://b/"}\r\n{"source": "http://b/", "target": "x"}\n')
+    code, _, err = graph(capsys, path, tmp_path / "out.csv")
+    assert code == 1
+    assert "in.jsonl:2: target: " in err
+    assert read_csv(tmp_path / "out.csv") == [["source", "target"], ["http://a/", "http://b/"]]
+
+
+def test_truncated_or_corrupt_gzip_is_fatal(tmp_path, capsys):
+    data = gzip.compress(("source,target\n" + "http://a/,http://b/\n" * 50_000).encode())
+    for name, content in (("cut.csv.gz", data[: len(data) // 2]), ("junk.csv.gz", b"\x1f\x8bjunk")):
+        path = tmp_path / name
+        path.write_bytes(content)
+        code, _, err = graph(capsys, path, tmp_path / "out.csv", "-q")
+        assert code == 2
+        assert err.startswith(f"scrapy-iri: {path}: ")
+        assert not (tmp_path / "out.csv").exists()

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import tracemalloc
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scrapy_iri.graph import BadEdge, GraphNormalizer, normalize_graph
 
@@ -195,3 +199,38 @@ def test_normalize_graph_file_returns_a_summary(tmp_path):
     assert bad[0][1].startswith("source: ") and "; target: " in bad[0][1]
     assert (summary.edges_in, summary.edges_out, summary.bad_rows, summary.aliases) == (1, 1, 1, 1)
     assert summary.seconds > 0
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.tuples(*[st.text(alphabet=',"\r\nab\t é', max_size=8)] * 3), max_size=8),
+    st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_ALL]),
+)
+def test_csv_reader_reads_what_csv_writes(rows, quoting):
+    """The reader's fast path (no quotes: split on commas) and its slow path (quoted
+    fields, line breaks inside) give back the fields, the original text and the line numbers."""
+    from scrapy_iri.graph import _csv_rows
+
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer, quoting=quoting)  # lineterminator \r\n: fields with \r or \n are quoted
+    writer.writerow(("x", "target", "source"))
+    writer.writerows(rows)
+    text = buffer.getvalue()
+    header, got = _csv_rows(iter(io.StringIO(text, newline="")), "t.csv")
+    got = list(got)
+    assert header.rstrip("\r\n").replace('"', "") == "x,target,source"
+    assert [(source, target, problem) for _, source, target, _, problem in got] == [(r[2], r[1], None) for r in rows]
+    raws = [raw for _, _, _, raw, _ in got]
+    assert header + "".join(raws) == text
+    starts = [2 + sum(len(raw.splitlines()) for raw in raws[:i]) for i in range(len(raws))]
+    assert [line for line, *_ in got] == starts
+
+
+def test_alias_table_quotes_line_breaks(tmp_path):
+    from scrapy_iri.graph import normalize_graph_file
+
+    src = tmp_path / "in.csv"
+    src.write_text('source,target\n"http://a/\rb",http://c/\n', encoding="utf-8", newline="")
+    normalize_graph_file(src, tmp_path / "out.csv", aliases=tmp_path / "aliases.csv")
+    with (tmp_path / "aliases.csv").open(newline="", encoding="utf-8") as f:
+        assert list(csv.reader(f)) == [["original", "canonical"], ["http://a/\rb", "http://a/b"]]
