@@ -2,21 +2,14 @@
 # Set up a virtual environment with the test dependencies and run the whole test suite.
 # Usage: bash scripts/test.sh [pytest arguments]
 set -euo pipefail
-cd "$(dirname "$0")/.."
-
-PYTHON=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PYTHON" -m venv .venv
-fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test]'
+. "$(dirname "$0")/_venv.sh" test
 
 # The Redis tests need a redis-server binary (they start their own on loopback).
 if ! command -v redis-server >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "installing redis-server (Debian package) for the Redis tests" >&2
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null) \
-      || echo "warning: could not install redis-server; Redis tests will be skipped" >&2
+      || echo "warning: could not install redis-server; the Redis tests will be skipped" >&2
   fi
 fi
 
