@@ -10,6 +10,7 @@ W3LIB = "w3lib canonicalize_url"
 ADA = "ada-url normalize_url"
 RFP = "Scrapy RFPDupeFilter"
 IRI = "scrapy-iri IRIDupeFilter"
+IRI_PROTOCOL = "scrapy-iri IRIDupeFilter, IRI_RUNG=protocol"
 
 
 def _us(results: dict[str, Any], data: str, name: str) -> float | None:
@@ -155,6 +156,7 @@ _COLORS = {
     "ada-url normalize_url": "#6d597a",
     RFP: "#e76f51",
     IRI: "#2a9d8f",
+    IRI_PROTOCOL: "#1f6f8b",
 }
 
 
@@ -162,15 +164,25 @@ def _panel(title: str, bars: list[tuple[str, float, str]], unit: str, y: int, wi
     """A horizontal bar chart: one bar per (label, value, text); returns its elements and height."""
     label_w, bar_h, gap = 250, 16, 4
     usable = width - label_w - 120
-    top = max((v for _, v, _ in bars), default=1) or 1
+    values = sorted(v for _, v, _ in bars)
+    top = values[-1] if values else 1.0
+    if len(values) > 1 and values[-1] > 3 * values[-2] > 0:
+        top = values[-2] * 1.2  # one far slower contender: clip its bar rather than flatten the others
+    top = top or 1.0
     out = [f'<text x="10" y="{y + 14}" font-weight="bold">{escape(title)}</text>']
     y += 24
     for label, value, text in bars:
-        w = max(1.0, usable * value / top)
+        clipped = value > top
+        w = max(1.0, usable * min(value, top) / top)
         color = _COLORS.get(label, "#888")
         out.append(f'<text x="{label_w - 6}" y="{y + 12}" text-anchor="end">{escape(label)}</text>')
         out.append(f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" fill="{color}"/>')
-        out.append(f'<text x="{label_w + w + 4:.1f}" y="{y + 12}">{escape(text)} {escape(unit)}</text>')
+        if clipped:  # a white zig-zag across the bar's end: "axis broken here"
+            x = label_w + w - 14
+            out.append(f'<path d="M{x} {y - 1} l4 {bar_h / 2 + 1} l-4 {bar_h / 2 + 1} h5 l4 -{bar_h / 2 + 1} '
+                       f'l-4 -{bar_h / 2 + 1} z" fill="white"/>')
+        suffix = " (bar clipped)" if clipped else ""
+        out.append(f'<text x="{label_w + w + 4:.1f}" y="{y + 12}">{escape(text)} {escape(unit)}{suffix}</text>')
         y += bar_h + gap
     return out, y + 10
 

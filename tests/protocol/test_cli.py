@@ -75,3 +75,8 @@ def test_store_from_the_environment(store_path: Path, capsys: pytest.CaptureFixt
     monkeypatch.setenv("IRI_STORE", f"sqlite:///{store_path}")
     code, out, _ = run(capsys, "store", "stats")
     assert code == 0 and "aliases\t4" in out
+
+
+def test_rules_are_judged_with_the_crawl_settings(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "store", "--store", str(store_path), "--min-observations", "5", "stats")
+    assert code == 0 and "rules/active\t0" in out and "rules/candidate\t1" in out

@@ -186,3 +186,24 @@ def test_a_rewrite_that_cannot_be_downloaded_checks_the_original(tmp_path: Path)
         assert result.returncode == 0, result.log[-3000:]
         assert "half:page-9" in result.resource_ids
         assert result.stat("iri/learned/rule") == 1 and result.stat("iri/contradicted") == 1
+
+
+def slash_family_site(count: int = 8) -> Site:
+    """``/dir-k`` -> ``/dir-k/``; each page links the next in both forms."""
+    site = Site("family.example", policies=[SlashRedirect()])
+    site.page("family:home", "/", "/dir-1")
+    for k in range(1, count + 1):
+        site.page(f"family:{k}", f"/dir-{k}/", f"/dir-{k + 1}", f"/dir-{k + 1}/")
+    return site
+
+
+def test_verified_predictions_still_fetch_every_page_once(tmp_path: Path) -> None:
+    """Verification fetches the original; its redirect to the representative the dupefilter
+    filed it under must pass the filter (else the page would be dropped as already seen)."""
+    settings = {**ADDON, "IRI_STORE": f"sqlite:///{tmp_path / 'store.db'}", "IRI_VERIFY_SHARE": 1.0}
+    with SimulatedWeb([slash_family_site()]) as web:
+        result = run_crawl(web, settings=settings)
+        assert result.returncode == 0, result.log[-3000:]
+        assert web.resource_ids() - result.resource_ids == set()
+        assert all(n == 1 for rid, n in result.counts["resources"].items() if rid != "family:home")
+        assert result.stat("iri/verified") >= 1 and result.stat("iri/rewritten") == 0

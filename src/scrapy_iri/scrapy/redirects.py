@@ -167,7 +167,7 @@ class RedirectLearningMiddleware:
     def request_scheduled(self, request: Request, spider: Spider | None = None) -> None:
         """Note the representative a request is filed under (the dupefilter asks next, same store)."""
         request.meta.pop(_FILED_AS, None)
-        if request.dont_filter or request.meta.get("verbatim_url"):
+        if request.dont_filter or request.method not in ("GET", "HEAD") or request.meta.get("verbatim_url"):
             return
         form = _form(request.url)
         if form is not None:
@@ -261,7 +261,7 @@ class RedirectLearningMiddleware:
         otherwise the representative is fetched on its own, or a later link
         to it would be dropped as already seen.
         """
-        if target is not None:
+        if target is not None and self._rewritable(request):  # RedirectMiddleware follows it
             form = _form(target)
             if form is not None and self.store.representative(form) == filed_as:
                 request.meta[_STATE] = ("restore", request.dont_filter)

@@ -37,6 +37,8 @@ from .rules import (
     RuleStatus,
     Verdict,
     judge,
+    kind_order,
+    predict,
     predictions,
 )
 
@@ -247,10 +249,11 @@ class EquivalenceStore(ABC):
         records = self._rules_at(origin)
         if not records or self._blocked(records, origin, now):
             return None
-        for prediction in predictions(url, self._case_target):
-            record = records.get(prediction.key)
-            if record is not None and record.status(self.policy, now) is RuleStatus.ACTIVE:
-                return Step(url, prediction.target, prediction.key)
+        active = [key for key, r in records.items() if r.status(self.policy, now) is RuleStatus.ACTIVE]
+        for key in sorted(active, key=kind_order):
+            target = predict(url, key, self._case_target)
+            if target is not None and target != url:
+                return Step(url, target, key)
         return None
 
     def _blocked(self, records: Mapping[RuleKey, RuleRecord], origin: str, now: float) -> bool:

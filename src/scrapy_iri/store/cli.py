@@ -15,6 +15,7 @@ from typing import TextIO
 
 from . import StoreError, open_store
 from .base import EquivalenceStore
+from .rules import LearningPolicy
 
 
 def _uri(value: str | None) -> str:
@@ -27,7 +28,8 @@ def _uri(value: str | None) -> str:
 
 
 def _open(args: argparse.Namespace, *, create: bool = False) -> EquivalenceStore:
-    return open_store(_uri(args.store), create=create)
+    policy = LearningPolicy(min_observations=args.min_observations, rule_ttl=args.rule_ttl)
+    return open_store(_uri(args.store), create=create, policy=policy)
 
 
 def cmd_stats(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -> int:
@@ -75,6 +77,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     """Add the ``store`` command to the ``scrapy-iri`` parser."""
     parser = subparsers.add_parser("store", help="inspect or edit a protocol-rung equivalence store")
     parser.add_argument("--store", metavar="URI", help="sqlite:///path or a file path (default: $IRI_STORE)")
+    defaults = LearningPolicy()
+    parser.add_argument(
+        "--min-observations", type=int, default=defaults.min_observations, metavar="K",
+        help=f"judge rules as a crawl with IRI_RULE_MIN_OBSERVATIONS = K does (default: {defaults.min_observations})",
+    )
+    parser.add_argument(
+        "--rule-ttl", type=float, default=defaults.rule_ttl, metavar="SECONDS",
+        help="judge rules as a crawl with IRI_RULE_TTL = SECONDS does (default: 30 days)",
+    )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     stats = actions.add_parser("stats", help="counts of aliases, rules, sinks and evidence")

@@ -213,6 +213,14 @@ KINDS: tuple[RuleKind, ...] = (
 KINDS_BY_NAME = {kind.name: kind for kind in KINDS}
 
 
+_KIND_INDEX = {kind.name: i for i, kind in enumerate(KINDS)}
+
+
+def kind_order(key: RuleKey) -> tuple[int, str]:
+    """Sort key: rules are tried in the order of :data:`KINDS`, then by scope."""
+    return _KIND_INDEX.get(key.kind, len(KINDS)), key.scope
+
+
 class RuleKey(NamedTuple):
     """A rule's identity: where it was learned, which convention, which scope."""
 
@@ -357,7 +365,3 @@ class RuleRecord:
             self.against += 1
             self.last_against = now
             self.counterexample = note
-
-    @property
-    def empty(self) -> bool:
-        return not (self.support or self.against)

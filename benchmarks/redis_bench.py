@@ -1,0 +1,281 @@
+"""Benchmark of the Redis backend against the SQLite backend, in one run, on one workload.
+
+The script starts its own ``redis-server`` on a free loopback port (in a
+temporary directory, persistence off: what is measured is the client's cost
+and the loopback round trip, not the disk), builds the same learned store in
+both backends and times, per backend:
+
+* **lookups** -- ``store.representative(url)`` on a seeded stream of URLs
+  (a third exact aliases, a third covered by a learned rule, a third
+  unknown): lookups per second. Both backends answer from memory; Redis only
+  adds the "is a sync due?" check.
+* **learning** -- ``record_redirect``/``record_response`` for a stream of
+  observations, the backend's write batching included (SQLite: a
+  transaction per 500 writes or 2 s; Redis: a Lua batch per sync interval),
+  final flush included: microseconds per observation.
+* **seen check** -- ``IRIDupeFilter.request_seen`` as Scrapy's scheduler calls
+  it, at the scheme and at the protocol rung: new requests (Redis: one
+  ``SADD`` round trip each; it cannot be batched, the scheduler needs the
+  answer at once), requests this process saw before (answered locally), and
+  requests another process recorded (one ``SADD``, answer "seen").
+
+and reports the time Redis adds per request: (seen check, new request) +
+(learning, per response) minus the same for SQLite. Prints a table; writes
+``benchmarks/results/redis.json``.
+
+    .venv/bin/python benchmarks/redis_bench.py [--urls N] [--repeat K]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "redis.json"
+SEED = 20240607
+
+
+# -- a private redis-server -----------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("redis-server is not installed (apt-get install redis-server)")
+    import redis
+
+    port = _free_port()
+    with tempfile.TemporaryDirectory(prefix="redis-bench-") as directory:
+        args = [binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", directory, "--save", "", "--appendonly", "no"]
+        process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            client = redis.Redis(port=port)
+            for _ in range(500):
+                try:
+                    client.ping()
+                    break
+                except redis.ConnectionError:
+                    time.sleep(0.01)
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+# -- the workload ---------------------------------------------------------------------
+
+
+def learned_history(hosts: int, aliases: int, rng: random.Random) -> list[tuple[str, int, str | None]]:
+    """Observations that teach a store ``aliases`` exact aliases and an add-slash rule per host."""
+    history: list[tuple[str, int, str | None]] = []
+    for h in range(hosts):
+        for i in range(3):
+            history.append((f"http://host{h}.example/dir{i}", 301, f"http://host{h}.example/dir{i}/"))
+    for i in range(aliases):
+        h = rng.randrange(hosts)
+        history.append((f"http://host{h}.example/old/page-{i}.html", 301, f"http://host{h}.example/new/page-{i}.html"))
+    return history
+
+
+def lookup_stream(hosts: int, aliases: int, size: int, rng: random.Random) -> list[str]:
+    urls = []
+    for n in range(size):
+        h = rng.randrange(hosts)
+        kind = n % 3
+        if kind == 0:
+            i = rng.randrange(aliases)
+            urls.append(f"http://host{h}.example/old/page-{i}.html")  # an alias (of some host) or unknown
+        elif kind == 1:
+            urls.append(f"http://host{h}.example/dir{rng.randrange(1000)}")  # a rule applies
+        else:
+            urls.append(f"http://host{h}.example/article/{rng.randrange(10**6)}.html")
+    return urls
+
+
+def observation_stream(hosts: int, size: int, rng: random.Random) -> list[tuple[str, int, str | None]]:
+    """What a crawl reports: mostly documents (200), some redirects."""
+    out: list[tuple[str, int, str | None]] = []
+    for n in range(size):
+        h = rng.randrange(hosts)
+        if n % 10 == 0:
+            out.append((f"http://host{h}.example/sec{n}", 301, f"http://host{h}.example/sec{n}/"))
+        else:
+            out.append((f"http://host{h}.example/doc/{n}.html", 200, None))
+    return out
+
+
+def teach(store: Any, history: list[tuple[str, int, str | None]]) -> None:
+    for source, status, target in history:
+        if target is None:
+            store.record_response(source, status)
+        else:
+            store.record_redirect(source, status, target)
+    store.flush()
+
+
+# -- timing ---------------------------------------------------------------------------
+
+
+def best_of(repeat: int, run: Callable[[], Any]) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def bench_store(make: Callable[[str], Any], args: argparse.Namespace) -> dict[str, float]:
+    rng = random.Random(SEED)
+    history = learned_history(args.hosts, args.aliases, rng)
+    urls = lookup_stream(args.hosts, args.aliases, args.urls, rng)
+    observations = observation_stream(args.hosts, args.observations, rng)
+    store = make("lookups")
+    teach(store, history)
+    lookups = best_of(args.repeat, lambda: [store.representative(u) for u in urls])
+    merged = sum(store.representative(u) != u for u in urls)
+    store.close()
+    learning = []
+    for attempt in range(args.repeat):
+        store = make(f"learn{attempt}")
+        teach(store, history)
+        start = time.perf_counter()
+        teach(store, observations)
+        learning.append(time.perf_counter() - start)
+        store.close()
+    return {
+        "lookups_per_second": len(urls) / lookups,
+        "us_per_lookup": lookups / len(urls) * 1e6,
+        "merged_share": merged / len(urls),
+        "us_per_observation": min(learning) / len(observations) * 1e6,
+    }
+
+
+def bench_seen(settings: dict[str, Any], rung: str, args: argparse.Namespace) -> dict[str, float]:
+    from scrapy import Request, Spider
+    from scrapy.core.scheduler import Scheduler
+    from scrapy.utils.misc import build_from_crawler
+    from scrapy.utils.test import get_crawler
+
+    class BenchSpider(Spider):
+        name = f"bench-{rung}-{time.monotonic_ns()}"
+
+    def dupefilter() -> Any:
+        crawler = get_crawler(BenchSpider, {"ADDONS": {"scrapy_iri.Addon": 0}, "IRI_RUNG": rung, **settings})
+        return build_from_crawler(Scheduler, crawler).df
+
+    rng = random.Random(SEED + 1)
+    urls = [f"http://host{rng.randrange(args.hosts)}.example/p/{n}?q={rng.randrange(100)}" for n in range(args.requests)]
+    one, other = dupefilter(), dupefilter()  # two processes of one crawl
+    out = {}
+    for name, df in (("new", one), ("seen_here", one), ("seen_elsewhere", other)):
+        requests = [Request(u) for u in urls]
+        start = time.perf_counter()
+        for request in requests:
+            df.request_seen(request)
+        out[f"us_per_request_{name}"] = (time.perf_counter() - start) / len(requests) * 1e6
+    for df in (one, other):
+        close = getattr(df.seen, "close", None)
+        if close is not None:
+            close()
+    return out
+
+
+def bench_round_trip(url: str, n: int = 20000) -> float:
+    import redis
+
+    client = redis.Redis.from_url(url)
+    keys = [random.Random(SEED).randbytes(12) for _ in range(n)]
+    start = time.perf_counter()
+    for key in keys:
+        client.sadd("bench:raw", key)
+    return (time.perf_counter() - start) / n * 1e6
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hosts", type=int, default=200)
+    parser.add_argument("--aliases", type=int, default=20000)
+    parser.add_argument("--urls", type=int, default=100_000, help="lookups per pass")
+    parser.add_argument("--observations", type=int, default=20000)
+    parser.add_argument("--requests", type=int, default=20000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    from scrapy_iri.store.redis import RedisStore
+    from scrapy_iri.store.sqlite import SQLiteStore
+
+    results: dict[str, Any] = {"config": vars(args), "python": platform.python_version(), "machine": platform.machine()}
+    with tempfile.TemporaryDirectory(prefix="sqlite-bench-") as directory, redis_server() as url:
+        results["redis_sadd_round_trip_us"] = bench_round_trip(url)
+        backends: dict[str, tuple[Callable[[str], Any], dict[str, Any]]] = {
+            "sqlite": (
+                lambda name: SQLiteStore(Path(directory, f"{name}-{time.monotonic_ns()}.db")),
+                {"IRI_STORE": f"sqlite:///{directory}/crawl.db"},
+            ),
+            "redis": (
+                lambda name: RedisStore(url, f"bench:{name}:{time.monotonic_ns()}"),
+                {"IRI_STORE": url},
+            ),
+        }
+        for backend, (make, settings) in backends.items():
+            results[backend] = {"store": bench_store(make, args)}
+            for rung in ("scheme", "protocol"):
+                results[backend][f"seen_{rung}"] = bench_seen(settings, rung, args)
+
+    sqlite, redis_ = results["sqlite"], results["redis"]
+    added = {}
+    for rung in ("scheme", "protocol"):
+        key = f"seen_{rung}"
+        added[rung] = (
+            redis_[key]["us_per_request_new"]
+            - sqlite[key]["us_per_request_new"]
+            + redis_["store"]["us_per_observation"]
+            - sqlite["store"]["us_per_observation"]
+        )
+    results["added_us_per_request"] = added
+
+    print(f"Redis SADD round trip (redis-py, loopback): {results['redis_sadd_round_trip_us']:.1f} us")
+    print(f"{'':40} {'SQLite':>12} {'Redis':>12}")
+    rows = [
+        ("store lookups per second", "store", "lookups_per_second", "{:,.0f}"),
+        ("  us per lookup", "store", "us_per_lookup", "{:.2f}"),
+        ("learning: us per observation", "store", "us_per_observation", "{:.1f}"),
+    ]
+    for rung in ("scheme", "protocol"):
+        rows += [
+            (f"request_seen ({rung}), new: us", f"seen_{rung}", "us_per_request_new", "{:.1f}"),
+            (f"request_seen ({rung}), seen here: us", f"seen_{rung}", "us_per_request_seen_here", "{:.1f}"),
+            (f"request_seen ({rung}), seen elsewhere: us", f"seen_{rung}", "us_per_request_seen_elsewhere", "{:.1f}"),
+        ]
+    for label, section, key, fmt in rows:
+        print(f"{label:40} {fmt.format(sqlite[section][key]):>12} {fmt.format(redis_[section][key]):>12}")
+    for rung, value in added.items():
+        print(f"added per request by Redis ({rung} rung): {value:.1f} us (new request + one observation)")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
