@@ -1,10 +1,10 @@
 """Benchmark of the protocol rung: redirect round trips on the simulated redirect-policy web.
 
 Three real Scrapy crawls (each in a subprocess, through the simulated web's
-loopback proxy) of ``scrapy_iri.testing.protocol_sites()``: 18 hosts, one
-redirect policy each (slash, index, https, www, moves, case, temporaries,
-303, sinks, an open redirector, cookie-setting redirects, loops and chains,
-``/x`` vs ``/x/`` twins), every resource with an id.
+loopback proxy) of ``scrapy_iri.testing.protocol_sites(pages_per_host)``:
+18 hosts, one redirect policy each (slash, index, https, www, moves, case,
+temporaries, 303, sinks, an open redirector, cookie-setting redirects, loops
+and chains, ``/x`` vs ``/x/`` twins), every resource with an id.
 
 * ``scrapy``: Scrapy's defaults (no add-on);
 * ``cold``: the add-on (``IRI_RUNG = "protocol"``) with a new, empty store;
@@ -12,43 +12,61 @@ redirect policy each (slash, index, https, www, moves, case, temporaries,
 
 For each crawl: redirect round trips (3xx answers the server sent), split
 into *saveable* ones (permanent, clean, within one site, at most Scrapy's 20
-hops: slash, index, https, www, moves, case, short chains) and the rest (temporaries,
-303, sinks, open redirectors, cookie-dependent redirects, loops, a 25-hop
-chain), which a correct learner must keep paying; resources missed; duplicate
-fetches; and, from the store, rules and aliases learned across registrable
-domains. Savings are relative to the ``scrapy`` crawl.
+hops: slash, index, https, www, moves, case, short chains) and the rest
+(temporaries, 303, sinks, open redirectors, cookie-dependent redirects,
+loops, a 25-hop chain), which a correct learner must keep paying; resources
+missed; duplicate fetches; and, from the store, rules and aliases learned
+across registrable domains. Savings are relative to the ``scrapy`` crawl, as
+a share of its saveable redirects and of all its redirects.
+
+Why each saveable redirect the add-on still paid was paid comes from
+``protocol_probe.RedirectProbe`` (a downloader middleware that looks at the
+store as each redirect arrives): ``unpredicted`` (no rule predicts it: a
+one-off move, a chain, the first contact with a page's case), ``learning``
+(one of the K observations that make a rule), ``verification``
+(``IRI_VERIFY_SHARE``), ``in_flight`` (learned while the request was on its
+way), ``refuted`` (its rule has a counterexample).
+
+The web is crawled at several sizes (``--pages``, pages per main host; 20 is
+``protocol_sites()``'s default): the per-host cost of learning is fixed, the
+savings grow with the pages a host has.
 
 Targets (issue 5): cold saves >= 70% and warm >= 95% of Scrapy's saveable
 round trips, zero resources missed, zero rules learned across sites.
 
-    .venv/bin/python benchmarks/protocol_bench.py [--repeat N] [--out PATH] [--set NAME=VALUE ...]
+    .venv/bin/python benchmarks/protocol_bench.py [--repeat N] [--pages 20 60] [--out PATH] [--set NAME=VALUE ...]
 
-Prints a table and writes ``benchmarks/results/protocol.json``.
+Prints the tables and writes ``benchmarks/results/protocol.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from scrapy.settings import Settings
 
-from scrapy_iri.scrapy.redirects import learning_policy
+from scrapy_iri import IRIError, Rung, canonicalize
+from scrapy_iri.scrapy.settings import IRISettings, learning_policy
 from scrapy_iri.store import RuleStatus, open_store
 from scrapy_iri.store.psl import same_site
 from scrapy_iri.testing import SimulatedWeb, protocol_sites
 from scrapy_iri.testing.crawl import CrawlResult, run_crawl
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "protocol.json"
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results" / "protocol.json"
 ADDON = {"ADDONS": {"scrapy_iri.Addon": 0}}
+PROBE = {"DOWNLOADER_MIDDLEWARES": {"protocol_probe.RedirectProbe": 39}}
+SIZES = (20, 60)
 
 #: simulated-web policy name -> whether a correct learner may save its redirects
 POLICIES = {
@@ -71,11 +89,21 @@ POLICIES = {
     "loop": False,
     "chain": False,  # 25 hops: longer than Scrapy follows
 }
+SAVEABLE = [name for name, ok in POLICIES.items() if ok]
+#: why a saveable redirect was paid (protocol_probe), in the order of the tables
+REASONS = ("unpredicted", "learning", "verification", "in_flight", "refuted")
 TARGETS = {"cold": 0.70, "warm": 0.95}
 
 
 def _host(url: str) -> str:
     return url.split("/")[2] if "://" in url else url
+
+
+def _form(url: str) -> str:
+    try:
+        return canonicalize(url, Rung.SCHEME, lenient=True)
+    except IRIError:
+        return url
 
 
 def cross_site_learning(store_uri: str, extra: dict[str, Any]) -> dict[str, int]:
@@ -90,6 +118,21 @@ def cross_site_learning(store_uri: str, extra: dict[str, Any]) -> dict[str, int]
             aliases += not same_site(_host(alias.source), _host(alias.target))
         active = sum(store.rule_status(r) is RuleStatus.ACTIVE for r in store.rules())
     return {"rules_across_sites": rules, "aliases_across_sites": aliases, "rules_active": active}
+
+
+def reasons(result: CrawlResult, probe_file: Path) -> dict[str, dict[str, int]]:
+    """Saveable policy -> why its redirects were paid (the probe's lines joined with the server's counts)."""
+    policy_of = {
+        _form(url): policy for policy, urls in result.counts["redirect_urls"].items() for url in urls
+    }
+    table: dict[str, Counter[str]] = {name: Counter() for name in SAVEABLE}
+    lines = probe_file.read_text(encoding="utf-8").splitlines() if probe_file.exists() else []
+    for line in lines:
+        event = json.loads(line)
+        policy = policy_of.get(_form(event["url"]))
+        if policy in table:
+            table[policy][event["why"]] += 1
+    return {name: dict(counts) for name, counts in table.items()}
 
 
 def measure(web: SimulatedWeb, result: CrawlResult, baseline: CrawlResult | None) -> dict[str, Any]:
@@ -121,16 +164,24 @@ def saved(ours: int, theirs: int) -> float:
 def run_once(web: SimulatedWeb, extra: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="protocol-bench-") as workdir:
         store_uri = f"sqlite:///{Path(workdir) / 'store.db'}"
-        settings = {**ADDON, "IRI_STORE": store_uri, **extra}
+        probes = {name: Path(workdir) / f"probe-{name}.jsonl" for name in ("cold", "warm")}
+
+        def settings(name: str) -> dict[str, Any]:
+            return {**ADDON, **PROBE, "PROTOCOL_PROBE_FILE": str(probes[name]), "IRI_STORE": store_uri, **extra}
+
         started = time.perf_counter()
         scrapy = run_crawl(web)
-        cold = run_crawl(web, settings=settings)
+        cold = run_crawl(web, settings=settings("cold"))
         cold_learning = cross_site_learning(store_uri, extra)
-        warm = run_crawl(web, settings=settings)
+        warm = run_crawl(web, settings=settings("warm"))
         elapsed = time.perf_counter() - started
         figures = {"scrapy": measure(web, scrapy, None)}
-        figures["cold"] = {**measure(web, cold, scrapy), **cold_learning}
-        figures["warm"] = {**measure(web, warm, scrapy), **cross_site_learning(store_uri, extra)}
+        figures["cold"] = {**measure(web, cold, scrapy), **cold_learning, "why": reasons(cold, probes["cold"])}
+        figures["warm"] = {
+            **measure(web, warm, scrapy),
+            **cross_site_learning(store_uri, extra),
+            "why": reasons(warm, probes["warm"]),
+        }
     for name in ("cold", "warm"):
         crawl = figures[name]
         crawl["saved"] = saved(crawl["redirects"], figures["scrapy"]["redirects"])
@@ -140,50 +191,104 @@ def run_once(web: SimulatedWeb, extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def verdicts(run: dict[str, Any]) -> dict[str, bool]:
+    cold, warm = run["cold"], run["warm"]
     return {
-        "cold_saves_70pct_of_saveable": run["cold"]["saved_saveable"] >= TARGETS["cold"],
-        "warm_saves_95pct_of_saveable": run["warm"]["saved_saveable"] >= TARGETS["warm"],
-        "zero_resources_missed": not (run["cold"]["resources_missed"] or run["warm"]["resources_missed"]),
-        "zero_rules_across_sites": not (run["cold"]["rules_across_sites"] or run["warm"]["rules_across_sites"]),
-        "no_duplicates_beyond_scrapy": not (run["cold"]["duplicates_beyond_scrapy"] or run["warm"]["duplicates_beyond_scrapy"]),
+        "cold_saves_70pct_of_saveable": cold["saved_saveable"] >= TARGETS["cold"],
+        "warm_saves_95pct_of_saveable": warm["saved_saveable"] >= TARGETS["warm"],
+        "zero_resources_missed": not (cold["resources_missed"] or warm["resources_missed"]),
+        "zero_rules_across_sites": not (cold["rules_across_sites"] or warm["rules_across_sites"]),
+        "no_duplicates_beyond_scrapy": not (cold["duplicates_beyond_scrapy"] or warm["duplicates_beyond_scrapy"]),
     }
 
 
-def print_table(run: dict[str, Any]) -> None:
+# -- printing ------------------------------------------------------------------
+
+
+def print_crawls(run: dict[str, Any]) -> None:
+    """The three crawls of one run side by side."""
     rows = [
-        ("redirect round trips", "redirects", "d"),
-        ("  saveable (permanent, clean, one site)", "redirects_saveable", "d"),
-        ("  never saveable (temporaries, sinks, ...)", None, "d"),
-        ("requests", "requests", "d"),
-        ("resources missed", "resources_missed", "n"),
-        ("duplicate fetches", "duplicate_fetches", "d"),
-        ("  beyond Scrapy's", "duplicates_beyond_scrapy", "d"),
+        ("redirect round trips", lambda c: c["redirects"]),
+        ("  saveable (permanent, clean, one site)", lambda c: c["redirects_saveable"]),
+        ("  never saveable (temporaries, sinks, ...)", lambda c: c["redirects"] - c["redirects_saveable"]),
+        ("requests", lambda c: c["requests"]),
+        ("resources missed", lambda c: len(c["resources_missed"])),
+        ("duplicate fetches", lambda c: c["duplicate_fetches"]),
+        ("  beyond Scrapy's", lambda c: c["duplicates_beyond_scrapy"]),
+        ("saved, % of saveable redirects", lambda c: f"{c['saved_saveable']:.1%}" if "saved" in c else ""),
+        ("saved, % of all redirects", lambda c: f"{c['saved']:.1%}" if "saved" in c else ""),
+        ("rules active", lambda c: c.get("rules_active", "")),
+        ("rules / aliases across sites", lambda c: f"{c['rules_across_sites']} / {c['aliases_across_sites']}" if "saved" in c else ""),
     ]
     print(f"{'':44}{'scrapy':>10}{'cold':>10}{'warm':>10}")
-    for label, key, kind in rows:
-        cells = []
-        for name in ("scrapy", "cold", "warm"):
-            crawl = run[name]
-            if key is None:
-                value: Any = crawl["redirects"] - crawl["redirects_saveable"]
-            else:
-                value = crawl.get(key, "")
-            cells.append(len(value) if kind == "n" else value)
-        print(f"{label:44}" + "".join(f"{c:>10}" for c in cells))
+    for label, cell in rows:
+        print(f"{label:44}" + "".join(f"{cell(run[name])!s:>10}" for name in ("scrapy", "cold", "warm")))
+
+
+def print_reasons(run: dict[str, Any]) -> None:
+    """Saveable redirects still paid: policy x why, cold and warm."""
     for name in ("cold", "warm"):
-        crawl = run[name]
+        crawl, why = run[name], run[name]["why"]
+        print(f"\n{name}: saveable redirects still paid, by policy and reason")
+        print(f"  {'policy':14}{'scrapy':>8}{'paid':>7}" + "".join(f"{r:>14}" for r in REASONS))
+        totals: Counter[str] = Counter()
+        for policy in SAVEABLE:
+            paid = crawl["redirects_by_policy"].get(policy, 0)
+            counts = why.get(policy, {})
+            totals.update(counts)
+            print(
+                f"  {policy:14}{run['scrapy']['redirects_by_policy'].get(policy, 0):>8}{paid:>7}"
+                + "".join(f"{counts.get(r, 0):>14}" for r in REASONS)
+            )
         print(
-            f"{name}: saved {crawl['saved']:.1%} of all redirect round trips,"
-            f" {crawl['saved_saveable']:.1%} of the saveable ones;"
-            f" rules active {crawl['rules_active']}, across sites {crawl['rules_across_sites']},"
-            f" aliases across sites {crawl['aliases_across_sites']}"
+            f"  {'total':14}{run['scrapy']['redirects_saveable']:>8}{crawl['redirects_saveable']:>7}"
+            + "".join(f"{totals.get(r, 0):>14}" for r in REASONS)
         )
-        print(f"  {crawl['stats']}")
+    never = sorted(p for p in POLICIES if not POLICIES[p])
+    print("\nnever saveable, paid by policy (scrapy / cold / warm):")
+    print("  " + ", ".join(
+        f"{p} {run['scrapy']['redirects_by_policy'].get(p, 0)}/{run['cold']['redirects_by_policy'].get(p, 0)}"
+        f"/{run['warm']['redirects_by_policy'].get(p, 0)}"
+        for p in never
+    ))
+
+
+def _span(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:.1%}" if f"{low:.1%}" == f"{high:.1%}" else f"{low:.1%}-{high:.1%}"
+
+
+def print_summary(sizes: dict[int, dict[str, Any]]) -> None:
+    """One line per size: the figures the README quotes (ranges over the runs)."""
+    print("\nsummary (ranges over the runs):")
+    header = (
+        f"{'pages/host':>10}{'resources':>10}{'scrapy all/saveable':>21}"
+        f"{'cold % saveable':>17}{'cold % all':>13}{'warm % saveable':>17}{'warm % all':>13}"
+        f"{'missed':>8}{'dupl. beyond':>14}{'cross-site':>12}"
+    )
+    print(header)
+    for pages, size in sizes.items():
+        runs = size["runs"]
+        scrapy = size["median_run"]["scrapy"]
+        missed = max(len(r[c]["resources_missed"]) for r in runs for c in ("cold", "warm"))
+        beyond = max(r[c]["duplicates_beyond_scrapy"] for r in runs for c in ("cold", "warm"))
+        cross = max(r[c]["rules_across_sites"] + r[c]["aliases_across_sites"] for r in runs for c in ("cold", "warm"))
+        print(
+            f"{pages:>10}{size['resources']:>10}{scrapy['redirects']:>11}/{scrapy['redirects_saveable']:<9}"
+            f"{_span([r['cold']['saved_saveable'] for r in runs]):>17}"
+            f"{_span([r['cold']['saved'] for r in runs]):>13}"
+            f"{_span([r['warm']['saved_saveable'] for r in runs]):>17}"
+            f"{_span([r['warm']['saved'] for r in runs]):>13}"
+            f"{missed:>8}{beyond:>14}{cross:>12}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=1, help="run the three crawls N times (median reported)")
+    parser.add_argument("--repeat", type=int, default=1, help="run the three crawls N times per size (median shown)")
+    parser.add_argument(
+        "--pages", type=int, nargs="+", default=list(SIZES), metavar="N",
+        help=f"pages per main host of the web, one size each (default: {' '.join(map(str, SIZES))})",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"JSON output (default: {RESULTS})")
     parser.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE",
@@ -197,30 +302,45 @@ def main(argv: list[str] | None = None) -> int:
             extra[name] = json.loads(value)
         except json.JSONDecodeError:
             extra[name] = value
+    config = IRISettings.from_settings(Settings(extra))  # a bad --set fails here, not in a crawl
+    # the crawls import the probe from here
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
 
-    runs = []
-    with SimulatedWeb(protocol_sites()) as web:
-        for _ in range(args.repeat):
-            runs.append(run_once(web, extra))
-    # the run with the median cold saving stands for all (every run is in the JSON)
-    chosen = sorted(runs, key=lambda r: r["cold"]["saved_saveable"])[len(runs) // 2]
-    print_table(chosen)
-    checks = {name: all(verdicts(run)[name] for run in runs) for name in verdicts(chosen)}
-    for name, ok in checks.items():
-        print(f"{'met' if ok else 'NOT MET':>8}  {name}")
+    sizes: dict[int, dict[str, Any]] = {}
+    for pages in args.pages:
+        with SimulatedWeb(protocol_sites(pages)) as web:
+            runs = [run_once(web, extra) for _ in range(args.repeat)]
+            resources = len(web.resource_ids())
+        # the run with the median cold saving stands for all (every run is in the JSON)
+        chosen = sorted(runs, key=lambda r: r["cold"]["saved_saveable"])[len(runs) // 2]
+        checks = {name: all(verdicts(run)[name] for run in runs) for name in verdicts(chosen)}
+        sizes[pages] = {"resources": resources, "median_run": chosen, "runs": runs, "checks": checks}
+        print(f"\n== {pages} pages per main host ({resources} resources); median of {len(runs)} run(s) ==")
+        print_crawls(chosen)
+        print_reasons(chosen)
+        for name, ok in checks.items():
+            print(f"{'met' if ok else 'NOT MET':>8}  {name}")
+    print_summary(sizes)
+    print(
+        f"\nsettings: K = IRI_RULE_MIN_OBSERVATIONS = {config.rule_min_observations},"
+        f" IRI_VERIFY_SHARE = {config.verify_share:g}" + (f", {extra}" if extra else "")
+    )
     report = {
         "benchmark": "protocol rung on the simulated redirect-policy web (protocol_sites)",
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "repeat": args.repeat,
         "settings": extra,
-        "median_run": chosen,
-        "runs": runs,
-        "cold_saved_saveable": [r["cold"]["saved_saveable"] for r in runs],
-        "warm_saved_saveable": [r["warm"]["saved_saveable"] for r in runs],
-        "cold_saved_saveable_median": statistics.median(r["cold"]["saved_saveable"] for r in runs),
         "targets": TARGETS,
-        "checks": checks,
+        "sizes": {
+            str(pages): {
+                **size,
+                "cold_saved_saveable": [r["cold"]["saved_saveable"] for r in size["runs"]],
+                "warm_saved_saveable": [r["warm"]["saved_saveable"] for r in size["runs"]],
+                "cold_saved_saveable_median": statistics.median(r["cold"]["saved_saveable"] for r in size["runs"]),
+            }
+            for pages, size in sizes.items()
+        },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -10,7 +10,7 @@ W3LIB = "w3lib canonicalize_url"
 ADA = "ada-url normalize_url"
 RFP = "Scrapy RFPDupeFilter"
 IRI = "scrapy-iri IRIDupeFilter"
-IRI_PROTOCOL = "scrapy-iri IRIDupeFilter, IRI_RUNG=protocol"
+IRI_SCHEME = "scrapy-iri IRIDupeFilter, IRI_RUNG=scheme"
 
 
 def _us(results: dict[str, Any], data: str, name: str) -> float | None:
@@ -156,7 +156,7 @@ _COLORS = {
     "ada-url normalize_url": "#6d597a",
     RFP: "#e76f51",
     IRI: "#2a9d8f",
-    IRI_PROTOCOL: "#1f6f8b",
+    IRI_SCHEME: "#1f6f8b",
 }
 
 

@@ -36,8 +36,9 @@ reference path step by step):
   non-ASCII characters (``encode_non_ascii``); a path without ``.`` or
   ``..`` segments is not changed by ``remove_dot_segments``.
 * Scheme-based normalization (5.3.3) for ``http`` and ``https``: the port
-  goes through ``normalize_port``, the host through ``normalize_dns_host``,
-  an empty path becomes ``/``; nothing else (no special rule).
+  goes through ``normalize_port``, the host through ``normalize_dns_host``
+  (skipped where its result is known to be the host itself), an empty path
+  becomes ``/``; nothing else (no special rule).
 """
 
 from __future__ import annotations
@@ -79,6 +80,17 @@ _HTTP = SCHEMES["http"]
 _HTTPS = SCHEMES["https"]
 
 
+def _dns_form_is_itself(host: str) -> bool:
+    """Whether ``normalize_dns_host(host) == host`` is known without calling it.
+
+    True for a syntax-normal (so lowercase) ASCII name without ``%`` and
+    without ``xn--``: ``normalize_dns_host`` only lowercases such a name and
+    checks its A-labels (``tests/core/test_fastpath.py`` pins this down).
+    Skipping the call spares the host-name cache the ASCII names of a crawl.
+    """
+    return host.isascii() and "%" not in host and "xn--" not in host
+
+
 def web_form(iri: str, scheme_rung: bool, keep_fragment: bool) -> str | None:
     """The syntax form (``scheme_rung=False``) or scheme form of a common web IRI, or ``None``.
 
@@ -111,7 +123,8 @@ def web_form(iri: str, scheme_rung: bool, keep_fragment: bool) -> str | None:
         try:
             if port is not None:
                 new_port = normalize_port(port, _HTTPS if len(scheme) == 5 else _HTTP)
-            new_host = normalize_dns_host(new_host)
+            if not _dns_form_is_itself(new_host):
+                new_host = normalize_dns_host(new_host)
         except IRIError:
             return None
         if not new_path:

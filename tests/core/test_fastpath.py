@@ -1,6 +1,7 @@
 """The fast paths equal the reference paths (issue 7: speed is never traded for correctness).
 
-``canonicalize`` = bounded memo -> ``fast.web_form`` -> ``canonicalize_reference``;
+``canonicalize`` = ``fast.web_form`` -> bounded memo -> ``canonicalize_reference``;
+``web_form`` skips ``normalize_dns_host`` where it knows the result;
 ``lenient.preprocess`` = a cheap "nothing to do" test -> ``preprocess_steps``;
 ``percent.normalize_component`` encodes after normalizing instead of before.
 Each shortcut is checked against the code it shortcuts, as whole outcomes
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 
 from scrapy_iri import IRIError, Rung, canonicalize, resolve
 from scrapy_iri import fast, lenient, percent
+from scrapy_iri.host import normalize_dns_host
 from scrapy_iri.ladder import MEMO_MAX_LENGTH, _memo, canonicalize_reference
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow])
@@ -119,6 +121,33 @@ def test_preprocess_shortcut_is_sound(text):
     if lenient._unchanged_by_preprocessing(text):
         assert lenient.preprocess_steps(text) == text
     assert lenient.preprocess(text) == lenient.preprocess_steps(text)
+
+
+_ascii_name = st.text(alphabet=string.ascii_lowercase + string.digits + "-._~!$&'()*+,;=", min_size=1, max_size=30)
+
+
+@SETTINGS
+@given(_ascii_name | st.lists(_ascii_name, min_size=1, max_size=4).map(".".join))
+@example("xn")
+@example("a.xn-")
+@example("example.com.")
+@example("127.0.0.1")
+def test_dns_form_shortcut_holds(name):
+    """web_form skips normalize_dns_host for these names: its result must be the name itself."""
+    if fast._dns_form_is_itself(name):
+        try:
+            assert normalize_dns_host(name) == name
+        except IRIError:  # it may not reject a name the fast path lets through either
+            pytest.fail(f"normalize_dns_host rejects {name!r}, which web_form accepts unchecked")
+
+
+def test_dns_form_shortcut_on_corpus_hosts():
+    from urllib.parse import urlsplit
+
+    for url in _lines("realworld/ada_kasztp.txt") + REALWORLD["citizenlab"]():
+        host = urlsplit(url).netloc.rpartition("@")[2].partition(":")[0].lower()
+        if host and fast._dns_form_is_itself(host) and fast._WEB.fullmatch(f"http://{host}/"):
+            assert normalize_dns_host(host) == host
 
 
 # -- the corpora --------------------------------------------------------------

@@ -122,6 +122,10 @@ def test_the_rules_learned(crawls: Crawls) -> None:
         assert store.representative("http://members.example/private/file-1") == "http://members.example/private/file-1"
         assert store.representative("http://soft404.example/gone-1") == "http://soft404.example/gone-1"
         assert store.stats()["sinks"] >= 2
+        # documents declare a case only where case variants are redirected, not where they are other pages
+        declared = [e["url"] for e in store.export() if e["type"] == "case"]
+        assert declared and {url.split("/")[2] for url in declared} == {"iis.example"}
+        assert store.representative("http://case.example/ITEM-1") == "http://case.example/ITEM-1"
 
 
 def late_twin_site() -> Site:

@@ -157,3 +157,33 @@ def test_sigkill_mid_write_loses_at_most_the_unflushed_batch(tmp_path: Path, bat
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     db.close()
+
+
+def test_declared_cases_survive_a_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    with open_store(uri(path)) as store:
+        for i in range(1, 4):
+            store.record_redirect(f"http://iis.example/docs/page-{i}", 301, f"http://iis.example/Docs/Page-{i}")
+        store.record_response("http://iis.example/Docs/Page-7", 200)
+    assert _rows(path, "declared_case") == 1
+    with open_store(uri(path), create=False) as store:
+        assert store.representative("http://iis.example/DOCS/PAGE-7") == "http://iis.example/Docs/Page-7"
+
+
+def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
+    """Schema 1 had no declared_case table: opening adds it and keeps everything else."""
+    path = tmp_path / "store.db"
+    with open_store(uri(path)) as store:
+        teach(store)
+    db = sqlite3.connect(path)
+    db.executescript("DROP TABLE declared_case; PRAGMA user_version = 1;")
+    db.close()
+    with open_store(uri(path), create=False) as store:
+        assert store.representative("http://a.example/topic-9") == "http://a.example/topic-9/"
+        for i in range(1, 4):
+            store.record_redirect(f"http://iis.example/docs/page-{i}", 301, f"http://iis.example/Docs/Page-{i}")
+        store.record_response("http://iis.example/Docs/Page-7", 200)
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    db.close()
+    assert _rows(path, "declared_case") == 1

@@ -334,3 +334,58 @@ def test_declared_case_predicts_only_the_case_a_server_redirected_to(store: Equi
     # a case variant answering for itself is a different page: the rule stops
     assert store.record_response("http://iis.example/docs/PAGE-1", 200).contradicted
     assert rep(store, "http://iis.example/DOCS/PAGE-2") == "http://iis.example/DOCS/PAGE-2"
+
+
+def teach_case(store: EquivalenceStore, host: str = "iis.example", pages: range = range(1, 4)) -> None:
+    for i in pages:
+        store.record_redirect(f"http://{host}/docs/page-{i}", 301, f"http://{host}/Docs/Page-{i}")
+
+
+def test_a_document_declares_its_case_where_the_server_redirects_case_variants(store: EquivalenceStore) -> None:
+    teach_case(store)
+    store.record_response("http://iis.example/Docs/Page-7", 200)  # fetched before any variant of it
+    assert rep(store, "http://iis.example/DOCS/PAGE-7") == "http://iis.example/Docs/Page-7"
+    assert rep(store, "http://iis.example/docs/page-7") == "http://iis.example/Docs/Page-7"
+    assert store.stats()["declared_cases"] == 1
+    assert {"type": "case", "url": "http://iis.example/Docs/Page-7"} in list(store.export())
+    # a variant redirected there confirms the rule; one answering for itself contradicts it
+    outcome = store.record_redirect("http://iis.example/DOCS/PAGE-7", 301, "http://iis.example/Docs/Page-7")
+    assert outcome.confirmed == [RuleKey("http://iis.example", "declared-case")]
+    assert store.record_response("http://iis.example/docs/page-7", 200).contradicted
+    assert rep(store, "http://iis.example/DOCS/page-7") == "http://iis.example/DOCS/page-7"
+    assert rep(store, "http://iis.example/DOCS/PAGE-7") == "http://iis.example/Docs/Page-7"  # the 301 stays
+
+
+def test_documents_declare_nothing_without_case_redirects_on_their_origin(store: EquivalenceStore) -> None:
+    # before any case-only redirect, on another origin, or from a context-dependent answer
+    store.record_response("http://iis.example/Docs/Page-7", 200)
+    teach_case(store)
+    teach_case(store, "other.example", range(1, 2))
+    store.record_response("http://plain.example/Item-1", 200)
+    store.record_response("http://other.example/Docs/Page-8", 200, context=context_flags(set_cookie=True))
+    store.record_response("http://iis.example/Docs/Page-9", 404)
+    assert store.stats()["declared_cases"] == 0
+    assert rep(store, "http://iis.example/DOCS/PAGE-7") == "http://iis.example/DOCS/PAGE-7"
+    assert rep(store, "http://plain.example/ITEM-1") == "http://plain.example/ITEM-1"
+
+
+def test_a_case_already_known_is_not_redeclared(store: EquivalenceStore) -> None:
+    """Two documents at two cases of one path: the first declares, the second contradicts."""
+    teach_case(store)
+    store.record_response("http://iis.example/Item-1", 200)
+    assert store.record_response("http://iis.example/item-1", 200).contradicted
+    assert [e["url"] for e in store.export() if e["type"] == "case"] == ["http://iis.example/Item-1"]
+    assert rep(store, "http://iis.example/ITEM-1") == "http://iis.example/ITEM-1"  # the rule is suspended
+    # a suspended rule declares nothing more
+    store.record_response("http://iis.example/Docs/Page-8", 200)
+    assert store.stats()["declared_cases"] == 1
+
+
+def test_declared_cases_are_forgotten(store: EquivalenceStore) -> None:
+    teach_case(store)
+    store.record_response("http://iis.example/Docs/Page-7", 200)
+    store.record_response("http://iis.example/Docs/Page-8", 200)
+    assert store.forget("http://iis.example/Docs/Page-7") == 1
+    assert rep(store, "http://iis.example/DOCS/PAGE-7") == "http://iis.example/DOCS/PAGE-7"
+    assert store.forget_host("iis.example") >= 2  # the rule and the other document
+    assert store.stats()["declared_cases"] == 0

@@ -47,9 +47,11 @@ def test_redis_restart_mid_crawl(shared_web, start_crawl, redis_server):
     assert reachable == set(counts), f"missed: {sorted(reachable - set(counts))}"
     for crawl in crawls:
         assert crawl.stats["finish_reason"] == "finished", crawl.log[-3000:]
-        assert crawl.stat("iri/redis/outages") == 1
+        assert crawl.stat("iri/redis/outages") <= 1
         assert crawl.stat("iri/redis/replayed") == crawl.stat("iri/redis/unchecked")
-        assert "unreachable" in crawl.log and "answers again" in crawl.log
+        assert crawl.stat("iri/redis/unrecorded") == 0
+        if crawl.stat("iri/redis/outages"):
+            assert "unreachable" in crawl.log and "answers again" in crawl.log
     assert sum(c.stat("iri/redis/unchecked") for c in crawls) > 0
     # a second fetch can only come from two processes letting the same request through unchecked
     extra = sum(counts.values()) - len(counts)

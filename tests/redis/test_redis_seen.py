@@ -165,7 +165,7 @@ def test_give_up_closes_the_spider_with_a_clear_reason(make_filter, redis_server
     assert "3 requests are still scheduled in this process" in caplog.text
 
 
-@pytest.mark.filterwarnings("ignore:Passing a .spider. argument:DeprecationWarning")
+@pytest.mark.filterwarnings("ignore:Passing a .spider. argument")  # scrapy-redis 0.9.1 on Scrapy 2.19
 def test_scrapy_redis_scheduler_contract(redis_url, redis_server):
     pytest.importorskip("scrapy_redis", reason="scrapy-redis is not installed (pip install scrapy-redis)")
     from scrapy_redis.scheduler import Scheduler as RedisScheduler
@@ -215,3 +215,19 @@ def test_a_restart_without_persistence_is_healed(tmp_path):
         df.seen.close()
     finally:
         server.stop()
+
+
+def test_a_restart_lets_the_next_request_through_rather_than_retry_it(make_filter, redis_server):
+    """The first SADD after a restart meets a dead connection: let through, never retried blindly."""
+    a = make_filter()
+    assert not seen(a, "http://ex.example/1")
+    redis_server.restart()  # the set survives (append-only file); a's connection does not
+    assert not seen(a, "http://ex.example/2")  # let through, not dropped
+    assert stats(a)["iri/redis/unchecked"] == 1
+    state = redis_seen.crawl_redis(a.crawler)
+    state.outage.next_attempt = 0
+    assert state.probe()
+    assert stats(a)["iri/redis/replayed"] == 1 and "iri/redis/unchecked_duplicates" not in stats(a)
+    assert not seen(a, "http://ex.example/3")  # a new connection
+    assert stats(a)["iri/redis/sadd"] == 2
+    assert redis_server.client().scard("scrapy-iri:seen-tests:seen") == 3

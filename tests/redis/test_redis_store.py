@@ -299,3 +299,29 @@ def test_client_options():
     assert kwargs["db"] == 3 and kwargs["client_name"] == "x"
     assert kwargs["decode_responses"] is False  # the store speaks bytes
     assert kwargs["socket_connect_timeout"] == 2.0
+
+
+def test_a_flush_cut_short_resends_only_what_was_not_applied(make_store, monkeypatch):
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    a = make_store(batch_size=2)
+    for i in range(3):  # 3 aliases, rule records, evidence: several batches of 2
+        a.record_redirect(f"http://ex.example/d{i}", 301, f"http://ex.example/d{i}/")
+    apply, calls = a._apply, []
+
+    def flaky(batch):
+        calls.append(batch)
+        if len(calls) == 3:
+            raise RedisConnectionError("lost in the middle")
+        apply(batch)
+
+    monkeypatch.setattr(a, "_apply", flaky)
+    a.flush()  # logs, keeps the rest pending
+    assert 0 < a.pending
+    monkeypatch.setattr(a, "_apply", apply)
+    a.flush()
+    assert a.pending == 0
+    b = make_store()
+    [record] = [r for r in b.rules() if r.key.kind == "add-slash"]
+    assert record.support == 3  # not 4 or 5: nothing applied twice
+    assert len(list(b.aliases())) == 3 and b.stats()["evidence"] == 3

@@ -219,6 +219,20 @@ def test_protocol_web_shape() -> None:
     assert len(PROTOCOL.start_urls()) == len(PROTOCOL.sites)
 
 
+def test_protocol_web_size_is_a_parameter() -> None:
+    """Every host grows with ``pages_per_host``; the default web is the one the tests know."""
+    assert [len(site.resources) for site in protocol_sites(20)] == [len(site.resources) for site in PROTOCOL.sites]
+    small, large = SimulatedWeb(protocol_sites(10)), SimulatedWeb(protocol_sites(60))
+    for web in (small, large):
+        assert web.resource_ids() == set(web.router.resources)  # every page, trap and chain end linked
+        assert web.traps()["slash twins"] == PROTOCOL.traps()["slash twins"]  # the trap pairs stay
+    for site, default, big in zip(small.sites, PROTOCOL.sites, large.sites):
+        assert len(site.resources) <= len(default.resources) <= len(big.resources), site.host
+    assert len(large.resource_ids()) > 2.5 * len(PROTOCOL.resource_ids())
+    with pytest.raises(ValueError, match="pages_per_host"):
+        protocol_sites(9)
+
+
 def test_url_of_answers_with_the_resource() -> None:
     for web in (DEMO, PROTOCOL):
         for resource_id in web.resource_ids():

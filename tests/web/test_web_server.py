@@ -138,6 +138,7 @@ def test_control_endpoint(demo_web: SimulatedWeb, fetch: Any) -> None:
     counts = remote_counts(demo_web.proxy_url)
     assert counts["resources"] == {"fass:home": 1}
     assert counts["redirects"] == {"www": 1}
+    assert counts["redirect_urls"] == {"www": {"http://shop.example/": 1}}
     assert counts["requests"] == 2 and counts["redirects_served"] == 1
     assert counts["statuses"] == {"200": 1, "301": 1}
     info = remote_resources(demo_web.proxy_url)

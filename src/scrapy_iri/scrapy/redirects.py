@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import logging
 import zlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin
 
 from scrapy import Request, signals
@@ -49,10 +49,10 @@ from scrapy.utils.httpobj import urlparse_cached
 from w3lib.url import safe_url_string
 
 from scrapy_iri import IRIError, Rung, canonicalize
-from scrapy_iri.store import EquivalenceStore, LearningPolicy, Outcome, RuleKey, context_flags
+from scrapy_iri.store import EquivalenceStore, Outcome, RuleKey, context_flags
 from scrapy_iri.store.rules import REDIRECTS
 
-from .settings import IRISettings, crawler_store
+from .settings import IRISettings, crawler_store, learning_policy
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -64,17 +64,6 @@ logger = logging.getLogger(__name__)
 
 #: DOWNLOADER_MIDDLEWARES priority: before OffsiteMiddleware (50) and robots.txt (100)
 ORDER = 40
-
-#: the settings of the protocol rung and their defaults
-SETTINGS: dict[str, Any] = {
-    "IRI_RULE_MIN_OBSERVATIONS": 3,
-    "IRI_RULE_TTL": 30 * 86400,
-    "IRI_SINK_FANIN": 5,
-    "IRI_MAX_ALIAS_CHAIN": 20,
-    "IRI_CROSS_SITE_ALIASES": False,
-    "IRI_VERIFY_SHARE": 0.1,
-    "IRI_REWRITE": True,
-}
 
 #: meta key set on rewritten requests: the URL before the rewrite
 META_REWRITTEN_FROM = "iri_rewritten_from"
@@ -91,15 +80,21 @@ HELD_MAX = 100_000
 _SUSPICIOUS = frozenset({404, 410})
 
 
-def learning_policy(settings: Any) -> LearningPolicy:
-    """The store's :class:`LearningPolicy` from the ``IRI_*`` settings."""
-    return LearningPolicy(
-        min_observations=settings.getint("IRI_RULE_MIN_OBSERVATIONS", SETTINGS["IRI_RULE_MIN_OBSERVATIONS"]),
-        rule_ttl=settings.getfloat("IRI_RULE_TTL", SETTINGS["IRI_RULE_TTL"]),
-        sink_fanin=settings.getint("IRI_SINK_FANIN", SETTINGS["IRI_SINK_FANIN"]),
-        max_chain=settings.getint("IRI_MAX_ALIAS_CHAIN", SETTINGS["IRI_MAX_ALIAS_CHAIN"]),
-        cross_site_aliases=settings.getbool("IRI_CROSS_SITE_ALIASES", SETTINGS["IRI_CROSS_SITE_ALIASES"]),
-    )
+__all__ = [
+    "META_DONT_REWRITE",
+    "META_REWRITTEN_FROM",
+    "ORDER",
+    "RedirectLearningMiddleware",
+    "exchange_context",
+    "learning_policy",
+    "location_url",
+    "verifies",
+]
+
+
+def verifies(form: str, share: float) -> bool:
+    """Whether the prediction for the scheme form ``form`` is verified: a stable ``share`` of URLs, by hash."""
+    return zlib.crc32(form.encode("utf-8")) % 1000 < round(share * 1000)
 
 
 def exchange_context(request: Request, response: Response) -> frozenset[str]:
@@ -140,12 +135,9 @@ class RedirectLearningMiddleware:
         self.crawler = crawler
         self.store = store
         self.stats = crawler.stats
-        settings = crawler.settings
-        share = settings.getfloat("IRI_VERIFY_SHARE", SETTINGS["IRI_VERIFY_SHARE"])
-        if not 0.0 <= share <= 1.0:
-            raise ValueError(f"IRI_VERIFY_SHARE must be between 0 and 1, got {share}")
-        self.verify_per_mille = round(share * 1000)
-        self.rewrite = settings.getbool("IRI_REWRITE", SETTINGS["IRI_REWRITE"])
+        config = IRISettings.from_settings(crawler.settings)
+        self.verify_share = config.verify_share
+        self.rewrite = config.rewrite
         self.held: dict[str, Request] = {}
 
     @classmethod
@@ -153,9 +145,7 @@ class RedirectLearningMiddleware:
         config = IRISettings.from_settings(crawler.settings)
         if not config.needs_store or config.rung is not Rung.PROTOCOL:
             raise NotConfigured("IRI_RUNG is not 'protocol'")
-        store = crawler_store(crawler)
-        store.policy = learning_policy(crawler.settings)
-        middleware = cls(crawler, store)
+        middleware = cls(crawler, crawler_store(crawler))
         crawler.signals.connect(middleware.request_scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(middleware.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(middleware.request_dropped, signal=signals.request_dropped)
@@ -219,7 +209,7 @@ class RedirectLearningMiddleware:
 
     def _verifies(self, form: str) -> bool:
         """Whether this prediction is checked by fetching the original (a stable share of URLs)."""
-        return zlib.crc32(form.encode("utf-8")) % 1000 < self.verify_per_mille
+        return verifies(form, self.verify_share)
 
     # -- after download: learn ---------------------------------------------------
 

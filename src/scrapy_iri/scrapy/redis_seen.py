@@ -218,6 +218,7 @@ class CrawlRedis:
         self.store: RedisStore | None = None
         self._loop: Any = None
         self._closing = False
+        self._probing = False
         self._next_heartbeat = 0.0
         try:
             self.client.ping()
@@ -261,8 +262,10 @@ class CrawlRedis:
         if self.outage.down:
             if self.outage.elapsed() >= self.config.retry_timeout:
                 self.give_up()
-            elif self.outage.may_try():
-                self.probe()
+            elif self.outage.may_try() and not self._probing:
+                from scrapy.utils.defer import deferred_from_coro
+
+                deferred_from_coro(self.probe_async())
             return
         if self.store is not None:
             self.store.maintain()
@@ -283,7 +286,7 @@ class CrawlRedis:
             {"left": left, "n": len(seen.unchecked)},
         )
         while self.outage.down and self.outage.elapsed() < self.config.retry_timeout:
-            if self.outage.may_try() and self.probe():
+            if self.outage.may_try() and not self._probing and await self.probe_async():
                 return
             await _sleep(0.05)
 
@@ -300,6 +303,27 @@ class CrawlRedis:
             self.failed(exc)
             return False
         self.recovered()
+        return True
+
+    async def probe_async(self) -> bool:
+        """:meth:`probe`, with the PING in a thread (an unresponsive host must not stall the crawl)."""
+        try:
+            from scrapy.utils.asyncio import run_in_thread
+        except ImportError:  # Scrapy < 2.15
+            return self.probe()
+        self._probing = True
+        try:
+            await run_in_thread(self.client.ping)
+        except Exception as exc:
+            self.failed(exc)
+            return False
+        finally:
+            self._probing = False
+        if self.outage.down:
+            try:
+                self.recovered()
+            except Exception:  # a timer's task must not die with an unhandled error
+                logger.exception("scrapy-iri: error while catching up with Redis")
         return True
 
     def recovered(self) -> None:
@@ -457,6 +481,7 @@ class RedisSeenSet:
         self.token = uuid.uuid4().hex
         self.unchecked: list[bytes] = []
         self.closed = False
+        self._conn: Any = None
         self._jobdir = job_dir(state.crawler.settings)
         self._check_type()
         if managed:
@@ -471,16 +496,14 @@ class RedisSeenSet:
             self.stats.inc_value("iri/redis/local_hits")
             return found
         key = key[:KEY_SIZE]
-        if self.state.outage.may_try():
+        if not self.state.outage.down:  # during an outage only the timer tries Redis (see CrawlRedis)
             try:
-                added = self.client.sadd(self.keys.seen, key)
+                added = self._sadd(key)
             except Exception as exc:
                 self.state.failed(exc)
             else:
                 self.stats.inc_value("iri/redis/sadd")
                 self.local.add(key, tag)
-                if self.state.outage.down:
-                    self._recovered()
                 if added:
                     return None
                 self.stats.inc_value("iri/redis/seen_elsewhere")
@@ -491,11 +514,26 @@ class RedisSeenSet:
         self.stats.inc_value("iri/redis/unchecked")
         return None
 
-    def _recovered(self) -> None:
+    def _sadd(self, key: bytes) -> int:
+        """``SADD NS:seen key`` on this set's own connection, never retried.
+
+        Retrying could turn "added" into "seen": if the reply of a first SADD
+        that did add the key were lost, the second would answer 0 and the
+        request would be dropped while nobody fetches it. An error here lets
+        the request through instead (see :meth:`add`). The connection is
+        private (no pool bookkeeping per request: about half of redis-py's
+        per-command cost).
+        """
+        conn = self._conn
+        if conn is None:
+            pool = self.client.connection_pool
+            conn = self._conn = pool.connection_class(**pool.connection_kwargs)
         try:
-            self.state.recovered()
-        except Exception:  # never let catching up lose the request being checked
-            logger.exception("scrapy-iri: error while catching up with Redis")
+            conn.send_command("SADD", self.keys.seen, key)
+            return int(conn.read_response())
+        except BaseException:
+            conn.disconnect()
+            raise
 
     def get(self, key: bytes) -> int | None:
         return self.local.get(key)
@@ -633,6 +671,8 @@ class RedisSeenSet:
         if self.closed:
             return
         self.closed = True
+        if self._conn is not None:
+            self._conn.disconnect()
         try:
             self.replay()
         except Exception as exc:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
     from scrapy_iri.ladder import EquivalenceStore
+    from scrapy_iri.store import LearningPolicy
 
 #: The settings of the Scrapy components and their defaults.
 DEFAULTS: dict[str, Any] = {
@@ -29,6 +30,14 @@ DEFAULTS: dict[str, Any] = {
     "IRI_COMPAT": None,
     # where learned URL identity persists (protocol rung)
     "IRI_STORE": None,
+    # learning from redirects (protocol rung, RedirectLearningMiddleware)
+    "IRI_RULE_MIN_OBSERVATIONS": 3,
+    "IRI_RULE_TTL": 30 * 86400,
+    "IRI_VERIFY_SHARE": 0.1,
+    "IRI_SINK_FANIN": 5,
+    "IRI_MAX_ALIAS_CHAIN": 20,
+    "IRI_CROSS_SITE_ALIASES": False,
+    "IRI_REWRITE": True,
     # CanonicalizeURLsPipeline
     "IRI_URL_FIELDS": [],
     "IRI_URL_RUNG": None,
@@ -62,6 +71,35 @@ def _bool(settings: BaseSettings, name: str) -> bool:
         return settings.getbool(name, DEFAULTS[name])
     except ValueError as exc:
         raise IRISettingsError(f"{name}: {exc}") from None
+
+
+def _int(settings: BaseSettings, name: str, minimum: int) -> int:
+    value = _get(settings, name)
+    try:
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise TypeError
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise IRISettingsError(f"{name}: expected a whole number, got {value!r}") from None
+    if number < minimum:
+        raise IRISettingsError(f"{name} must be at least {minimum}, got {value!r}")
+    return number
+
+
+def _number(settings: BaseSettings, name: str, *, positive: bool = False, at_most: float | None = None) -> float:
+    """A number that is at least 0 (above 0 when ``positive``) and at most ``at_most``."""
+    value = _get(settings, name)
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = float(value)
+    except (TypeError, ValueError):
+        raise IRISettingsError(f"{name}: expected a number, got {value!r}") from None
+    if at_most is not None and not 0 <= number <= at_most:
+        raise IRISettingsError(f"{name} must be between 0 and {at_most:g}, got {value!r}")
+    if not (number > 0 if positive else number >= 0):  # NaN fails both
+        raise IRISettingsError(f"{name} must be {'positive' if positive else 'at least 0'}, got {value!r}")
+    return number
 
 
 def _rung(name: str, value: Any) -> Rung:
@@ -118,6 +156,13 @@ class IRISettings:
     url_keep_original: bool = False
     url_keep_fragments: bool = True
     url_pipeline_order: int = 300
+    rule_min_observations: int = 3
+    rule_ttl: float = 30 * 86400.0
+    verify_share: float = 0.1
+    sink_fanin: int = 5
+    max_alias_chain: int = 20
+    cross_site_aliases: bool = False
+    rewrite: bool = True
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> IRISettings:
@@ -140,12 +185,36 @@ class IRISettings:
             url_keep_original=_bool(settings, "IRI_URL_KEEP_ORIGINAL"),
             url_keep_fragments=_bool(settings, "IRI_URL_KEEP_FRAGMENTS"),
             url_pipeline_order=order,
+            rule_min_observations=_int(settings, "IRI_RULE_MIN_OBSERVATIONS", 1),
+            rule_ttl=_number(settings, "IRI_RULE_TTL", positive=True),
+            verify_share=_number(settings, "IRI_VERIFY_SHARE", at_most=1.0),
+            sink_fanin=_int(settings, "IRI_SINK_FANIN", 2),
+            max_alias_chain=_int(settings, "IRI_MAX_ALIAS_CHAIN", 1),
+            cross_site_aliases=_bool(settings, "IRI_CROSS_SITE_ALIASES"),
+            rewrite=_bool(settings, "IRI_REWRITE"),
+        )
+
+    def learning_policy(self) -> LearningPolicy:
+        """The equivalence store's :class:`~scrapy_iri.store.LearningPolicy` from these settings."""
+        from scrapy_iri.store import LearningPolicy
+
+        return LearningPolicy(
+            min_observations=self.rule_min_observations,
+            rule_ttl=self.rule_ttl,
+            sink_fanin=self.sink_fanin,
+            max_chain=self.max_alias_chain,
+            cross_site_aliases=self.cross_site_aliases,
         )
 
     @property
     def needs_store(self) -> bool:
         """Whether some component works at the protocol rung."""
         return not self.compat and Rung.PROTOCOL in (self.rung, self.url_rung)
+
+
+def learning_policy(settings: BaseSettings) -> LearningPolicy:
+    """The equivalence store's learning policy from the ``IRI_*`` settings (validated)."""
+    return IRISettings.from_settings(settings).learning_policy()
 
 
 def fallback_class(settings: BaseSettings, name: str, default: str, own: type) -> Any:
@@ -181,8 +250,9 @@ def store_uri(settings: BaseSettings, spider_name: str | None, *, createdir: boo
 def crawler_store(crawler: Crawler) -> EquivalenceStore:
     """The crawler's equivalence store (``IRI_STORE``), opened on first use and shared.
 
-    Every component of a crawl uses this one store. Components find it
-    lazily: the request fingerprinter is built before the engine and the
+    Every component of a crawl uses this one store, with the learning
+    policy of the crawl's ``IRI_*`` settings from the start. Components find
+    it lazily: the request fingerprinter is built before the engine and the
     spider exist. It is closed when the engine stops.
     """
     store = _stores.get(crawler)
@@ -191,13 +261,15 @@ def crawler_store(crawler: Crawler) -> EquivalenceStore:
 
         from scrapy_iri.store import open_store
 
+        policy = learning_policy(crawler.settings)
         uri = store_uri(crawler.settings, getattr(crawler.spidercls, "name", None), createdir=True)
         if uri.partition(":")[0].lower() in ("redis", "rediss", "unix"):  # Redis hook (issue 6): per-crawl namespace
             from .redis_seen import open_crawler_store
 
             store = open_crawler_store(crawler)
+            store.policy = policy  # before any use: the Redis hook opens it with the default policy
         else:
-            store = open_store(uri)
+            store = open_store(uri, policy=policy)
         _stores[crawler] = store
         # last of all: pipelines, the dupefilter and middlewares may use it until then
         crawler.signals.connect(store.close, signal=signals.engine_stopped)

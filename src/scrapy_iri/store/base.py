@@ -29,6 +29,7 @@ from .forms import scheme_form, sink_key, split_form, split_fragment
 from .psl import same_site
 from .rules import (
     BLOCK,
+    DECLARED_CASE,
     PERMANENT,
     REDIRECTS,
     LearningPolicy,
@@ -36,6 +37,7 @@ from .rules import (
     RuleRecord,
     RuleStatus,
     Verdict,
+    case_key,
     judge,
     kind_order,
     predict,
@@ -151,7 +153,19 @@ class EquivalenceStore(ABC):
 
     @abstractmethod
     def _case_target(self, key: str) -> str | None:
-        """The target of a case-only alias whose :func:`.rules.case_key` is ``key``."""
+        """The case declared for :func:`.rules.case_key` ``key``: a case-only alias's target, else a document's URL."""
+
+    @abstractmethod
+    def _declare_case(self, url: str) -> None:
+        """Remember that a document answered at ``url``: the case its server declared for its path."""
+
+    @abstractmethod
+    def _drop_declared_case(self, url: str) -> bool:
+        """Forget the case the document at ``url`` declared; whether there was one."""
+
+    @abstractmethod
+    def _iter_declared_cases(self) -> Iterator[str]:
+        """The URLs of the documents that declared a case."""
 
     @abstractmethod
     def _rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
@@ -335,8 +349,10 @@ class EquivalenceStore(ABC):
         """Learn from a final (non-redirect) answer at ``url``.
 
         A document (status below 400) at a URL a rule covers contradicts the
-        rule, and a URL that answers for itself is no longer an alias.
-        Errors teach nothing.
+        rule, and a URL that answers for itself is no longer an alias. On an
+        origin that redirects case variants, a clean document also declares
+        the case of its path (see :meth:`_declares_case`). Errors teach
+        nothing.
         """
         if status in REDIRECTS:
             raise ValueError(f"{status} is a redirect status; use record_redirect()")
@@ -360,7 +376,33 @@ class EquivalenceStore(ABC):
             self._count(prediction.key, Verdict.AGAINST, now, f"{u} answered {status}", outcome)
         if known or outcome.dropped_alias:
             self._add_evidence(Evidence(now, u, status, None, frozenset(context), "; ".join(notes)))
+        if not context and self._declares_case(u, now):
+            self._declare_case(u)
         return outcome
+
+    def _declares_case(self, url: str, now: float) -> bool:
+        """Whether a clean document at ``url`` declares the case of its path.
+
+        A case-insensitive server that redirects case variants answers a
+        document at one case, the one it declares: the ``declared-case``
+        rule may then predict that ``/DOCS/PAGE-7`` redirects to the
+        ``/Docs/Page-7`` already fetched, as it predicts the target of a
+        case-only redirect already seen. Only on an origin whose
+        ``declared-case`` rule has support and no counterexample (other
+        origins keep no document), and only when no case is known for the
+        path yet (a document at another case of a declared path is a
+        counterexample, counted by the caller).
+        """
+        path = split_form(url).path
+        if path.lower() == path.upper():  # nothing a case could change
+            return False
+        origin = _origin(url)
+        record = self._rules_at(origin).get(RuleKey(origin, DECLARED_CASE))
+        if record is None or not record.support or now - record.last_support > self.policy.rule_ttl:
+            return False
+        if self.rule_status(record) is RuleStatus.SUSPENDED:
+            return False
+        return self._case_target(case_key(url)) is None
 
     def _alias_refusal(self, flags: frozenset[str], cross_site: bool, sink: bool) -> str:
         if flags:
@@ -461,11 +503,13 @@ class EquivalenceStore(ABC):
         return self._iter_evidence(None if url is None else scheme_form(url) or url)
 
     def forget(self, url: str) -> int:
-        """Forget what was learned from ``url``: its alias and evidence. Returns entries removed."""
+        """Forget what was learned from ``url``: its alias, declared case and evidence. Returns entries removed."""
         form = scheme_form(url) or url
         removed = 0
         if self._get_alias(form) is not None:
             self._drop_alias(form)
+            removed += 1
+        if self._drop_declared_case(form):
             removed += 1
         return removed + self._drop_evidence(form)
 
@@ -485,6 +529,10 @@ class EquivalenceStore(ABC):
             if _host(target) == host:
                 self._drop_fanin(target)
                 removed += 1
+        for declared in list(self._iter_declared_cases()):
+            if _host(declared) == host:
+                self._drop_declared_case(declared)
+                removed += 1
         return removed
 
     def stats(self) -> dict[str, int]:
@@ -502,6 +550,7 @@ class EquivalenceStore(ABC):
             else:
                 counts[f"rules/{status.value}"] += 1
         counts["sinks"] = sum(1 for _, n in self._iter_fanin() if n >= self.policy.sink_fanin)
+        counts["declared_cases"] = sum(1 for _ in self._iter_declared_cases())
         counts["evidence"] = self._count_evidence()
         counts["deferred"] = self._count_deferred()
         return counts
@@ -529,6 +578,8 @@ class EquivalenceStore(ABC):
         for target, count in self._iter_fanin():
             if count >= self.policy.sink_fanin:
                 yield {"type": "sink", "target": target, "sources": count}
+        for url in self._iter_declared_cases():
+            yield {"type": "case", "url": url}
         if evidence:
             for item in self._iter_evidence():
                 yield {"type": "evidence", **item.as_dict()}

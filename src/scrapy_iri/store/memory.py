@@ -19,6 +19,7 @@ class MemoryStore(EquivalenceStore):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._aliases: dict[str, Alias] = {}
         self._case_targets: dict[str, str] = {}
+        self._declared_cases: dict[str, str] = {}
         self._rules: dict[str, dict[RuleKey, RuleRecord]] = {}
         self._fanins: dict[str, list[str]] = {}
         self._log: list[Evidence] = []
@@ -40,7 +41,20 @@ class MemoryStore(EquivalenceStore):
         return iter(list(self._aliases.values()))
 
     def _case_target(self, key: str) -> str | None:
-        return self._case_targets.get(key)
+        return self._case_targets.get(key) or self._declared_cases.get(key)
+
+    def _declare_case(self, url: str) -> None:
+        self._declared_cases[case_key(url)] = url
+
+    def _drop_declared_case(self, url: str) -> bool:
+        key = case_key(url)
+        if self._declared_cases.get(key) != url:
+            return False
+        del self._declared_cases[key]
+        return True
+
+    def _iter_declared_cases(self) -> Iterator[str]:
+        return iter(list(self._declared_cases.values()))
 
     # rules
     def _rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:

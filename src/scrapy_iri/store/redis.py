@@ -49,6 +49,7 @@ key                                type    content
 ``NS:store:deferreds``             set     rules with deferred URLs
 ``NS:store:deferred:<rule>``       set     URLs merged away by the rule
 ``NS:store:batch:<id>``            string  marks a batch as applied (expires after 10 minutes)
+``NS:store:taken:<id>``            string  the answer of one take of deferred URLs (10 minutes)
 =================================  ======  ==========================================
 
 The seen set of the dupefilter (``NS:seen``, see
@@ -91,8 +92,8 @@ SCHEMES = ("redis", "rediss", "unix")
 #: the namespace when none is given
 DEFAULT_NAMESPACE = "scrapy-iri:default"
 #: client options scrapy-iri sets unless the caller does (short timeouts: a
-#: lookup must never hang on a dead server; one immediate retry re-opens a
-#: connection a restarted server closed)
+#: lookup must never hang on a dead server; one immediate retry after a
+#: connection error, none after a timeout, see client_from_url)
 DEFAULT_PARAMS: dict[str, Any] = {"socket_timeout": 5.0, "socket_connect_timeout": 2.0}
 #: client options that make no sense here (the store speaks bytes) and are dropped
 IGNORED_PARAMS = frozenset({"decode_responses", "encoding", "encoding_errors", "retry_on_timeout"})
@@ -137,9 +138,10 @@ def client_from_url(url: str, params: Mapping[str, Any] | None = None) -> Any:
 
     ``params`` are keyword arguments of ``redis.Redis`` (``REDIS_PARAMS`` in
     Scrapy settings); ``redis_cls`` may name another client class. Responses
-    are always bytes. Unless ``params`` has a ``retry``, a failed command is
-    retried once at once (a connection the server closed is re-opened) and
-    never with a backoff: waiting is the caller's decision, not the client's.
+    are always bytes. Unless ``params`` has a ``retry``, a command that met a
+    connection error is retried once at once (a connection a restarted server
+    closed is re-opened), a timeout is not retried, and nothing waits with a
+    backoff: waiting is the caller's decision, not the client's.
     """
     if redis is None:
         raise StoreError("the Redis backend needs the redis package: pip install 'scrapy-iri[redis]'")
@@ -152,7 +154,7 @@ def client_from_url(url: str, params: Mapping[str, Any] | None = None) -> Any:
 
         module, _, name = cls.rpartition(".")
         cls = getattr(import_module(module), name)
-    options.setdefault("retry", Retry(NoBackoff(), 1))
+    options.setdefault("retry", Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)))
     try:
         return cls.from_url(url, decode_responses=False, **options)
     except ValueError as exc:
@@ -334,10 +336,14 @@ for _, c in ipairs(redis.call('LRANGE', p .. 'changes', -gap, -1)) do out[#out +
 return out
 """
 
-#: Take the URLs deferred under a rule, atomically. KEYS: deferred:<rule>, deferreds. ARGV: rule.
+#: Take the URLs deferred under a rule, atomically and idempotently (a retried call gets the
+#: same answer, not an empty one). KEYS: deferred:<rule>, deferreds, taken:<token>. ARGV: rule.
 _TAKE = """
+local done = redis.call('GET', KEYS[3])
+if done then return cjson.decode(done) end
 local urls = redis.call('SMEMBERS', KEYS[1])
 redis.call('DEL', KEYS[1]); redis.call('SREM', KEYS[2], ARGV[1])
+redis.call('SET', KEYS[3], cjson.encode(urls), 'EX', 600)
 return urls
 """
 
@@ -572,7 +578,7 @@ class RedisStore(MemoryStore):
         def run() -> None:
             keys = [self.keys.epoch, self.keys.version, self.keys.changes, self.keys.aliases]
             keys += [self.keys.origins, self.keys.fanins, self.keys.evidence, self.keys.deferreds]
-            for pattern in ("rules:*", "fanin:*", "deferred:*", "batch:*"):
+            for pattern in ("rules:*", "fanin:*", "deferred:*", "batch:*", "taken:*"):
                 keys += list(self.client.scan_iter(match=self.keys.store + pattern, count=1000))
             for chunk in _chunks(keys, 500):
                 self.client.delete(*chunk)
@@ -734,45 +740,67 @@ class RedisStore(MemoryStore):
     # -- writing Redis ---------------------------------------------------------------
 
     def _flush(self) -> None:
-        """Send the pending writes as one batch (several when large); they stay pending on failure."""
+        """Send the pending writes as one batch (several when large).
+
+        A write leaves the pending batch only once a batch holding it was
+        applied: after a failure the rest is sent again later, never what
+        was already applied (a rule's additions would count twice).
+        """
         if not self.pending:
             return
+        rule_keys = list(self._rule_ops)
+        deferred = [(rule, url) for rule, urls in self._deferred_ops.items() for url in urls]
         batch: dict[str, list[Any]] = {
             "a": [[source, "" if a is None else _alias_value(a), 0] for source, a in self._alias_ops.items()],
-            "r": [],
+            "r": [self._rule_op(key) for key in rule_keys],
             "f": [list(op) for op in self._fanin_ops],
             "e": list(self._evidence_ops),
-            "d": [[str(rule), url] for rule, urls in self._deferred_ops.items() for url in urls],
+            "d": [[str(rule), url] for rule, url in deferred],
         }
-        merged: list[RuleKey] = []
-        for key, mode in self._rule_ops.items():
+        applied = dict.fromkeys(batch, 0)
+        try:
+            if sum(len(ops) for ops in batch.values()) <= self.batch_size:
+                self._apply(batch)
+                applied = {name: len(ops) for name, ops in batch.items()}
+            else:
+                for name, ops in batch.items():
+                    for part in _chunks(ops, self.batch_size):
+                        self._apply({**{n: [] for n in batch}, name: part})
+                        applied[name] += len(part)
+        finally:
+            self._applied(applied, rule_keys, deferred)
+
+    def _rule_op(self, key: RuleKey) -> list[Any]:
+        """The batch entry of one rule: a drop, or what this process added since ``base``."""
+        record = self._rules_at(key.origin).get(key)
+        if record is None:
+            return [key.origin, _rule_field(key), "drop", 0, 0, 0, 0, 0, "", ""]
+        base = self._rule_base.get(key, _ZERO)
+        support = _adds(base.support, record.support, base.last_support, record.last_support)
+        against = _adds(base.against, record.against, base.last_against, record.last_against)
+        return [
+            key.origin, _rule_field(key), self._rule_ops[key], support, against, record.first_seen,
+            record.last_support, record.last_against, record.example, record.counterexample,
+        ]  # fmt: skip
+
+    def _applied(self, applied: dict[str, int], rule_keys: list[RuleKey], deferred: list[tuple[RuleKey, str]]) -> None:
+        """Take the first ``applied[kind]`` writes of each kind out of the pending batch."""
+        for source in list(self._alias_ops)[: applied["a"]]:
+            del self._alias_ops[source]
+        for key in rule_keys[: applied["r"]]:
+            del self._rule_ops[key]
             record = self._rules_at(key.origin).get(key)
             if record is None:
-                batch["r"].append([key.origin, _rule_field(key), "drop", 0, 0, 0, 0, 0, "", ""])
-                continue
-            base = self._rule_base.get(key, _ZERO)
-            support = _adds(base.support, record.support, base.last_support, record.last_support)
-            against = _adds(base.against, record.against, base.last_against, record.last_against)
-            batch["r"].append(
-                [key.origin, _rule_field(key), mode, support, against, record.first_seen,
-                 record.last_support, record.last_against, record.example, record.counterexample]
-            )
-            merged.append(key)
-        size = sum(len(ops) for ops in batch.values())
-        if size <= self.batch_size:
-            self._apply(batch)
-        else:
-            for name, ops in batch.items():
-                for part in _chunks(ops, self.batch_size):
-                    self._apply({**{n: [] for n in batch}, name: part})
-        for key in merged:
-            record = self._rules_at(key.origin).get(key)
-            if record is not None:
-                self._rule_base[key] = replace(record)
-        for key, mode in self._rule_ops.items():
-            if mode == "drop":
                 self._rule_base.pop(key, None)
-        self._discard_pending()
+            else:
+                self._rule_base[key] = replace(record)  # its additions are in Redis now
+        del self._fanin_ops[: applied["f"]]
+        del self._evidence_ops[: applied["e"]]
+        for rule, url in deferred[: applied["d"]]:
+            urls = self._deferred_ops[rule]
+            del urls[url]
+            if not urls:
+                del self._deferred_ops[rule]
 
     def _apply(self, batch: dict[str, list[Any]]) -> None:
         """Run one batch. When nobody else wrote since this process's last sync, the changes
@@ -908,7 +936,8 @@ class RedisStore(MemoryStore):
         mine = list(self._deferred_ops.get(rule, {}))
         try:
             self._flush()
-            urls = self._take(keys=[self.keys.deferred(str(rule)), self.keys.deferreds], args=[str(rule)])
+            token = f"{self.keys.store}taken:{uuid.uuid4().hex}"
+            urls = self._take(keys=[self.keys.deferred(str(rule)), self.keys.deferreds, token], args=[str(rule)])
         except UNAVAILABLE as exc:
             self.outage.failed(exc)
             self._deferred_ops.pop(rule, None)

@@ -66,8 +66,11 @@ _SCHEMES = frozenset({"http", "https"})
 
 #: the kind name that blocks every rule of an origin (a sink was seen there)
 BLOCK = "*"
+#: the kind name of the rule that predicts the case a server declared (see :func:`_declared_case`)
+DECLARED_CASE = "declared-case"
 
-#: what the store knows: the URL a case-insensitive key (:func:`case_key`) was redirected to
+#: what the store knows: the case a server declared for a case-insensitive key (:func:`case_key`),
+#: the target of a case-only redirect or, on an origin that makes them, a document's own URL
 Known = Callable[[str], "str | None"]
 
 
@@ -203,8 +206,8 @@ KINDS: tuple[RuleKind, ...] = (
     RuleKind("remove-slash", "/page/ -> /page", _remove_slash),
     RuleKind("lowercase-path", "/About -> /about", _lowercase_path),
     RuleKind(
-        "declared-case",
-        "/DOCS/PAGE-1 -> /Docs/Page-1: a case-insensitive server, the case it redirected to before",
+        DECLARED_CASE,
+        "/DOCS/PAGE-1 -> /Docs/Page-1: a case-insensitive server, the case it redirected to or answered at before",
         _declared_case,
     ),
     RuleKind("decode-reserved", "/a%3Ab -> /a:b", _decode_reserved),

@@ -9,7 +9,8 @@ seconds have passed since the last flush (checked at each write), and on
 the middle of a flush) leaves a database that reopens with every batch
 committed before the kill; only the batch not yet flushed is lost. (A power
 failure may also lose the last committed transactions, never consistency.)
-The schema version is ``PRAGMA user_version``.
+The schema version is ``PRAGMA user_version``; a store of an older version
+is migrated when opened, a newer one is refused.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from .evidence import Alias, Evidence
 from .memory import MemoryStore
 from .rules import RuleKey, RuleRecord
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE alias (
@@ -40,6 +41,7 @@ CREATE TABLE rule (
 ) WITHOUT ROWID;
 CREATE TABLE fanin (target TEXT NOT NULL, source TEXT NOT NULL, PRIMARY KEY (target, source)) WITHOUT ROWID;
 CREATE TABLE deferred (rule TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (rule, url)) WITHOUT ROWID;
+CREATE TABLE declared_case (url TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE evidence (
     id INTEGER PRIMARY KEY, time REAL NOT NULL, url TEXT NOT NULL, status INTEGER NOT NULL,
     target TEXT, context TEXT NOT NULL, note TEXT NOT NULL, location TEXT
@@ -60,6 +62,11 @@ _WRITES = {
     ),
     "fanin": ("INSERT OR IGNORE INTO fanin VALUES (?, ?)", "DELETE FROM fanin WHERE target = ?"),
     "deferred": ("INSERT OR IGNORE INTO deferred VALUES (?, ?)", "DELETE FROM deferred WHERE rule = ? AND url = ?"),
+    "declared_case": ("INSERT OR IGNORE INTO declared_case VALUES (?)", "DELETE FROM declared_case WHERE url = ?"),
+}
+#: schema version -> the statements that bring a store of that version to the next one
+_MIGRATIONS = {
+    1: "CREATE TABLE IF NOT EXISTS declared_case (url TEXT PRIMARY KEY) WITHOUT ROWID;",  # documents declare a case
 }
 _EVIDENCE = "INSERT INTO evidence (time, url, status, target, context, note, location) VALUES (?, ?, ?, ?, ?, ?, ?)"
 _EVIDENCE_COLUMNS = "time, url, status, target, context, note, location"
@@ -123,6 +130,10 @@ class SQLiteStore(MemoryStore):
             if tables:
                 raise StoreError(f"{self.path}: not a scrapy-iri store (tables but no schema version)")
             db.executescript(f"BEGIN; {_SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+            return
+        while version < SCHEMA_VERSION:
+            db.executescript(f"BEGIN IMMEDIATE; {_MIGRATIONS[version]} PRAGMA user_version = {version + 1}; COMMIT;")
+            version += 1
 
     def _load(self) -> None:
         db = self._connection()
@@ -135,6 +146,8 @@ class SQLiteStore(MemoryStore):
             self._fanins.setdefault(target, []).append(source)
         for rule, url in db.execute("SELECT * FROM deferred"):
             self._deferred.setdefault(RuleKey.parse(rule), {})[url] = None
+        for (url,) in db.execute("SELECT url FROM declared_case"):
+            MemoryStore._declare_case(self, url)
 
     def _connection(self) -> sqlite3.Connection:
         if self._db is None:
@@ -215,6 +228,16 @@ class SQLiteStore(MemoryStore):
     def _drop_fanin(self, target: str) -> None:
         super()._drop_fanin(target)
         self._write("fanin", target, None)
+
+    def _declare_case(self, url: str) -> None:
+        super()._declare_case(url)
+        self._write("declared_case", url, (url,))
+
+    def _drop_declared_case(self, url: str) -> bool:
+        dropped = super()._drop_declared_case(url)
+        if dropped:
+            self._write("declared_case", url, None)
+        return dropped
 
     def _add_deferred(self, rule: RuleKey, url: str) -> None:
         if url in self._deferred.get(rule, ()):

@@ -1,4 +1,4 @@
-"""``python -m scrapy_iri.testing [demo|protocol] [--port N]``: serve a web until Ctrl-C.
+"""``python -m scrapy_iri.testing [demo|protocol] [--port N] [--pages N]``: serve a web until Ctrl-C.
 
 Then, from another shell::
 
@@ -21,8 +21,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scrapy_iri.testing", description=__doc__.split("\n")[0])
     parser.add_argument("sites", nargs="?", choices=sorted(SITE_SETS), default="demo")
     parser.add_argument("--port", type=int, default=0, help="proxy port on 127.0.0.1 (default: a free one)")
+    parser.add_argument("--pages", type=int, default=None, help="protocol web: pages per main host (default: 20)")
     options = parser.parse_args(argv)
-    with SimulatedWeb(SITE_SETS[options.sites](), port=options.port) as web:
+    if options.pages is not None and options.sites != "protocol":
+        parser.error("--pages applies to the protocol web")
+    sites = protocol_sites(options.pages) if options.pages is not None else SITE_SETS[options.sites]()
+    with SimulatedWeb(sites, port=options.port) as web:
         print(f"proxy: {web.proxy_url}  (http_proxy / https_proxy)")
         print(f"resources: {len(web.resource_ids())}; counters: {web.control_url}/counts")
         for url in web.start_urls():

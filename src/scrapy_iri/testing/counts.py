@@ -10,13 +10,14 @@ from .router import SimRequest, SimResponse
 
 
 class FetchCounts:
-    """Requests served: per resource id, per URL as received, per policy."""
+    """Requests served: per resource id, per URL as received, per policy (and per policy and URL)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._resources: Counter[str] = Counter()
         self._urls: Counter[str] = Counter()
         self._redirects: Counter[str] = Counter()
+        self._redirect_urls: Counter[tuple[str, str]] = Counter()
         self._statuses: Counter[int] = Counter()
 
     def record(self, request: SimRequest, response: SimResponse) -> None:
@@ -27,10 +28,11 @@ class FetchCounts:
                 self._resources[response.resource_id] += 1
             if response.policy is not None:
                 self._redirects[response.policy] += 1
+                self._redirect_urls[(response.policy, request.url)] += 1
 
     def reset(self) -> None:
         with self._lock:
-            for counter in (self._resources, self._urls, self._redirects, self._statuses):
+            for counter in (self._resources, self._urls, self._redirects, self._redirect_urls, self._statuses):
                 counter.clear()
 
     def resource(self, resource_id: str) -> int:
@@ -49,6 +51,11 @@ class FetchCounts:
         with self._lock:
             return dict(self._redirects)
 
+    def redirect_urls(self) -> dict[str, dict[str, int]]:
+        """Policy -> URL as received -> redirects it answered there."""
+        with self._lock:
+            return _by_policy(self._redirect_urls)
+
     def statuses(self) -> dict[int, int]:
         with self._lock:
             return dict(self._statuses)
@@ -66,5 +73,13 @@ class FetchCounts:
                 "resources": dict(self._resources),
                 "urls": dict(self._urls),
                 "redirects": dict(self._redirects),
+                "redirect_urls": _by_policy(self._redirect_urls),
                 "statuses": {str(k): v for k, v in sorted(self._statuses.items())},
             }
+
+
+def _by_policy(counts: Counter[tuple[str, str]]) -> dict[str, dict[str, int]]:
+    grouped: dict[str, dict[str, int]] = {}
+    for (policy, url), n in counts.items():
+        grouped.setdefault(policy, {})[url] = n
+    return grouped

@@ -7,11 +7,17 @@ slash, ``http://`` on an https host, ``/dir/index.html``, the apex or
 first pages can save round trips on the rest. Adversarial hosts mix in what
 must never be learned: temporary and context-dependent redirects, sinks,
 an open redirector, loops and long chains, and ``/x`` vs ``/x/`` twins.
+
+The web's size is a parameter: ``protocol_sites(pages_per_host=60)`` is the
+same web with three times the pages on every host (the series of the main
+hosts have ``pages_per_host`` pages, the others keep their proportion). The
+trap pairs (slash twins) and the loops and chains stay as they are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date, timedelta
 
 from ..model import Site
 from ..policies import (
@@ -31,8 +37,10 @@ from ..policies import (
 )
 from .builders import numbered, same, series
 
-#: pages per host in a series
+#: pages in the series of a main host (the default size of the web)
 PAGES = 20
+#: the smallest ``pages_per_host`` whose web still links every trap and loop
+MIN_PAGES = 10
 
 
 def _home(site: Site, key: str, entry: Sequence[str], *more: str) -> None:
@@ -47,21 +55,21 @@ def _add_slash(target: str) -> str:
     return target + "/"
 
 
-def _slash() -> Site:
+def _slash(pages: int) -> Site:
     site = Site("slash.example", policies=[SlashRedirect()])
-    _home(site, "slash", series(site, "slash", numbered("/topic-{}/", PAGES), _strip_slash))
+    _home(site, "slash", series(site, "slash", numbered("/topic-{}/", pages), _strip_slash))
     return site
 
 
-def _noslash() -> Site:
+def _noslash(pages: int) -> Site:
     site = Site("noslash.example", policies=[SlashRedirect(add=False)])
-    _home(site, "noslash", series(site, "noslash", numbered("/note-{}", PAGES), _add_slash))
+    _home(site, "noslash", series(site, "noslash", numbered("/note-{}", pages), _add_slash))
     return site
 
 
-def _index() -> Site:
+def _index(pages: int) -> Site:
     site = Site("index.example", policies=[IndexRedirect()])
-    targets = numbered("/area-{}/", PAGES)
+    targets = numbered("/area-{}/", pages)
     _home(site, "index", series(site, "index", targets, lambda t: t + "index.html"))
     return site
 
@@ -77,30 +85,30 @@ def _secure(host: str, key: str, status: int, pages: int) -> Site:
     return site
 
 
-def _www_store() -> Site:
+def _www_store(pages: int) -> Site:
     site = Site("www.store.example", policies=[WwwRedirect()], start=("http://store.example/",))
-    entry = series(site, "store", numbered("/item-{}", PAGES), lambda t: f"http://store.example{t}")
+    entry = series(site, "store", numbered("/item-{}", pages), lambda t: f"http://store.example{t}")
     _home(site, "store", entry)
     return site
 
 
-def _blog() -> Site:
+def _blog(pages: int) -> Site:
     site = Site("blog.example", policies=[WwwRedirect()], start=("http://www.blog.example/",))
-    entry = series(site, "blog", numbered("/post-{}", PAGES), lambda t: f"http://www.blog.example{t}")
+    entry = series(site, "blog", numbered("/post-{}", pages), lambda t: f"http://www.blog.example{t}")
     _home(site, "blog", entry)
     return site
 
 
-def _moved() -> Site:
-    odd = {f"/old/page-{i}": f"/new/page-{i}" for i in range(1, PAGES + 1, 2)}
-    even = {f"/old/page-{i}": f"/new/page-{i}" for i in range(2, PAGES + 1, 2)}
+def _moved(pages: int) -> Site:
+    odd = {f"/old/page-{i}": f"/new/page-{i}" for i in range(1, pages + 1, 2)}
+    even = {f"/old/page-{i}": f"/new/page-{i}" for i in range(2, pages + 1, 2)}
     site = Site("moved.example", policies=[Moves(odd), Moves(even, status=308)])
-    entry = series(site, "moved", numbered("/new/page-{}", PAGES), lambda t: t.replace("/new/", "/old/"))
+    entry = series(site, "moved", numbered("/new/page-{}", pages), lambda t: t.replace("/new/", "/old/"))
     _home(site, "moved", entry)
     return site
 
 
-def _daily() -> Site:
+def _daily(pages: int) -> Site:
     site = Site(
         "daily.example",
         policies=[
@@ -109,7 +117,8 @@ def _daily() -> Site:
             SeeOther({"/subscribe": "/thanks", "/search?q=iri": "/results"}),
         ],
     )
-    days = [f"/2026-11-{day:02d}" for day in range(1, 23)]
+    last = date(2026, 11, 22)  # the days up to the current edition, oldest first
+    days = [f"/{last - timedelta(days=n)}" for n in reversed(range(pages))]
     moving = ("/today", "/latest", "/edition/current", "/subscribe", "/search?q=iri")
     entry = series(site, "daily", days, same, extra=lambda i: (moving[i % len(moving)],))
     _home(site, "daily", entry, *moving)
@@ -126,36 +135,41 @@ def _twins(site: Site, key: str, count: int) -> list[str]:
     return [link for k in range(1, count + 1) for link in (f"/both-{k}", f"/both-{k}/")]
 
 
-def _twin() -> Site:
+def _twin(pages: int) -> Site:
     site = Site("twin.example", policies=[SlashRedirect()])
     twins = _twins(site, "twin", 4)
-    entry = series(
-        site, "twin", numbered("/dir-{}/", 15), _strip_slash,
-        extra=lambda i: twins[2 * (i // 4 + 1) : 2 * (i // 4 + 2)] if i % 4 == 3 else (),
-    )
+
+    def extra(i: int) -> Sequence[str]:
+        # a pair every fourth page; a short series links the pairs it did not reach from its last page
+        linked = twins[2 * (i // 4 + 1) : 2 * (i // 4 + 2)] if i % 4 == 3 else []
+        if i == pages - 1:
+            linked += twins[2 * (pages // 4 + 1) :]
+        return linked
+
+    entry = series(site, "twin", numbered("/dir-{}/", pages), _strip_slash, extra=extra)
     _home(site, "twin", [*twins[:2], *entry])
     return site
 
 
-def _tempslash() -> Site:
+def _tempslash(pages: int) -> Site:
     site = Site("tempslash.example", policies=[SlashRedirect(status=302, label="temporary_slash")])
     twins = _twins(site, "tempslash", 3)
-    entry = series(site, "tempslash", numbered("/dir-{}/", 15), _strip_slash,
-                   extra=lambda i: twins if i == 12 else ())
+    entry = series(site, "tempslash", numbered("/dir-{}/", pages), _strip_slash,
+                   extra=lambda i: twins if i == min(12, pages - 1) else ())
     _home(site, "tempslash", entry)
     return site
 
 
-def _lang() -> Site:
+def _lang(pages: int) -> Site:
     site = Site("lang.example", policies=[CookieRedirect(inner=SlashRedirect())])
     twins = _twins(site, "lang", 3)
-    entry = series(site, "lang", numbered("/guide-{}/", 15), _strip_slash,
-                   extra=lambda i: twins if i == 12 else ())
+    entry = series(site, "lang", numbered("/guide-{}/", pages), _strip_slash,
+                   extra=lambda i: twins if i == min(12, pages - 1) else ())
     _home(site, "lang", entry)
     return site
 
 
-def _members() -> Site:
+def _members(pages: int) -> Site:
     site = Site(
         "members.example",
         policies=[
@@ -164,7 +178,7 @@ def _members() -> Site:
         ],
     )
     entry = series(
-        site, "members", numbered("/public-{}", 15), same,
+        site, "members", numbered("/public-{}", pages), same,
         extra=lambda i: (f"/members/area-{i + 1}", f"/private/file-{i + 1}"),
     )
     _home(site, "members", entry, "/members/")
@@ -172,7 +186,7 @@ def _members() -> Site:
     return site
 
 
-def _go() -> Site:
+def _go(pages: int) -> Site:
     site = Site(
         "go.example",
         policies=[
@@ -181,7 +195,7 @@ def _go() -> Site:
         ],
     )
     entry = series(
-        site, "go", numbered("/link-{}", 12), same,
+        site, "go", numbered("/link-{}", pages), same,
         extra=lambda i: (
             f"/out?url=http://slash.example/topic-{i + 1}/",
             f"/away?to=http%3A%2F%2Fnoslash.example%2Fnote-{i + 1}",
@@ -192,7 +206,7 @@ def _go() -> Site:
     return site
 
 
-def _loops() -> Site:
+def _loops(pages: int) -> Site:
     site = Site(
         "loops.example",
         policies=[
@@ -202,32 +216,32 @@ def _loops() -> Site:
         ],
     )
     odd = ("/loop/a", "/self", "/chain/0", "/short/0", "/loop/b", "/chain/10")
-    entry = series(site, "loops", numbered("/page-{}", 10), same, extra=lambda i: (odd[i % len(odd)],))
+    entry = series(site, "loops", numbered("/page-{}", pages), same, extra=lambda i: (odd[i % len(odd)],))
     _home(site, "loops", entry, "/chain-end")
     site.page("loops:chain-end", "/chain-end", "/", title="End of the long chain")
     site.page("loops:short-end", "/short-end", "/", title="End of the short chain")
     return site
 
 
-def _soft404() -> Site:
+def _soft404(pages: int) -> Site:
     site = Site("soft404.example", policies=[NotFoundRedirect(target="/")])
-    entry = series(site, "soft404", numbered("/p-{}", 15), same, extra=lambda i: (f"/gone-{i + 1}",))
+    entry = series(site, "soft404", numbered("/p-{}", pages), same, extra=lambda i: (f"/gone-{i + 1}",))
     _home(site, "soft404", entry)
     return site
 
 
-def _iis() -> Site:
+def _iis(pages: int) -> Site:
     site = Site("iis.example", policies=[CaseRedirect()])
-    targets = numbered("/Docs/Page-{}", 15)
+    targets = numbered("/Docs/Page-{}", pages)
     entry = series(site, "iis", targets, str.lower, extra=lambda i: (targets[i].upper(),))
     _home(site, "iis", entry)
     return site
 
 
-def _case() -> Site:
+def _case(pairs: int) -> Site:
     site = Site("case.example")
     links: list[str] = []
-    for k in range(1, 7):
+    for k in range(1, pairs + 1):
         for path in (f"/Item-{k}", f"/item-{k}"):
             site.page(f"case:{path[1:]}", path, "/", trap="path case")
             links.append(path)
@@ -235,25 +249,36 @@ def _case() -> Site:
     return site
 
 
-def protocol_sites() -> list[Site]:
-    """The redirect-policy web: one policy per host (18 sites, ~280 resources)."""
+def protocol_sites(pages_per_host: int = PAGES) -> list[Site]:
+    """The redirect-policy web: one policy per host (18 sites, ~340 resources by default).
+
+    ``pages_per_host`` is the length of the series of the main hosts (20 by
+    default, at least :data:`MIN_PAGES`); the other hosts' series keep their
+    proportion to it (a host of 15 pages at the default size has 45 at 60).
+    """
+    if not isinstance(pages_per_host, int) or pages_per_host < MIN_PAGES:
+        raise ValueError(f"pages_per_host must be an integer of at least {MIN_PAGES}, got {pages_per_host!r}")
+
+    def n(pages_at_default: int) -> int:
+        return round(pages_at_default * pages_per_host / PAGES)
+
     return [
-        _slash(),
-        _noslash(),
-        _index(),
-        _secure("secure.example", "secure", 301, PAGES),
-        _secure("secure308.example", "secure308", 308, 10),
-        _www_store(),
-        _blog(),
-        _moved(),
-        _daily(),
-        _twin(),
-        _tempslash(),
-        _lang(),
-        _members(),
-        _go(),
-        _loops(),
-        _soft404(),
-        _iis(),
-        _case(),
+        _slash(n(20)),
+        _noslash(n(20)),
+        _index(n(20)),
+        _secure("secure.example", "secure", 301, n(20)),
+        _secure("secure308.example", "secure308", 308, n(10)),
+        _www_store(n(20)),
+        _blog(n(20)),
+        _moved(n(20)),
+        _daily(n(22)),
+        _twin(n(15)),
+        _tempslash(n(15)),
+        _lang(n(15)),
+        _members(n(15)),
+        _go(n(12)),
+        _loops(n(10)),
+        _soft404(n(15)),
+        _iis(n(15)),
+        _case(n(6)),
     ]
