@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from . import charsets as cs
+from .errors import IRIError
 from .percent import pct_encode_octets
 
 # 7.2 step 1: leading and trailing C0 controls and space (the draft names
@@ -98,6 +99,7 @@ def preprocess(text: str) -> str:
 
 def preprocess_steps(text: str) -> str:
     """:func:`preprocess` without its fast path: the sec. 7 steps one by one."""
+    _reject_lone_surrogates(text)
     text = _STRIPPED.sub("", text.strip(_EDGES))
     if "\\" in text:
         text = _backslashes_to_slashes(text)
@@ -115,6 +117,31 @@ def preprocess_steps(text: str) -> str:
     if fragment is not None:
         out.append("#" + _encode(fragment.replace("#", "%23"), "fragment"))
     return "".join(out)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_COMPONENT_OF_GROUP = ("scheme", "authority", "path", "query", "fragment")
+
+
+def _reject_lone_surrogates(text: str) -> None:
+    """A lone surrogate is no character: there is nothing to percent-encode (7.3).
+
+    Such strings come from undecodable input (``surrogateescape``); encoding
+    the surrogate would invent octets, so the input is refused instead.
+    """
+    bad = _SURROGATE.search(text)
+    if bad is None:
+        return
+    position = bad.start()
+    m = _TOP.fullmatch(text)
+    assert m is not None
+    component = next(
+        (name for group, name in enumerate(_COMPONENT_OF_GROUP, 1) if m.start(group) <= position < m.end(group)),
+        "path",
+    )
+    if component == "authority":
+        component = "host"
+    raise IRIError(f"lone surrogate U+{ord(bad.group()):04X} is not a character", component, position)
 
 
 def _lenient_authority(authority: str) -> str:

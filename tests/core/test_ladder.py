@@ -246,3 +246,13 @@ def test_lenient_mode(raw, expected):
 def test_lenient_mode_never_changes_a_valid_iri(iri):
     for rung in ("string", "syntax", "scheme"):
         assert canonicalize(iri, rung, lenient=True) == canonicalize(iri, rung)
+
+
+@pytest.mark.parametrize(
+    "text, component", [("http://a/\udcff", "path"), ("http://\udcff/", "host"), ("http://a/?\ud800", "query")]
+)
+def test_lenient_mode_refuses_lone_surrogates(text, component):
+    # undecodable input (surrogateescape): encoding the surrogate would invent octets
+    with pytest.raises(IRIError) as info:
+        canonicalize(text, lenient=True)
+    assert info.value.component == component
