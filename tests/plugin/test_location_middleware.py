@@ -58,3 +58,21 @@ def test_non_redirects_are_untouched():
     request = Request("http://a.example/")
     response = Response(request.url, status=200, headers={"Location": "http://faß.example/".encode()})
     assert IRILocationMiddleware.from_crawler(crawler).process_response(request, response) is response
+
+
+def test_the_addon_enables_it_between_the_downloader_and_redirect_middleware():
+    from scrapy_iri.scrapy.location import ORDER
+
+    crawler = get_crawler(settings_dict={"ADDONS": {"scrapy_iri.Addon": 0}, "IRI_STORE": "memory:"})
+    middlewares = crawler.settings.getwithbase("DOWNLOADER_MIDDLEWARES")
+    assert middlewares[IRILocationMiddleware] == ORDER
+    assert ORDER > middlewares["scrapy.downloadermiddlewares.redirect.RedirectMiddleware"]
+
+
+def test_redirect_learning_resolves_locations_the_same_way():
+    from scrapy_iri.scrapy.redirects import location_url
+
+    request = Request("http://a.example/x")
+    assert location_url(request, "http://faß.example/".encode()) == "http://xn--fa-hia.example/"
+    assert location_url(request, b"//b.example/p") == "http://b.example/p"
+    assert location_url(request, b"/y?q=1") == "http://a.example/y?q=1"

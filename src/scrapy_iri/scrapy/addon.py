@@ -31,6 +31,8 @@ class Addon:
     - :setting:`REQUEST_FINGERPRINTER_CLASS` ->
       :class:`~scrapy_iri.IRIRequestFingerprinter` (the HTTP cache and media
       pipelines then share the dupefilter's identity);
+    - :class:`~scrapy_iri.scrapy.location.IRILocationMiddleware` in
+      :setting:`DOWNLOADER_MIDDLEWARES`, so redirects to IRIs reach the right host;
     - :class:`~scrapy_iri.CanonicalizeURLsPipeline` in
       :setting:`ITEM_PIPELINES` when ``IRI_URL_FIELDS`` is set.
 
@@ -61,6 +63,7 @@ class Addon:
             FINGERPRINTER,
             "IRI_FALLBACK_REQUEST_FINGERPRINTER_CLASS",
         )
+        self._add_location_middleware(settings, config)
         if config.url_fields:
             pipeline = load_object(PIPELINE)
             settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", pipeline, config.url_pipeline_order)
@@ -92,6 +95,13 @@ class Addon:
             import scrapy_iri.store  # noqa: F401
         except ImportError as exc:
             raise IRISettingsError(f"IRI_RUNG = 'protocol' needs the equivalence store: {exc}") from exc
+
+    @staticmethod
+    def _add_location_middleware(settings: Settings, config: IRISettings) -> None:
+        """Redirects to IRIs are followed to their URI, not IDNA2003's host (also under compat)."""
+        from .location import ORDER, IRILocationMiddleware
+
+        settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", IRILocationMiddleware, ORDER)
 
     def _update_protocol_settings(self, settings: Settings, config: IRISettings) -> Any:
         """Components of the protocol rung (redirect learning, store) go here.

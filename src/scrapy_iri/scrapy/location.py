@@ -11,8 +11,12 @@ request URL (RFC 3986 5.2). ``safe_url_string`` leaves such URIs alone.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
+
+from urllib.parse import urljoin
+
+from scrapy.utils.httpobj import urlparse_cached
+from w3lib.url import safe_url_string
 
 from scrapy_iri import IRIError, resolve
 
@@ -24,10 +28,41 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from typing_extensions import Self
 
-logger = logging.getLogger(__name__)
-
 ORDER = 650
 """Above RedirectMiddleware (600): process_response runs from the downloader inwards."""
+
+
+def map_location(base: str, location: bytes) -> str | None:
+    """The URI for an IRI ``Location``, or ``None`` where Scrapy's own handling is right.
+
+    ``None`` for ASCII locations without escapes before the query (Scrapy
+    maps those correctly), for headers that are not UTF-8, and for values
+    that are not IRIs even leniently.
+    """
+    try:
+        text = location.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if text.isascii() and "%" not in text.split("?", 1)[0].split("#", 1)[0]:
+        return None
+    try:
+        return request_url(resolve(base, text, lenient=True))
+    except IRIError:
+        return None
+
+
+def redirect_target(request: Request, location: bytes) -> str:
+    """The absolute URL a redirect to ``location`` is followed to, with this middleware on.
+
+    The IRI mapping where it applies, else what Scrapy's RedirectMiddleware computes.
+    """
+    mapped = map_location(request.url, location)
+    if mapped is not None:
+        return mapped
+    url = safe_url_string(location)
+    if location.startswith(b"//"):
+        url = urlparse_cached(request).scheme + "://" + url.lstrip("/")
+    return urljoin(request.url, url)
 
 
 class IRILocationMiddleware:
@@ -44,19 +79,8 @@ class IRILocationMiddleware:
         raw = response.headers.get(b"Location")
         if raw is None or not 300 <= response.status < 400:
             return response
-        try:
-            location = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return response  # not UTF-8: leave it to Scrapy as it is
-        if location.isascii() and "%" not in location.split("?", 1)[0].split("#", 1)[0]:
-            return response  # nothing IRI-specific: Scrapy maps it as it would anyway
-        try:
-            uri = request_url(resolve(request.url, location, lenient=True))
-        except IRIError as exc:
-            logger.debug("Location %r of %s is not an IRI: %s", location, response, exc)
-            self.stats.inc_value("iri/location/invalid")
-            return response
-        if uri == location:
+        uri = map_location(request.url, raw)
+        if uri is None or uri.encode("ascii") == raw:
             return response
         headers = response.headers.copy()
         headers[b"Location"] = uri.encode("ascii")

@@ -41,17 +41,16 @@ from __future__ import annotations
 import logging
 import zlib
 from typing import TYPE_CHECKING
-from urllib.parse import urljoin
 
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
-from w3lib.url import safe_url_string
 
 from scrapy_iri import IRIError, Rung, canonicalize
 from scrapy_iri.store import EquivalenceStore, Outcome, RuleKey, context_flags
 from scrapy_iri.store.rules import REDIRECTS
 
+from .location import redirect_target
 from .settings import IRISettings, crawler_store, learning_policy
 
 if TYPE_CHECKING:
@@ -110,11 +109,13 @@ def exchange_context(request: Request, response: Response) -> frozenset[str]:
 
 
 def location_url(request: Request, location: bytes) -> str:
-    """The absolute URL a Location header points to, as RedirectMiddleware computes it."""
-    url = safe_url_string(location)
-    if location.startswith(b"//"):
-        url = urlparse_cached(request).scheme + "://" + url.lstrip("/")
-    return urljoin(request.url, url)
+    """The absolute URL a Location header points to, as the crawl follows it.
+
+    The same mapping as :class:`~scrapy_iri.scrapy.location.IRILocationMiddleware`
+    (which the add-on enables) followed by Scrapy's RedirectMiddleware, so
+    what is learned is what is fetched (never IDNA2003's ``fass`` for ``faß``).
+    """
+    return redirect_target(request, location)
 
 
 def _form(url: str) -> str | None:
