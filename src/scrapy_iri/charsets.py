@@ -38,6 +38,15 @@ PATH = IPCHAR + "/"
 QUERY = IPCHAR + IPRIVATE + "/?"
 FRAGMENT = IPCHAR + "/?"
 
+# Component name -> the characters its 3987bis rule allows (besides triplets).
+IRI_COMPONENTS = {
+    "userinfo": USERINFO,
+    "host": REG_NAME,
+    "path": PATH,
+    "query": QUERY,
+    "fragment": FRAGMENT,
+}
+
 # The same classes restricted to ASCII: what a URI allows (RFC 3986).
 URI_USERINFO = UNRESERVED + SUB_DELIMS + ":"
 URI_REG_NAME = UNRESERVED + SUB_DELIMS

@@ -11,6 +11,7 @@ import re
 
 from . import charsets as cs
 from .errors import IRIError
+from .parse import FORBIDDEN
 from .percent import pct_encode_octets
 
 # 7.2 step 1: leading and trailing C0 controls and space (the draft names
@@ -24,18 +25,8 @@ _TOP = re.compile(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.
 _BACKSLASH_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
 
 
-def _encoder(allowed: str) -> re.Pattern[str]:
-    """Characters to percent-encode: not allowed there, or a '%' starting no triplet."""
-    return re.compile(f"[^{allowed}%]|%(?![0-9A-Fa-f]{{2}})")
-
-
-_ENCODE = {
-    "userinfo": _encoder(cs.USERINFO),
-    "host": _encoder(cs.REG_NAME),
-    "path": _encoder(cs.PATH),
-    "query": _encoder(cs.QUERY),
-    "fragment": _encoder(cs.FRAGMENT),
-}
+# What step 3 encodes is exactly what strict parsing rejects, component by component.
+_ENCODE = FORBIDDEN
 
 
 def _escape(m: re.Match[str]) -> str:

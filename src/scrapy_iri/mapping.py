@@ -57,13 +57,7 @@ def _iri_allowed(allowed: str) -> re.Pattern[str]:
 
 
 # What a decoded character may be, per component (3987bis 2.2, 4.1, 6.1).
-_IRI_CHAR = {
-    "userinfo": _iri_allowed(cs.USERINFO),
-    "host": _iri_allowed(cs.REG_NAME),
-    "path": _iri_allowed(cs.PATH),
-    "query": _iri_allowed(cs.QUERY),
-    "fragment": _iri_allowed(cs.FRAGMENT),
-}
+_IRI_CHAR = {name: _iri_allowed(allowed) for name, allowed in cs.IRI_COMPONENTS.items()}
 
 
 def _utf8_length(lead: int) -> int:

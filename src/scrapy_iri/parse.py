@@ -90,13 +90,7 @@ def _bad(allowed: str) -> re.Pattern[str]:
 
 
 # Component name -> pattern finding a character the 3987bis grammar forbids there.
-FORBIDDEN = {
-    "userinfo": _bad(cs.USERINFO),
-    "host": _bad(cs.REG_NAME),
-    "path": _bad(cs.PATH),
-    "query": _bad(cs.QUERY),
-    "fragment": _bad(cs.FRAGMENT),
-}
+FORBIDDEN = {name: _bad(allowed) for name, allowed in cs.IRI_COMPONENTS.items()}
 
 
 def _check(component: str, text: str, offset: int) -> None:
