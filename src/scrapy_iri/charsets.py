@@ -24,8 +24,8 @@ UCSCHAR = (
     "\U000a0000-\U000afffd\U000b0000-\U000bfffd\U000c0000-\U000cfffd"
     "\U000d0000-\U000dfffd\U000e1000-\U000efffd"
 )
-# 3987bis 2.2: iprivate (allowed in iquery only)
-IPRIVATE = "\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd"
+# 3987bis 2.2: iprivate (allowed in iquery only), the tag characters included
+IPRIVATE = "\ue000-\uf8ff\U000e0000-\U000e0fff\U000f0000-\U000ffffd\U00100000-\U0010fffd"
 
 IUNRESERVED = UNRESERVED + UCSCHAR
 # ipchar = iunreserved / pct-encoded / sub-delims / ":" / "@"  ("%" checked apart)
@@ -36,7 +36,8 @@ USERINFO = IUNRESERVED + SUB_DELIMS + ":"
 REG_NAME = IUNRESERVED + SUB_DELIMS
 PATH = IPCHAR + "/"
 QUERY = IPCHAR + IPRIVATE + "/?"
-FRAGMENT = IPCHAR + "/?"
+# 3987bis-03 2.2 lets '#' into ifragment (RFC 3986's fragment does not: 3.3 maps it to %23).
+FRAGMENT = IPCHAR + "/?#"
 
 # Component name -> the characters its 3987bis rule allows (besides triplets).
 IRI_COMPONENTS = {

@@ -29,7 +29,12 @@ def _rung(value: str) -> Rung:
 def _inputs(urls: list[str], stdin: TextIO) -> Iterator[tuple[str, str]]:
     """(where, text) pairs: arguments, or stdin lines streamed when the only argument is ``-``."""
     if urls == ["-"]:
-        for number, line in enumerate(stdin, 1):
+        # Bytes in, decoded line by line: a line that is not UTF-8 keeps its
+        # undecodable bytes as lone surrogates, which every rung rejects with
+        # an IRIError for that line alone (the stream goes on).
+        source = getattr(stdin, "buffer", None)
+        lines = (raw.decode("utf-8", "surrogateescape") for raw in source) if source is not None else stdin
+        for number, line in enumerate(lines, 1):
             yield f"line {number}", line.rstrip("\r\n")
     else:
         for number, url in enumerate(urls, 1):

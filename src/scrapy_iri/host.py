@@ -124,7 +124,7 @@ def normalize_dns_host(host: str) -> str:
         if bad is not None:  # e.g. U+FF0F -> '/', U+00A0 -> ' ': never let a mapping add a delimiter
             raise IRIError(f"the host name maps to {bad.group()!r} under UTS #46", "host")
     else:
-        host = host.lower()
+        host = uppercase_triplets(host.lower())  # escapes kept ('%2F') keep uppercase hex
     labels = host.split(".")
     for index, label in enumerate(labels):
         if label.isascii():

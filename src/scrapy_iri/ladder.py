@@ -66,7 +66,7 @@ def normalize_syntax_based(ref: IRIReference) -> IRIReference:
         ref.port,
         path,
         None if ref.query is None else normalize_component(ref.query),
-        None if ref.fragment is None else normalize_component(ref.fragment),
+        None if ref.fragment is None else normalize_component(ref.fragment).replace("#", "%23"),
     )
 
 

@@ -54,9 +54,9 @@ def _backslashes_to_slashes(text: str) -> str:
 # and 5 touch only controls, space and '\\'; step 4 only characters a
 # component forbids. Unreserved characters, sub-delims and ucschar are
 # allowed in every component; the RFC 3986 split keeps ":/?#@" out of every
-# component that forbids them, except a second '#' (it lands in the
-# fragment) and a second '@' (the userinfo ends at the last '@' of the
-# authority), which are counted apart. '%' is fine when it starts a triplet.
+# component that forbids them (a second '#' lands in the fragment, which
+# allows it), except a second '@' (the userinfo ends at the last '@' of the
+# authority), which is counted apart. '%' is fine when it starts a triplet.
 # Everything else may be rewritten ('[' and ']' too: they are allowed only
 # around an IP literal; iprivate only in the query).
 _MAYBE_REWRITTEN = re.compile(
@@ -69,10 +69,10 @@ def _unchanged_by_preprocessing(text: str) -> bool:
 
     Shortcuts the common case of a string that already is an IRI reference;
     equivalent because the steps of :func:`preprocess_steps` change no
-    character outside ``_MAYBE_REWRITTEN`` except a second ``#`` or ``@``
+    character outside ``_MAYBE_REWRITTEN`` except a second ``@``
     (see the comment above ``_MAYBE_REWRITTEN``).
     """
-    return _MAYBE_REWRITTEN.search(text) is None and text.count("#") <= 1 and text.count("@") <= 1
+    return _MAYBE_REWRITTEN.search(text) is None and text.count("@") <= 1
 
 
 def preprocess(text: str) -> str:
@@ -106,7 +106,7 @@ def preprocess_steps(text: str) -> str:
     if query is not None:
         out.append("?" + _encode(query, "query"))
     if fragment is not None:
-        out.append("#" + _encode(fragment.replace("#", "%23"), "fragment"))
+        out.append("#" + _encode(fragment, "fragment"))
     return "".join(out)
 
 

@@ -37,7 +37,7 @@ def to_uri(iri: str, *, lenient: bool = False) -> str:
     ref = parse(iri, lenient=lenient)
     if lenient:
         iri = recompose(ref)
-    if iri.isascii():
+    if iri.isascii() and (ref.fragment is None or "#" not in ref.fragment):
         return iri
     return recompose(
         IRIReference(
@@ -47,9 +47,14 @@ def to_uri(iri: str, *, lenient: bool = False) -> str:
             ref.port,
             encode_non_ascii(ref.path),
             None if ref.query is None else encode_non_ascii(ref.query),
-            None if ref.fragment is None else encode_non_ascii(ref.fragment),
+            None if ref.fragment is None else fragment_to_uri(ref.fragment),
         )
     )
+
+
+def fragment_to_uri(fragment: str) -> str:
+    """3.3 for an ifragment: non-ASCII and '#' (allowed in IRI fragments only) percent-encoded."""
+    return encode_non_ascii(fragment).replace("#", "%23")
 
 
 def _iri_allowed(allowed: str) -> re.Pattern[str]:

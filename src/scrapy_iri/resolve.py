@@ -12,36 +12,38 @@ _DOT_SEGMENT = re.compile(r"(?:^|/)\.\.?(?:/|$)")
 
 
 def remove_dot_segments(path: str) -> str:
-    """RFC 3986 5.2.4, step by step (rules A-E of the RFC's loop)."""
+    """RFC 3986 5.2.4, rules A-E of the RFC's loop, reading the input by index (linear time)."""
     if not _DOT_SEGMENT.search(path):
         return path
     out: list[str] = []  # output buffer as segments, each with its leading "/" if any
-    rest = path
-    while rest:
-        if rest.startswith("../"):  # A
-            rest = rest[3:]
-        elif rest.startswith("./"):  # A
-            rest = rest[2:]
-        elif rest.startswith("/./"):  # B
-            rest = rest[2:]
-        elif rest == "/.":  # B
-            rest = "/"
-        elif rest.startswith("/../"):  # C
-            rest = rest[3:]
+    i, n = 0, len(path)
+    while i < n:
+        if path.startswith("../", i):  # A
+            i += 3
+        elif path.startswith("./", i):  # A
+            i += 2
+        elif path.startswith("/./", i):  # B: "/./" -> "/"
+            i += 2
+        elif n - i == 2 and path.startswith("/.", i):  # B: "/." -> "/", then E moves it
+            out.append("/")
+            break
+        elif path.startswith("/../", i):  # C: "/../" -> "/", dropping the last output segment
+            i += 3
             if out:
                 out.pop()
-        elif rest == "/..":  # C
-            rest = "/"
+        elif n - i == 3 and path.startswith("/..", i):  # C: "/.." -> "/"
             if out:
                 out.pop()
-        elif rest in (".", ".."):  # D
-            rest = ""
+            out.append("/")
+            break
+        elif path[i:] in (".", ".."):  # D (only reached with one or two characters left)
+            break
         else:  # E
-            cut = rest.find("/", 1)
+            cut = path.find("/", i + 1)
             if cut < 0:
-                cut = len(rest)
-            out.append(rest[:cut])
-            rest = rest[cut:]
+                cut = n
+            out.append(path[i:cut])
+            i = cut
     return "".join(out)
 
 

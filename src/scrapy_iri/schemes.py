@@ -45,7 +45,9 @@ def _mailto_domains(ref: IRIReference) -> IRIReference:
     Local parts are case-sensitive and stay as they are. Only the addresses
     of the path (``to``) are touched; header fields in the query are not.
     """
-    if ref.host is not None or "@" not in ref.path:
+    if ref.host is not None or "@" not in ref.path or "%22" in ref.path:
+        # A quoted local part ("%22...%22", RFC 5322 3.4.1) may hold ',' and
+        # '@': splitting would misread it, so such paths are left as they are.
         return ref
     addresses = []
     for address in ref.path.split(","):
@@ -88,9 +90,11 @@ def normalize_port(port: str | None, rule: SchemeRule) -> str | None:
     """RFC 3986 6.2.3: drop an empty or default port; ports are decimal numbers."""
     if port is None or port == "":
         return None
-    number = int(port)
-    if number > 65535:
-        raise IRIError(f"port {port} is above 65535", "port")
+    digits = port.lstrip("0") or "0"
+    if len(digits) > 5 or int(digits) > 65535:
+        shown = port if len(port) <= 20 else f"{port[:20]}... ({len(port)} digits)"
+        raise IRIError(f"port {shown} is above 65535", "port")
+    number = int(digits)
     if number == rule.default_port:
         return None
     return str(number)
@@ -102,6 +106,8 @@ def normalize_scheme_based(ref: IRIReference) -> IRIReference:
     if rule is None:
         return ref
     host, port, path = ref.host, ref.port, ref.path
+    if host is None and rule.host_required:
+        raise IRIError(f"{ref.scheme} URIs need an authority with a host ('//host')", "host")
     if host is not None:
         if rule.default_port is not None:
             port = normalize_port(port, rule)

@@ -65,3 +65,23 @@ def test_compare_invalid_iri_and_usage_errors():
     assert result.returncode == 2 and "unknown rung" in result.stderr
     result = run("canon", "--rung", "protocol", "http://a/")
     assert result.returncode == 2 and "store" in result.stderr
+
+
+def test_canon_stdin_with_bytes_that_are_not_utf8_reports_that_line_and_goes_on():
+    if SCRIPT is None:
+        pytest.fail("the scrapy-iri console script is not installed")
+    result = subprocess.run(
+        [SCRIPT, "canon", "-"],
+        input=b"http://a/ok\nhttp://a/\xff\nhttp://a/after\n",
+        capture_output=True,
+        timeout=60,
+        env={"PYTHONIOENCODING": "utf-8", "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 1
+    assert result.stdout.decode().splitlines() == ["http://a/ok", "http://a/after"]
+    assert b"line 2: path:" in result.stderr and b"Traceback" not in result.stderr
+
+
+def test_an_absurdly_long_port_is_an_ordinary_error():
+    result = run("canon", "http://a:" + "1" * 5000 + "/")
+    assert result.returncode == 1 and "port:" in result.stderr and "Traceback" not in result.stderr

@@ -111,6 +111,9 @@ def test_syntax_forms(iri, syntax_form):
         ("urn:example:Foo", "urn:example:Foo"),
         ("foo://A:0080/", "foo://a:0080/"),  # unknown schemes: syntax form only
         ("http://a/#%7e", "http://a/#~"),
+        ("http://a/#x#y", "http://a/#x%23y"),  # 3987bis-03 ifragment allows '#'; the URI form encodes it
+        ("http://a%2fb/", "http://a%2Fb/"),  # escapes kept in a host keep uppercase hex (5.3.2.1)
+        ("mailto:%22x@Y,z%22@C.com", "mailto:%22x@Y,z%22@C.com"),  # a quoted local part: left alone
     ],
 )
 def test_scheme_forms(iri, scheme_form):
@@ -126,6 +129,8 @@ def test_scheme_forms(iri, scheme_form):
         "http://%FF.example/",  # escapes that are not UTF-8 cannot be a host name
         "http:///path",  # RFC 9110: an empty host is invalid for http
         "http://ab--c\u00e9.example/",  # hyphens in positions 3-4 of a U-label
+        "http://a:" + "1" * 5000 + "/",  # far too long for a port (and for int())
+        "http:x",  # RFC 9110 4.2.1: http URIs have an authority with a host
         "http://a\uff0fb.example/",  # UTS #46 maps the full-width solidus to '/': never a new delimiter
         "http://\u00a0/",  # ... and NBSP to a space
         "http://\u00ad/",  # the soft hyphen maps to nothing: an empty host
@@ -225,7 +230,8 @@ def test_scheme_form_of_syntax_form_is_scheme_form():
         ("http:\\\\a\\b\\c?x\\y", "http://a/b/c?x%5Cy"),
         ('http://a/"q"<>{}|^`', "http://a/%22q%22%3C%3E%7B%7D%7C%5E%60"),
         ("http://a/\u202e", "http://a/%E2%80%AE"),
-        ("http://a/x#y#z", "http://a/x#y%23z"),
+        ("http://a/x#y#z", "http://a/x#y%23z"),  # valid in 3987bis-03; %23 in the URI form
+        ("http://a/x#y z", "http://a/x#y%20z"),
         ("http://a/[x]", "http://a/%5Bx%5D"),
     ],
 )

@@ -69,6 +69,8 @@ def test_uri_to_iri_steps(uri, iri):
         ("/ä?ö#ü", "/%C3%A4?%C3%B6#%C3%BC"),
         # iprivate in the query
         ("http://a/?\ue000", "http://a/?%EE%80%80"),
+        # '#' is allowed in an IRI fragment (3987bis-03 2.2), not in a URI's
+        ("http://a/#x#y", "http://a/#x%23y"),
     ],
 )
 def test_iri_to_uri(iri, uri):

@@ -47,7 +47,8 @@ def test_ip_literals():
         ("http://a:8x/", "port", 10),
         ("http://a/%zz", "path", 9),
         ("http://a/?q=%4", "query", 12),
-        ("http://a/#x#y", "fragment", 11),
+        ("http://a/#x[y", "fragment", 11),
+        ("http://a/\U000e0001", "path", 9),  # tag characters are iprivate: the query only
         ("http://a/\u202eevil", "path", 9),  # bidi formatting (3987bis 4.1)
         ("http://a/\ue000", "path", 9),  # private use outside the query (2.2)
         ("http://a/\ufffd", "path", 9),  # specials (7.3)
@@ -75,6 +76,11 @@ def test_errors_name_component_and_position(text, component, position):
 
 def test_private_use_is_allowed_in_the_query_only():
     assert parse("http://a/?\ue000").query == "\ue000"
+    assert parse("http://a/?\U000e0001").query == "\U000e0001"  # 3987bis-03 iprivate includes the tags
+
+
+def test_3987bis_03_allows_hash_in_the_fragment():
+    assert parse("http://a/#x#y").fragment == "x#y"
 
 
 def test_non_str_is_a_type_error():

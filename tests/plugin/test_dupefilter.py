@@ -200,3 +200,18 @@ def test_protocol_rung_counts_merges_the_store_learned(make_dupefilter):
         "http://shop.example/new",
     ]
     assert stats(df) == {"dupefilter/filtered": 2, "iri/filtered/protocol": 1, "iri/filtered/string": 1}
+
+
+def test_verbatim_requests_are_not_preprocessed_leniently(make_dupefilter):
+    # Scrapy sends a verbatim URL as written: '\\' is not '/' on the wire
+    df = make_dupefilter()
+    assert not df.request_seen(Request("http://a.example/b/c"))
+    assert not df.request_seen(request("http://a.example/b\\c"))
+    assert df.crawler.stats.get_value("iri/invalid_url") == 1  # compared as given
+
+
+def test_an_absurd_port_does_not_crash_the_filter(make_dupefilter):
+    df = make_dupefilter()
+    url = "http://a.example:" + "1" * 5000 + "/"
+    assert not df.request_seen(request(url))
+    assert df.request_seen(request(url))

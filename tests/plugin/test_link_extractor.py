@@ -224,3 +224,16 @@ def test_request_leaves_mapped_uris_alone(path, query):
     if "'" in url.partition("?")[2]:
         return  # WHATWG-style: Scrapy encodes ' in a query; iri_request sets verbatim_url then
     assert Request(url).url == url
+
+
+@pytest.mark.parametrize("href", ["mailto:someone@example.com", "tel:+123", "javascript:void(0)"])
+def test_iri_request_raises_iri_error_for_what_scrapy_cannot_request(href):
+    with pytest.raises(IRIError, match="scheme"):
+        iri_request(href, base="http://a.example/")
+
+
+def test_a_link_with_an_absurd_port_does_not_cost_the_page_its_other_links():
+    body = '<a href="http://a.example:' + "1" * 5000 + '/">x</a><a href="/ok">ok</a>'
+    response = HtmlResponse("http://a.example/", body=body.encode(), encoding="utf-8")
+    urls = [link.url for link in IRILinkExtractor(unique=True, canonicalize=True).extract_links(response)]
+    assert urls[-1] == "http://a.example/ok"

@@ -209,10 +209,11 @@ class IRIRequestFingerprinter:
         if rung is Rung.STRING:
             form = string_form(request.url, keep_fragment)
             return RequestIdentity(digest(request.method, form, request.body), Rung.STRING, 0)
+        # Scrapy sends a verbatim_url request exactly as written: no lenient
+        # preprocessing ('\\' -> '/', trimming) may merge it with another URL.
+        lenient = self.config.lenient and not request.meta.get("verbatim_url")
         try:
-            forms = url_forms(
-                request.url, rung, keep_fragment=keep_fragment, lenient=self.config.lenient, store=store
-            )
+            forms = url_forms(request.url, rung, keep_fragment=keep_fragment, lenient=lenient, store=store)
         except IRIError as exc:
             form = string_form(request.url, keep_fragment)
             return RequestIdentity(digest(request.method, form, request.body), Rung.STRING, 0, str(exc))

@@ -180,7 +180,10 @@ def iri_request(
     url = request_url(absolute, encoding=kwargs.get("encoding"))
     if safe_url_string(url, kwargs.get("encoding") or "utf-8") != url:
         kwargs["meta"] = {**(kwargs.get("meta") or {}), "verbatim_url": True}
-    return request_cls(url, **kwargs)
+    try:
+        return request_cls(url, **kwargs)
+    except ValueError as exc:  # e.g. Scrapy refuses mailto:, tel:, javascript: URLs
+        raise IRIError(f"Scrapy cannot request {url!r}: {exc}", "scheme", 0) from exc
 
 
 def ascii_domains(domains: str | Iterable[str]) -> set[str]:
