@@ -72,6 +72,8 @@ def crawl(web: SimulatedWeb, label: str, uses_iri: bool, args: list[str]) -> Run
             sys.executable, "-m", "scrapy", "crawl", "web",
             "-O", str(items_path), "-a", f"stats_file={stats_path}", *args,
         ]
+        if uses_iri:  # a fresh equivalence store per run: every demo starts cold, the same way
+            command += ["-s", f"IRI_STORE=sqlite:///{Path(tmp, 'store.sqlite')}"]
         process = subprocess.run(command, cwd=HERE, env=env, capture_output=True, text=True, timeout=300)
         run = Run(label, uses_iri, process.returncode, log=process.stderr)
         if items_path.exists():
@@ -126,8 +128,8 @@ def report(web: SimulatedWeb, runs: list[Run]) -> str:
 
 
 def project_rung() -> str:
-    """IRI_RUNG as demo/settings.py sets it."""
-    return str(runpy.run_path(str(HERE / "demo" / "settings.py")).get("IRI_RUNG", "scheme"))
+    """IRI_RUNG as demo/settings.py sets it, else the add-on's default (protocol)."""
+    return str(runpy.run_path(str(HERE / "demo" / "settings.py")).get("IRI_RUNG", "protocol"))
 
 
 def main(argv: list[str] | None = None) -> int:

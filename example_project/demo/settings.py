@@ -4,11 +4,10 @@ BOT_NAME = "demo"
 SPIDER_MODULES = ["demo.spiders"]
 NEWSPIDER_MODULE = "demo.spiders"
 
-# The one line scrapy-iri needs: IRI-aware dupefilter and request
-# fingerprinter. IRI_RUNG picks how far URLs are compared ("string",
-# "syntax", "scheme" (the default) or "protocol").
+# The one line scrapy-iri needs: IRI-aware dupefilter, request fingerprinter
+# and redirect handling. IRI_RUNG picks how far URLs are compared ("string",
+# "syntax", "scheme" or "protocol", the add-on's default).
 ADDONS = {"scrapy_iri.Addon": 0}
-IRI_RUNG = "scheme"
 
 # The demo web is served by a local proxy (run_demo.py sets http_proxy and
 # https_proxy); keep the crawl quiet and self-contained.
