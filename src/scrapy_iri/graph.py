@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import errno
 import gzip
 import io
 import json
@@ -296,25 +297,65 @@ def _columns(header: list[str], name: str) -> tuple[int, int]:
     return found[0], found[1]
 
 
-def _csv_record(line: str, lines: Iterator[str]) -> tuple[str, int, list[str] | None, str | None]:
-    """A record with quotes: (original text, physical lines, fields or None, error).
+# A record may run over this many physical lines or characters at most: past
+# either, an opening quote is taken to be unbalanced (see _csv_record).
+_MAX_RECORD_LINES = 1000
+_MAX_RECORD_CHARS = 1 << 20
 
-    A quoted field may hold line breaks: the record goes on while its count
-    of ``"`` is odd (escaped quotes come in pairs), like the csv module's.
+
+def _csv_record(line: str, lines: Iterator[str]) -> tuple[list[str], list[str] | None, str | None]:
+    """A record with quotes: (its physical lines, fields or None, error).
+
+    The csv module reads it (strict), pulling more lines from ``lines`` only
+    while a quoted field is open. A field is quoted only when it starts with
+    ``"``; a ``"`` inside an unquoted field is a literal character, as in the
+    csv module. A record may span at most ``_MAX_RECORD_LINES`` lines and
+    ``_MAX_RECORD_CHARS`` characters.
     """
     parts = [line]
-    quotes = line.count('"')
-    while quotes % 2:
-        line = next(lines, "")
-        if not line:
-            break
-        parts.append(line)
-        quotes += line.count('"')
-    raw = "".join(parts)
+    status: list[str] = []  # "capped" or "eof" when the feed stopped early
+
+    def feed() -> Iterator[str]:
+        yield line
+        size = len(line)
+        while True:
+            if len(parts) >= _MAX_RECORD_LINES or size >= _MAX_RECORD_CHARS:
+                status.append("capped")
+                return
+            more = next(lines, None)
+            if more is None:
+                status.append("eof")
+                return
+            parts.append(more)
+            size += len(more)
+            yield more
+
     try:
-        return raw, len(parts), next(csv.reader((raw,), strict=True), []), None
+        return parts, next(csv.reader(feed(), strict=True), []), None
     except csv.Error as exc:
-        return raw, len(parts), None, f"CSV: {exc}"
+        if status == ["capped"]:
+            limit = f"{_MAX_RECORD_LINES:,} lines or {_MAX_RECORD_CHARS >> 20} MiB"
+            return parts, None, f"CSV: a quoted field runs over more than {limit} (is a quote missing?)"
+        if status == ["eof"]:
+            return parts, None, "CSV: a quoted field is still open at the end of the input (is a quote missing?)"
+        return parts, None, f"CSV: {exc}"
+
+
+def _line_breaks(parts: list[str]) -> int:
+    """The line numbers a record's lines advance past its first: LF line ends only
+    (a CRLF is one); a lone CR inside a quoted field does not count."""
+    return sum(1 for part in parts[:-1] if part.endswith("\n"))
+
+
+def _pushback(lines: Iterator[str], pending: list[str]) -> Iterator[str]:
+    """``lines``, with the lines in ``pending`` (a stack: the last one first) read before."""
+    while True:
+        while pending:
+            yield pending.pop()
+        raw = next(lines, None)
+        if raw is None:
+            return
+        yield raw
 
 
 def _csv_rows(lines: Iterator[str], name: str) -> tuple[str, Iterator[Row]]:
@@ -322,33 +363,56 @@ def _csv_rows(lines: Iterator[str], name: str) -> tuple[str, Iterator[Row]]:
     if not first:
         raise GraphError(f"{name}: {_EMPTY}")
     if '"' in first:
-        header_raw, number, header, error = _csv_record(first, lines)
+        parts, header, error = _csv_record(first, lines)
         if header is None:
             raise GraphError(f"{name}:1: unreadable header: {error}")
+        header_raw, number = "".join(parts), 1 + _line_breaks(parts)
     else:
         header_raw, number, header = first, 1, first.rstrip("\r\n").split(",")
     si, ti = _columns(header, name)
     width = len(header)
 
     def rows(number: int) -> Iterator[Row]:
-        for raw in lines:
-            number += 1
-            if '"' not in raw:  # the common case: no quoting, the fields are between the commas
-                fields = raw.rstrip("\r\n").split(",")
-                if len(fields) == width:
-                    yield number, fields[si], fields[ti], raw, None
-                elif fields != [""]:  # an empty line holds no edge
-                    yield number, "", "", raw, f"expected {width} fields, found {len(fields)}"
-                continue
-            start = number
-            raw, count, record, error = _csv_record(raw, lines)
-            number += count - 1
-            if record is None:
-                yield start, "", "", raw, error
-            elif len(record) == width:
-                yield start, record[si], record[ti], raw, None
+        # ``number`` is the line of ``raw``: LF line ends count, and a lone CR where it ends a record.
+        source = lines
+        pending: list[str] | None = None
+        reader = csv.reader
+        while True:
+            for raw in source:
+                number += 1
+                if '"' not in raw:  # the common case: no quoting, the fields are between the commas
+                    fields = raw.rstrip("\r\n").split(",")
+                    if len(fields) == width:
+                        yield number, fields[si], fields[ti], raw, None
+                    elif fields != [""]:  # an empty line holds no edge
+                        yield number, "", "", raw, f"expected {width} fields, found {len(fields)}"
+                    continue
+                try:  # most quoted records end on their line (if not, strict mode fails at its end)
+                    parts, record, error = [raw], next(reader((raw,), strict=True)), None
+                except csv.Error:
+                    parts, record, error = _csv_record(raw, source)
+                if record is not None and len(record) != width:
+                    error = f"expected {width} fields, found {len(record)}"
+                if error is None:
+                    assert record is not None
+                    yield number, record[si], record[ti], "".join(parts), None
+                    number += _line_breaks(parts)
+                    continue
+                if len(parts) == 1:
+                    yield number, "", "", raw, error
+                    continue
+                # A bad record over several lines: only its first line is bad, and
+                # reading goes on at the next one, so one stray quote costs one row.
+                spanned = f"read as one record over {len(parts):,} lines; only this line is skipped"
+                yield number, "", "", raw, f"{error} ({spanned})"
+                if pending is None:
+                    pending = []
+                    source = _pushback(source, pending)
+                    pending.extend(reversed(parts[1:]))
+                    break  # go on with the new source
+                pending.extend(reversed(parts[1:]))
             else:
-                yield start, "", "", raw, f"expected {width} fields, found {len(record)}"
+                return
 
     return header_raw, rows(number)
 
@@ -428,40 +492,114 @@ def _open_input(name: str, stdin: Any, newline: str) -> tuple[TextIO, Any, int |
     return text, (raw if total is not None else None), total, closing
 
 
+def _rename_target(name: str) -> tuple[str, os.stat_result | None] | None:
+    """Where a temporary file is renamed to for ``name``: the resolved path (so a
+    symlink keeps pointing at the new content) and the existing file's status, or
+    None when ``name`` exists but is no regular file (a device, a FIFO): that is
+    written directly, never replaced."""
+    try:
+        info = os.stat(name)  # follows symlinks
+    except FileNotFoundError:
+        return os.path.realpath(name), None  # a new file, or what a dangling symlink names
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, name) from None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    target = os.path.realpath(name)
+    try:
+        same = os.path.samestat(os.stat(target), info)
+    except OSError:
+        same = False
+    return (target, info) if same else None  # e.g. /proc/self/fd/N of a deleted file: write through it
+
+
+def _temporary(target: str, name: str) -> tuple[str, int]:
+    directory, base = os.path.split(target)
+    for attempt in range(100):
+        tmp = os.path.join(directory, f".{base}.{os.getpid()}.{attempt}.part")
+        try:
+            return tmp, os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, name) from None
+    raise OSError(errno.EEXIST, "cannot create a temporary file next to it", name)
+
+
 @contextmanager
-def _output(name: str, stdout: TextIO | None) -> Iterator[TextIO]:
-    """A text stream for ``name``: stdout for ``-``, else a temporary file next to
-    it that replaces ``name`` only when the block ends without an exception.
+def _output(
+    name: str, stdout: TextIO | None, *, errors: str = "strict", keep_on_error: bool = False
+) -> Iterator[TextIO]:
+    """A text stream for ``name``: stdout for ``-``; for a regular file (or a new
+    one), a temporary file in the resolved target's directory that replaces it
+    only when the block ends without an exception (or, with ``keep_on_error``,
+    in any case); anything else (``/dev/null``, a FIFO) is written directly.
     Gzip-compressed when the name ends in ``.gz``."""
     if name == "-":
         stream = stdout if stdout is not None else sys.stdout
         yield stream
         stream.flush()
         return
-    path = Path(name)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # the umask applies
-    except OSError as exc:
-        raise OSError(exc.errno, exc.strerror, name) from None
-    file = os.fdopen(fd, "wb", buffering=_BUFFER)
+    found = _rename_target(name)
+    tmp = target = None
+    if found is None:
+        try:
+            file = open(name, "wb", buffering=_BUFFER)  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, name) from None
+    else:
+        target, info = found
+        tmp, fd = _temporary(target, name)
+        if info is not None:  # keep the permissions of the file it replaces
+            with suppress(OSError):
+                os.fchmod(fd, stat.S_IMODE(info.st_mode) & 0o777)
+        file = os.fdopen(fd, "wb", buffering=_BUFFER)
     stream = None
-    try:
-        binary: Any = file
-        if path.name.lower().endswith(".gz"):
-            binary = gzip.GzipFile(filename=path.name[:-3], mode="wb", compresslevel=6, fileobj=file)
-        stream = io.TextIOWrapper(binary, encoding="utf-8", newline="")
-        yield stream
+
+    def finish() -> None:
+        assert stream is not None
         stream.close()  # a GzipFile writes its trailer but leaves ``file`` open
         file.close()
-        os.replace(tmp, path)
+        if tmp is not None:
+            os.replace(tmp, target)  # type: ignore[arg-type]
+
+    try:
+        binary: Any = file
+        base = os.path.basename(name)
+        if base.lower().endswith(".gz"):
+            binary = gzip.GzipFile(filename=base[:-3], mode="wb", compresslevel=6, fileobj=file)
+        stream = io.TextIOWrapper(binary, encoding="utf-8", errors=errors, newline="")
+        try:
+            yield stream
+        except BaseException:
+            if keep_on_error:
+                finish()
+            raise
+        finish()
     except BaseException:
         with suppress(Exception):
             if stream is not None:
                 stream.close()
-        file.close()
-        tmp.unlink(missing_ok=True)
+        with suppress(Exception):
+            file.close()
+        if tmp is not None:
+            with suppress(OSError):
+                os.unlink(tmp)
         raise
+
+
+def _same_files(outputs: list[tuple[str, str]]) -> None:
+    """Refuse two outputs (label, name) that are one regular (or new) file: they would overwrite each other."""
+    seen: dict[str, tuple[str, str]] = {}
+    for label, name in outputs:
+        if name == "-":
+            continue
+        found = _rename_target(name)
+        if found is None:  # /dev/null twice is fine
+            continue
+        other = seen.setdefault(found[0], (label, name))
+        if other[0] != label:
+            raise GraphError(f"{other[0]} {other[1]} and {label} {name} are the same file")
 
 
 def normalize_graph_file(
@@ -486,14 +624,21 @@ def normalize_graph_file(
 
     ``on_bad(line, reason)`` hears of each bad row; ``bad_rows`` keeps their
     original text (after the input's header line, for CSV and TSV).
-    ``fail_fast`` raises :class:`GraphError` at the first. Output files are
-    written to a temporary name and renamed at the end, so a failed run
-    leaves no partial ``dst`` or ``aliases``. ``progress(rows, position,
-    size)`` is called every few thousand rows and once at the end.
+    ``fail_fast`` raises :class:`GraphError` at the first. An output that is
+    a regular file (or new) is written to a temporary name next to the file
+    it resolves to and renamed onto that at the end, so a failed run leaves
+    no partial ``dst`` or ``aliases`` (``bad_rows`` is kept) and a symlink
+    keeps pointing at the new content; any other output (``/dev/null``, a
+    FIFO) is written directly. ``progress(rows, position, size)`` is called
+    every few thousand rows and once at the end.
     """
     src, dst = os.fspath(src), os.fspath(dst)
-    if dst == "-" and aliases is not None and os.fspath(aliases) == "-":
-        raise GraphError("OUT and --aliases cannot both be stdout")
+    outputs = {"OUT": dst, "--aliases": aliases, "--bad-rows": bad_rows}
+    named = [(label, os.fspath(value)) for label, value in outputs.items() if value is not None]
+    to_stdout = [label for label, value in named if value == "-"]
+    if len(to_stdout) > 1:
+        raise GraphError(f"{' and '.join(to_stdout)} cannot both be stdout")
+    _same_files(named)
     fmt = fmt or detect_format(src)
     if fmt not in _READERS:
         raise GraphError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
@@ -521,8 +666,9 @@ def normalize_graph_file(
                 normalizer.on_alias = write_alias
             rejects = None
             if bad_rows is not None:
+                # kept when the run fails (--fail-fast shows the row that stopped it)
                 rejects = stack.enter_context(
-                    open(bad_rows, "w", encoding="utf-8", errors="surrogateescape", newline="")  # noqa: SIM115
+                    _output(os.fspath(bad_rows), stdout, errors="surrogateescape", keep_on_error=True)
                 )
                 rejects.write(header)
             add = normalizer._add
