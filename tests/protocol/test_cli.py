@@ -80,3 +80,16 @@ def test_store_from_the_environment(store_path: Path, capsys: pytest.CaptureFixt
 def test_rules_are_judged_with_the_crawl_settings(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "store", "--store", str(store_path), "--min-observations", "5", "stats")
     assert code == 0 and "rules/active\t0" in out and "rules/candidate\t1" in out
+
+
+def test_rules_are_judged_with_the_policy_the_crawl_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from scrapy_iri.store import LearningPolicy, open_store
+
+    path = tmp_path / "crawl.db"
+    with open_store(f"sqlite:///{path}", policy=LearningPolicy(min_observations=5)) as store:
+        for i in range(1, 4):
+            store.record_redirect(f"http://a.example/topic-{i}", 301, f"http://a.example/topic-{i}/")
+    code, out, _ = run(capsys, "store", "--store", str(path), "stats")
+    assert code == 0 and "rules/active\t0" in out and "rules/candidate\t1" in out
+    code, out, _ = run(capsys, "store", "--store", str(path), "--min-observations", "3", "stats")
+    assert code == 0 and "rules/active\t1" in out

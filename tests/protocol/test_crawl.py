@@ -211,3 +211,34 @@ def test_verified_predictions_still_fetch_every_page_once(tmp_path: Path) -> Non
         assert web.resource_ids() - result.resource_ids == set()
         assert all(n == 1 for rid, n in result.counts["resources"].items() if rid != "family:home")
         assert result.stat("iri/verified") >= 1 and result.stat("iri/rewritten") == 0
+
+
+def early_twin_site() -> Site:
+    """/d-7 and /d-9 are queued before the slash rule is learned; /d-7 and /d-7/ are two pages."""
+    site = Site("early.example", policies=[SlashRedirect()])
+    site.page("early:home", "/", "/d-1", "/d-2", "/d-3", "/d-7", "/d-9", "/d-7/")
+    for k in (1, 2, 3):
+        site.page(f"early:d-{k}", f"/d-{k}/")
+    site.page("early:d-7-file", "/d-7")
+    site.page("early:d-7-dir", "/d-7/")
+    site.page("early:d-9-file", "/d-9")  # /d-9/ answers 404: the rule is checked and contradicted
+    return site
+
+
+def test_a_request_rewritten_after_its_filing_comes_back_when_the_rule_falls(tmp_path: Path) -> None:
+    """/d-7 is filed under its own URL, rewritten to /d-7/ once the rule is learned, and must be
+    fetched when the rule is contradicted (the dupefilter has seen it: it would drop it)."""
+    settings = {
+        **ADDON,
+        "IRI_STORE": f"sqlite:///{tmp_path / 'store.db'}",
+        "IRI_VERIFY_SHARE": 0,
+        "CONCURRENT_REQUESTS": 1,
+        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+    }
+    with SimulatedWeb([early_twin_site()]) as web:
+        result = run_crawl(web, settings=settings)
+        assert result.returncode == 0, result.log[-3000:]
+        assert web.resource_ids() - result.resource_ids == set()
+        assert result.stat("iri/contradicted") == 1
+        assert result.stat("iri/rescheduled") >= 1
+        assert all(n == 1 for n in result.counts["resources"].values())

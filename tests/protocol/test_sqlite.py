@@ -109,7 +109,7 @@ WRITER = textwrap.dedent(
 
     store = open_store(sys.argv[1], batch_size=10**9, flush_interval=1e9)
     # announce each transaction as it starts, so that the parent can kill inside it
-    store._db.set_trace_callback(lambda sql: sql == "BEGIN" and print("begin", flush=True))
+    store._db.set_trace_callback(lambda sql: sql.startswith("BEGIN") and print("begin", flush=True))
     i = 0
     while True:
         for _ in range({batch}):
@@ -176,7 +176,7 @@ def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
     with open_store(uri(path)) as store:
         teach(store)
     db = sqlite3.connect(path)
-    db.executescript("DROP TABLE declared_case; PRAGMA user_version = 1;")
+    db.executescript("DROP TABLE declared_case; DROP TABLE meta; PRAGMA user_version = 1;")
     db.close()
     with open_store(uri(path), create=False) as store:
         assert store.representative("http://a.example/topic-9") == "http://a.example/topic-9/"
@@ -184,6 +184,93 @@ def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
             store.record_redirect(f"http://iis.example/docs/page-{i}", 301, f"http://iis.example/Docs/Page-{i}")
         store.record_response("http://iis.example/Docs/Page-7", 200)
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     db.close()
     assert _rows(path, "declared_case") == 1
+
+
+def test_a_counterexample_written_by_another_process_is_never_overwritten(tmp_path: Path) -> None:
+    """Two crawls share one file: B records a counterexample, A (opened before) learns and flushes after."""
+    path = tmp_path / "store.db"
+    a, b = open_store(uri(path)), open_store(uri(path))
+    b.record_response("http://h.example/both-1", 200)
+    b.flush()
+    for k in (2, 3, 4):
+        a.record_redirect(f"http://h.example/both-{k}", 301, f"http://h.example/both-{k}/")
+    a.flush()
+    assert a.representative("http://h.example/both-9") == "http://h.example/both-9"  # A sees B's counterexample
+    a.close()
+    b.close()
+    with open_store(uri(path), create=False) as c:
+        rule = next(r for r in c.rules() if r.key.kind == "add-slash")
+        assert (rule.support, rule.against) == (3, 1)
+        assert c.representative("http://h.example/both-9") == "http://h.example/both-9"
+
+
+def test_support_from_two_processes_adds_up(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    a, b = open_store(uri(path)), open_store(uri(path))
+    teach(a)
+    a.flush()
+    for i in range(4, 6):
+        b.record_redirect(f"http://a.example/topic-{i}", 301, f"http://a.example/topic-{i}/")
+    b.close()
+    a.close()
+    with open_store(uri(path), create=False) as c:
+        assert next(iter(c.rules())).support == 5
+
+
+_OPEN = """
+import sys, time
+import scrapy_iri.store.sqlite
+from scrapy_iri.store import open_store
+start = float(sys.argv[2])
+while time.time() < start:
+    pass
+open_store("sqlite:///" + sys.argv[1]).close()
+"""
+
+
+def test_concurrent_first_opens_of_a_new_store(tmp_path: Path) -> None:
+    import time
+
+    for trial in range(3):
+        path = tmp_path / f"s{trial}.db"
+        start = time.time() + 1.0
+        procs = [
+            subprocess.Popen([sys.executable, "-c", _OPEN, str(path), str(start)], stderr=subprocess.PIPE, text=True)
+            for _ in range(6)
+        ]
+        errors = [err for p in procs if (err := p.communicate()[1]) and p.returncode]
+        assert all(p.returncode == 0 for p in procs), errors
+
+
+def test_the_crawl_policy_is_recorded_and_used_by_readers(tmp_path: Path) -> None:
+    from scrapy_iri.store import LearningPolicy
+
+    path = tmp_path / "store.db"
+    policy = LearningPolicy(min_observations=5, sink_fanin=3, max_chain=4)
+    with open_store(uri(path), policy=policy) as store:
+        teach(store)
+    with open_store(uri(path), create=False) as store:
+        assert store.policy == policy
+        assert store.representative("http://a.example/topic-9") == "http://a.example/topic-9"
+    with open_store(uri(path), create=False, policy=LearningPolicy()) as store:  # an explicit policy wins
+        assert store.representative("http://a.example/topic-9") == "http://a.example/topic-9/"
+    with open_store(uri(path), create=False) as store:  # and is not recorded by a reader
+        assert store.policy == policy
+
+
+def test_a_locked_database_does_not_escape_from_record(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    store = open_store(uri(path), batch_size=2)
+    store._db.execute("PRAGMA busy_timeout = 0")  # type: ignore[attr-defined]
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    teach(store)  # batches are due: the flush fails, the writes are kept
+    assert store.representative("http://a.example/topic-9") == "http://a.example/topic-9/"
+    other.execute("COMMIT")
+    other.close()
+    store.close()
+    with open_store(uri(path), create=False) as store:
+        assert store.representative("http://a.example/topic-9") == "http://a.example/topic-9/"

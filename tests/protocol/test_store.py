@@ -389,3 +389,36 @@ def test_declared_cases_are_forgotten(store: EquivalenceStore) -> None:
     assert rep(store, "http://iis.example/DOCS/PAGE-7") == "http://iis.example/DOCS/PAGE-7"
     assert store.forget_host("iis.example") >= 2  # the rule and the other document
     assert store.stats()["declared_cases"] == 0
+
+
+# -- review fixes -------------------------------------------------------------------
+
+
+def test_sink_sources_are_told_apart_by_their_query(store: EquivalenceStore) -> None:
+    """/item?id=1..10 -> /login are ten sources: /login is a sink, none of them an alias of it."""
+    for k in range(1, 11):
+        store.record_redirect(f"http://shop.example/item?id={k}", 301, "http://shop.example/login?next=x")
+    assert store.stats()["sinks"] == 1
+    for k in range(1, 11):
+        assert rep(store, f"http://shop.example/item?id={k}") == f"http://shop.example/item?id={k}"
+
+
+def test_userinfo_never_makes_an_alias_even_without_context(store: EquivalenceStore) -> None:
+    assert not store.record_redirect("http://u:p@a.example/old", 301, "http://a.example/new").learned_alias
+    assert not store.record_redirect("http://a.example/old2", 301, "http://u@a.example/new").learned_alias
+    assert store.stats()["aliases"] == 0
+    for i in (1, 2, 3):
+        store.record_redirect(f"http://u@a.example/topic-{i}", 301, f"http://u@a.example/topic-{i}/")
+    assert rep(store, "http://u@a.example/topic-9") == "http://u@a.example/topic-9"
+
+
+def test_a_dropped_case_alias_forgets_its_case(store: EquivalenceStore) -> None:
+    from scrapy_iri.store.rules import case_key
+
+    store.record_redirect("http://a.example/DOCS", 301, "http://a.example/Docs")
+    store.record_redirect("http://a.example/docs", 301, "http://a.example/Docs")
+    key = case_key("http://a.example/Docs")
+    store.record_response("http://a.example/DOCS", 200)
+    assert store._case_target(key) == "http://a.example/Docs"  # /docs still declares it
+    store.record_response("http://a.example/docs", 200)
+    assert store._case_target(key) is None

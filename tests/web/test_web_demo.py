@@ -41,5 +41,8 @@ def test_baseline_half(tmp_path: Path) -> None:
 def test_both_crawls(tmp_path: Path) -> None:
     process, runs = run_demo(tmp_path=tmp_path)
     assert process.returncode == 0, process.stderr[-3000:]
-    assert [run["label"] for run in runs] == ["Scrapy defaults", "scrapy-iri (scheme)"]
+    # the demo project relies on the add-on's default rung: protocol
+    assert [run["label"] for run in runs] == ["Scrapy defaults", "scrapy-iri (protocol)"]
     assert runs[1]["report"]["  at the scheme rung"] != "-"
+    assert runs[1]["report"]["distinct resources reached"] == "47 / 47"
+    assert runs[1]["report"]["trap resources reached"] == "24 / 24"

@@ -140,6 +140,8 @@ class RedirectLearningMiddleware:
         self.verify_share = config.verify_share
         self.rewrite = config.rewrite
         self.held: dict[str, Request] = {}
+        #: scheme forms fetched as they are, or scheduled to be (past the dupefilter): never twice
+        self.fetched: set[str] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -151,6 +153,7 @@ class RedirectLearningMiddleware:
         crawler.signals.connect(middleware.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(middleware.request_dropped, signal=signals.request_dropped)
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(middleware.spider_idle, signal=signals.spider_idle)
         return middleware
 
     # -- scheduling: remember where the dupefilter files a request ---------------
@@ -193,7 +196,15 @@ class RedirectLearningMiddleware:
         }
         # Filed under this representative already: the filter must let it pass. Filed
         # under its own URL (the store learned meanwhile): the filter judges the target.
-        filed = request.dont_filter or request.meta.get(_FILED_AS) == resolution.representative
+        filed_as = request.meta.get(_FILED_AS)
+        filed = request.dont_filter or filed_as == resolution.representative
+        if filed_as is not None and filed_as != resolution.representative:
+            # Filed under another representative (a rule of the filing was contradicted
+            # meanwhile): that URL is seen but would never be fetched. Fetch it on its own,
+            # unless it now leads where this request goes (the store learned a longer chain).
+            meta.pop(_FILED_AS, None)
+            if self.store.representative(filed_as) != resolution.representative:
+                self._fetch_filing(request, filed_as)
         return request.replace(url=resolution.representative, dont_filter=filed, meta=meta)
 
     @staticmethod
@@ -218,6 +229,9 @@ class RedirectLearningMiddleware:
         """Record one raw exchange (runs before any middleware's ``process_response``)."""
         state = request.meta.pop(_STATE, None)
         filed_as = request.meta.pop(_FILED_AS, None)
+        fetched = _form(request.url)
+        if fetched is not None:
+            self.fetched.add(fetched)
         if state is not None and state[0] in ("rewrite", "restore"):
             request.dont_filter = state[1]  # a redirect of it is filtered as usual
         status = response.status
@@ -259,8 +273,15 @@ class RedirectLearningMiddleware:
                 request.dont_filter = True
                 return
         if _form(request.url) != filed_as:
-            meta = {k: v for k, v in request.meta.items() if k not in (_STATE, META_REWRITTEN_FROM)}
-            self._crawl(request.replace(url=filed_as, dont_filter=True, meta=meta))
+            self._fetch_filing(request, filed_as)
+
+    def _fetch_filing(self, request: Request, filed_as: str) -> None:
+        """Fetch ``filed_as``, the URL the dupefilter holds as seen for ``request``, unless already fetched."""
+        if filed_as in self.fetched:
+            return
+        self.fetched.add(filed_as)
+        meta = {k: v for k, v in request.meta.items() if k not in (_STATE, META_REWRITTEN_FROM, _FILED_AS)}
+        self._crawl(request.replace(url=filed_as, dont_filter=True, meta=meta))
 
     def process_exception(self, request: Request, exception: Exception, spider: Spider | None = None) -> None:
         """A rule-rewritten request that cannot be downloaded (after retries): check the original."""
@@ -313,8 +334,16 @@ class RedirectLearningMiddleware:
         """Schedule again what ``rule`` merged away (its own callback, or the spider's default)."""
         for url in self.store.take_deferred(rule):
             held = self.held.pop(url, None)
-            # a fresh object: the fingerprinter caches identities per request object
-            request = held.replace() if held is not None else Request(url)
+            form = _form(url)
+            if form is not None:
+                # Fetched (or on its way) as it is, or as what it resolves to now: done.
+                if form in self.fetched or self.store.representative(form) in self.fetched:
+                    continue
+                self.fetched.add(form)
+            # A fresh object (the fingerprinter caches identities per request object), past
+            # the dupefilter: it filed this request already (under what the rule predicted,
+            # or under its own URL before a rewrite), so it would drop it as seen.
+            request = held.replace(dont_filter=True) if held is not None else Request(url, dont_filter=True)
             self.stats.inc_value("iri/rescheduled")
             self._crawl(request)
 
@@ -323,6 +352,10 @@ class RedirectLearningMiddleware:
         if engine is None or engine.spider is None:
             return
         engine.crawl(request)
+
+    def spider_idle(self, spider: Spider | None = None) -> None:
+        """Commit what was learned while the crawl waits (a batch otherwise waits for the next write)."""
+        self.store.flush()
 
     def spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
         """Make what was learned durable (the store itself closes when the engine stops)."""

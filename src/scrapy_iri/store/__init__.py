@@ -69,7 +69,23 @@ def open_store(
     """Open the store at ``uri``; ``options`` go to the backend (SQLite: ``batch_size``, ``flush_interval``).
 
     ``create=False`` raises :class:`StoreError` instead of creating a missing file.
+    With a ``policy`` and ``create=True`` (a crawl's store), the policy is
+    recorded in the store; without one, the store is judged with the policy
+    recorded there (the crawl's K, TTL, sink fan-in, chain limit), else the defaults.
     """
+    store = _open(uri, policy=policy, clock=clock, create=create, **options)
+    if policy is None:
+        recorded = store._load_policy()
+        if recorded is not None:
+            store.policy = recorded
+    elif create:
+        store._save_policy(policy)
+    return store
+
+
+def _open(
+    uri: str, *, policy: LearningPolicy | None, clock: Callable[[], float] | None, create: bool, **options: Any
+) -> EquivalenceStore:
     kwargs: dict[str, Any] = {"policy": policy}
     if clock is not None:
         kwargs["clock"] = clock

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .evidence import Alias, Evidence
-from .forms import scheme_form, sink_key, split_form, split_fragment
+from .evidence import USERINFO, Alias, Evidence
+from .forms import has_userinfo, scheme_form, sink_key, source_key, split_form, split_fragment
 from .psl import same_site
 from .rules import (
     BLOCK,
@@ -216,6 +216,13 @@ class EquivalenceStore(ABC):
     @abstractmethod
     def _count_deferred(self) -> int: ...
 
+    def _load_policy(self) -> LearningPolicy | None:
+        """The learning policy a crawl recorded in the store, if the backend keeps one (optional hook)."""
+        return None
+
+    def _save_policy(self, policy: LearningPolicy) -> None:
+        """Record the learning policy a crawl judges rules with (optional hook; default: not kept)."""
+
     def flush(self) -> None:
         """Make everything recorded so far durable (no-op for volatile stores)."""
 
@@ -310,10 +317,14 @@ class EquivalenceStore(ABC):
         if src is None or tgt is None:
             return Outcome(ignored="not a valid URL")
         flags = frozenset(context)
+        if has_userinfo(src) or has_userinfo(tgt):  # credentials in the URL: who asked matters, always
+            flags |= {USERINFO}
         now = self.clock()
         outcome = Outcome()
         notes: list[str] = []
-        sources = self._add_fanin(sink_key(tgt), sink_key(src), self.policy.sink_fanin)
+        # distinct sources by path and query (/item?id=1 and /item?id=2 are two pages); the
+        # target without its query (/login?next=... is /login)
+        sources = self._add_fanin(sink_key(tgt), source_key(src), self.policy.sink_fanin)
         outcome.sink = len(sources) >= self.policy.sink_fanin
         cross_site = not same_site(_host(src), _host(tgt))
 
@@ -362,6 +373,7 @@ class EquivalenceStore(ABC):
         u = scheme_form(url)
         if u is None:
             return Outcome(ignored="not a valid URL")
+        context = frozenset(context) | ({USERINFO} if has_userinfo(u) else frozenset())
         now = self.clock()
         notes = [note] if note else []
         if self._get_alias(u) is not None:

@@ -9,6 +9,7 @@ merged, 2 usage error or no such store.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 from typing import TextIO
@@ -28,8 +29,15 @@ def _uri(value: str | None) -> str:
 
 
 def _open(args: argparse.Namespace, *, create: bool = False) -> EquivalenceStore:
-    policy = LearningPolicy(min_observations=args.min_observations, rule_ttl=args.rule_ttl)
-    return open_store(_uri(args.store), create=create, policy=policy)
+    store = open_store(_uri(args.store), create=create)  # judged with the policy the crawl recorded
+    overrides = {
+        name: value
+        for name, value in (("min_observations", args.min_observations), ("rule_ttl", args.rule_ttl))
+        if value is not None
+    }
+    if overrides:
+        store.policy = dataclasses.replace(store.policy, **overrides)
+    return store
 
 
 def cmd_stats(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -> int:
@@ -79,12 +87,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--store", metavar="URI", help="sqlite:///path or a file path (default: $IRI_STORE)")
     defaults = LearningPolicy()
     parser.add_argument(
-        "--min-observations", type=int, default=defaults.min_observations, metavar="K",
-        help=f"judge rules as a crawl with IRI_RULE_MIN_OBSERVATIONS = K does (default: {defaults.min_observations})",
+        "--min-observations", type=int, default=None, metavar="K",
+        help="judge rules as a crawl with IRI_RULE_MIN_OBSERVATIONS = K does "
+        f"(default: the crawl's, recorded in the store, else {defaults.min_observations})",
     )
     parser.add_argument(
-        "--rule-ttl", type=float, default=defaults.rule_ttl, metavar="SECONDS",
-        help="judge rules as a crawl with IRI_RULE_TTL = SECONDS does (default: 30 days)",
+        "--rule-ttl", type=float, default=None, metavar="SECONDS",
+        help="judge rules as a crawl with IRI_RULE_TTL = SECONDS does (default: the crawl's, else 30 days)",
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 

@@ -73,3 +73,13 @@ def scheme_form(url: str) -> str | None:
 def sink_key(url: str) -> str:
     """The page a redirect lands on, query ignored (``/login?next=...`` is ``/login``)."""
     return url.partition("#")[0].partition("?")[0]
+
+
+def source_key(url: str) -> str:
+    """A page that redirects into a possible sink: its query kept (``/item?id=1`` and ``/item?id=2`` are two)."""
+    return url.partition("#")[0]
+
+
+def has_userinfo(url: str) -> bool:
+    """Whether the scheme form ``url`` has userinfo (``user@host``)."""
+    return "@" in (split_form(url).authority or "")

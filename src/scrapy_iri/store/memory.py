@@ -19,6 +19,8 @@ class MemoryStore(EquivalenceStore):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._aliases: dict[str, Alias] = {}
         self._case_targets: dict[str, str] = {}
+        #: case-only aliases per target (a declared case is forgotten with its last alias)
+        self._case_refs: dict[str, int] = {}
         self._declared_cases: dict[str, str] = {}
         self._rules: dict[str, dict[RuleKey, RuleRecord]] = {}
         self._fanins: dict[str, list[str]] = {}
@@ -30,12 +32,31 @@ class MemoryStore(EquivalenceStore):
         return self._aliases.get(source)
 
     def _put_alias(self, alias: Alias) -> None:
+        old = self._aliases.get(alias.source)
+        if old is not None:
+            self._unref_case(old)
         self._aliases[alias.source] = alias
         if is_case_change(alias.source, alias.target):
             self._case_targets[case_key(alias.target)] = alias.target
+            self._case_refs[alias.target] = self._case_refs.get(alias.target, 0) + 1
 
     def _drop_alias(self, source: str) -> None:
-        self._aliases.pop(source, None)
+        old = self._aliases.pop(source, None)
+        if old is not None:
+            self._unref_case(old)
+
+    def _unref_case(self, alias: Alias) -> None:
+        """Forget the case ``alias`` declared once no other case-only alias declares it."""
+        if not is_case_change(alias.source, alias.target):
+            return
+        left = self._case_refs.get(alias.target, 0) - 1
+        if left > 0:
+            self._case_refs[alias.target] = left
+            return
+        self._case_refs.pop(alias.target, None)
+        key = case_key(alias.target)
+        if self._case_targets.get(key) == alias.target:
+            del self._case_targets[key]
 
     def _iter_aliases(self) -> Iterator[Alias]:
         return iter(list(self._aliases.values()))
