@@ -231,3 +231,89 @@ def test_a_restart_lets_the_next_request_through_rather_than_retry_it(make_filte
     assert not seen(a, "http://ex.example/3")  # a new connection
     assert stats(a)["iri/redis/sadd"] == 2
     assert redis_server.client().scard("scrapy-iri:seen-tests:seen") == 3
+
+
+@pytest.mark.filterwarnings("ignore:Passing a .spider. argument")  # scrapy-redis 0.9.1 on Scrapy 2.19
+def test_scrapy_redis_outage_does_not_mark_an_unqueued_request_seen(redis_url, redis_server):
+    """scrapy-redis's queue is in Redis: a request let through during an outage never reached it,
+    so its key must not be recorded (here or, later, in Redis), or nobody would ever fetch it."""
+    pytest.importorskip("scrapy_redis", reason="scrapy-redis is not installed (pip install scrapy-redis)")
+    from scrapy_redis.scheduler import Scheduler as RedisScheduler
+
+    crawler = make_crawler(
+        REDIS_URL=redis_url, IRI_STORE="redis:", SCHEDULER_PERSIST=True, DUPEFILTER_CLASS="scrapy_iri.IRIDupeFilter"
+    )
+    crawler.spider = spider = SeenSpider.from_crawler(crawler)
+    scheduler = RedisScheduler.from_crawler(crawler)
+    scheduler.open(spider)
+    assert scheduler.enqueue_request(Request("http://ex.example/warm-up"))
+    redis_server.kill()
+    request = Request("http://ex.example/page-1")
+    with pytest.raises(Exception):  # noqa: B017 - scrapy-redis's push fails: the request is not queued
+        scheduler.enqueue_request(request)
+    assert crawler.stats.get_value("iri/redis/unchecked") == 1
+    redis_server.start()
+    state = redis_seen.crawl_redis(crawler)
+    state.outage.next_attempt = 0
+    assert state.probe()
+    client = redis_server.client()
+    key = crawler.request_fingerprinter.fingerprint(request)[:12]
+    assert not client.sismember("scrapy-iri:seen-tests:seen", key)  # another process may take it
+    assert scheduler.enqueue_request(Request("http://ex.example/page-1"))  # and so may this one
+    assert client.zcard(f"{spider.name}:requests") == 2
+    scheduler.close("finished")
+
+
+def test_a_full_redis_is_an_outage_until_writes_succeed(make_filter, redis_server):
+    """maxmemory reached (or a read-only replica): PING answers, writes fail. The outage clock must
+    keep running, so that IRI_REDIS_RETRY_TIMEOUT fires."""
+    import os
+    import time
+
+    a = make_filter(IRI_REDIS_RETRY_TIMEOUT=0.5)
+    state = redis_seen.crawl_redis(a.crawler)
+    client = redis_server.client()
+    client.config_set("maxmemory-policy", "noeviction")
+    client.config_set("maxmemory", 1)
+    try:
+        assert a.seen.add(os.urandom(12)) is None  # let through
+        assert state.outage.down
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            state.outage.next_attempt = 0
+            assert not state.probe()  # a PING would succeed; the write probe does not
+            a.seen.add(os.urandom(12))
+            time.sleep(0.05)
+        assert state.outage.down and state.outage.elapsed() >= 0.9
+        assert a.crawler.stats.get_value("iri/redis/outages") == 1
+        assert len(a.seen.unchecked) >= 2
+    finally:
+        client.config_set("maxmemory", 0)
+    state.outage.next_attempt = 0
+    assert state.probe()  # writes work again: replayed, then the outage ends
+    assert not state.outage.down and not a.seen.unchecked
+
+
+def test_the_outage_ends_only_when_the_replay_succeeds(make_filter, redis_server, monkeypatch):
+    a = make_filter()
+    state = redis_seen.crawl_redis(a.crawler)
+    redis_server.kill()
+    assert not seen(a, "http://ex.example/during")
+    redis_server.start()
+    monkeypatch.setattr(a.seen, "replay", lambda: (_ for _ in ()).throw(OSError("replay failed")))
+    state.outage.next_attempt = 0
+    since = state.outage.since
+    assert not state.probe()
+    assert state.outage.down and state.outage.since == since  # the clock was not reset
+    monkeypatch.undo()
+    state.outage.next_attempt = 0
+    assert state.probe() and not state.outage.down
+    assert a.crawler.stats.get_value("iri/redis/replayed") == 1
+
+
+def test_with_a_jobdir_the_store_saves_its_pending_writes_there(redis_url, tmp_path):
+    crawler = make_crawler(IRI_STORE=redis_url, JOBDIR=str(tmp_path))
+    store = redis_seen.open_crawler_store(crawler)
+    assert store.pending_path == tmp_path / redis_seen.STORE_PENDING_FILE
+    store.close()
+    assert redis_seen.open_crawler_store(make_crawler(IRI_STORE=redis_url)).pending_path is None

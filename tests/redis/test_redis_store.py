@@ -187,7 +187,7 @@ def test_a_batch_is_applied_at_most_once(make_store, redis_server):
         "e": [],
         "d": [],
     }
-    args = [a.keys.store, uuid.uuid4().hex, json.dumps(batch), 1.0, 1e9, 10, 10]
+    args = [a.keys.store, uuid.uuid4().hex, json.dumps(batch), 1.0, 1e9, 10, 10, 600]
     assert a._batch(args=args)[0] == b"ok"
     assert a._batch(args=args)[0] == b"dup"  # a retried call after a lost reply
     raw = redis_server.client().hget(a.keys.rules("http://ex.example"), "add-slash plain")
@@ -325,3 +325,167 @@ def test_a_flush_cut_short_resends_only_what_was_not_applied(make_store, monkeyp
     [record] = [r for r in b.rules() if r.key.kind == "add-slash"]
     assert record.support == 3  # not 4 or 5: nothing applied twice
     assert len(list(b.aliases())) == 3 and b.stats()["evidence"] == 3
+
+
+# -- concurrent writers: the newest observation wins, whatever the flush order ---------------------
+
+
+def test_a_stale_alias_write_does_not_undo_a_later_answer(make_store):
+    """A observes a 301, B later sees the source answer for itself; A flushes last: no alias anywhere."""
+    clock = Clock()
+    a, b = make_store(auto_sync=False, clock=clock), make_store(auto_sync=False, clock=clock)
+    a.record_redirect("http://h.example/old", 301, "http://h.example/new")  # t0, pending in a
+    clock.now += 1
+    b.record_response("http://h.example/old", 200)  # t1 > t0; b does not know the alias yet
+    b.sync()  # b's answer reaches Redis first
+    a.sync()  # a's older alias arrives later: refused, and a reads the entry back
+    b.sync()
+    for store in (a, b, make_store(auto_sync=False)):
+        assert store.representative("http://h.example/old") == "http://h.example/old"
+
+
+def test_a_stale_alias_write_does_not_resurrect_a_dropped_alias(make_store):
+    clock = Clock()
+    a, b = make_store(auto_sync=False, clock=clock), make_store(auto_sync=False, clock=clock)
+    a.record_redirect("http://h.example/old", 301, "http://h.example/new")
+    a.sync()
+    b.sync()
+    clock.now += 1
+    a.record_redirect("http://h.example/old", 301, "http://h.example/newer")  # t1, pending in a
+    clock.now += 1
+    b.record_response("http://h.example/old", 200)  # t2: b drops the alias it knows
+    b.sync()
+    a.sync()
+    b.sync()
+    for store in (a, b, make_store(auto_sync=False)):
+        assert store.representative("http://h.example/old") == "http://h.example/old"
+    clock.now += 1  # a newer 301 is newer evidence: learned again
+    b.record_redirect("http://h.example/old", 301, "http://h.example/new")
+    b.sync()
+    a.sync()
+    assert a.representative("http://h.example/old") == "http://h.example/new"
+
+
+def test_newer_alias_wins_whichever_flushes_first(make_store):
+    clock = Clock()
+    a, b = make_store(auto_sync=False, clock=clock), make_store(auto_sync=False, clock=clock)
+    a.record_redirect("http://h.example/old", 301, "http://h.example/one")
+    clock.now += 1
+    b.record_redirect("http://h.example/old", 301, "http://h.example/two")
+    b.sync()
+    a.sync()
+    b.sync()
+    for store in (a, b, make_store(auto_sync=False)):
+        assert store.representative("http://h.example/old") == "http://h.example/two"
+
+
+def _teach_declared_case(store: RedisStore) -> None:
+    for p in ("A", "B", "C"):
+        store.record_redirect(f"http://iis.example/{p}-DOC", 301, f"http://iis.example/{p}-Doc")
+    store.record_response("http://iis.example/Docs/Page-1", 200)  # declares the case of its path
+
+
+def test_declared_cases_are_shared_and_their_counterexamples_seen_everywhere(make_store):
+    a, b = make_store(auto_sync=False), make_store(auto_sync=False)
+    _teach_declared_case(a)
+    a.sync()
+    b.sync()
+    fresh = make_store(auto_sync=False)
+    for store in (a, b, fresh):
+        assert store.representative("http://iis.example/DOCS/PAGE-1") == "http://iis.example/Docs/Page-1"
+        assert [e["url"] for e in store.export() if e["type"] == "case"] == ["http://iis.example/Docs/Page-1"]
+    # a case-sensitive page in b is a counterexample b recognizes, because b knows the declared case
+    outcome = b.record_response("http://iis.example/docs/page-1", 200)
+    assert [r.kind for r in outcome.contradicted] == ["declared-case"]
+    b.sync()
+    a.sync()
+    assert a.representative("http://iis.example/DOCS/PAGE-1") == "http://iis.example/DOCS/PAGE-1"
+    # forgetting a declared case reaches the others too
+    assert b.forget("http://iis.example/Docs/Page-1") >= 1
+    b.sync()
+    a.sync()
+    assert [e for e in a.export() if e["type"] == "case"] == []
+
+
+def test_the_location_header_is_kept_in_the_evidence(make_store):
+    a = make_store()
+    a.record_redirect("http://h.example/l", 301, "http://h.example/l2", location="/l2")
+    a.sync()
+    assert [e.location for e in make_store().evidence("http://h.example/l")] == ["/l2"]
+
+
+# -- outages: nothing learned or deferred is stranded ----------------------------------------------
+
+
+def test_deferred_urls_are_taken_once_redis_is_back(make_store, redis_server):
+    a = make_store(auto_sync=False)
+    rule = learn_slash_rule(a, "http://h.example")
+    a.defer("http://h.example/d9", [rule])
+    a.sync()  # in Redis
+    a.defer("http://h.example/d8", [rule])  # still pending
+    redis_server.kill()
+    outcome = a.record_response("http://h.example/d7", 200)
+    assert rule in outcome.contradicted
+    assert a.take_deferred(rule) == ["http://h.example/d8"]  # what this process still had
+    redis_server.start()
+    assert a.maintain(force=True)
+    outcome = a.record_response("http://h.example/other", 404)  # the next observation hands it over
+    assert rule in outcome.contradicted
+    assert a.take_deferred(rule) == ["http://h.example/d9"]
+
+
+def test_pending_writes_are_saved_at_close_and_replayed(make_store, redis_server, tmp_path):
+    path = tmp_path / "job" / "pending.json"
+    a = make_store(auto_sync=False, pending_path=path)
+    a.sync()
+    rule = learn_slash_rule(a, "http://h.example")
+    a.defer("http://h.example/d9", [rule])
+    redis_server.kill()
+    a.close()  # Redis gone: saved, not lost
+    assert path.exists()
+    redis_server.start()
+    b = make_store(auto_sync=False, pending_path=path)  # the job resumed
+    assert not path.exists()
+    assert b.representative("http://h.example/d0") == "http://h.example/d0/"
+    assert b.representative("http://h.example/d77") == "http://h.example/d77/"
+    assert make_store(auto_sync=False).take_deferred(rule) == ["http://h.example/d9"]
+
+
+def test_pending_rules_to_retake_survive_a_close(make_store, redis_server, tmp_path):
+    path = tmp_path / "pending.json"
+    a = make_store(auto_sync=False, pending_path=path)
+    rule = learn_slash_rule(a, "http://h.example")
+    a.defer("http://h.example/d9", [rule])
+    a.sync()
+    redis_server.kill()
+    assert rule in a.record_response("http://h.example/d7", 200).contradicted
+    assert a.take_deferred(rule) == []
+    a.close()
+    redis_server.start()
+    b = make_store(auto_sync=False, pending_path=path)
+    assert rule in b.record_response("http://h.example/x", 404).contradicted
+    assert b.take_deferred(rule) == ["http://h.example/d9"]
+
+
+def test_clear_escapes_glob_characters_of_the_namespace(make_store, redis_server):
+    stores = {}
+    for namespace in ("shop:2024", "shop:202?", "job[1]", "a*b", "a\\b"):
+        stores[namespace] = store = make_store(namespace)
+        learn_slash_rule(store, "http://h.example")
+        store.flush()
+    client = redis_server.client()
+    stores["shop:202?"].clear()
+    stores["job[1]"].clear()
+    stores["a\\b"].clear()
+    left = sorted(k.decode() for k in client.keys("*:store:rules:*"))
+    assert left == ["a*b:store:rules:http://h.example", "shop:2024:store:rules:http://h.example"]
+    assert make_store("shop:2024").representative("http://h.example/d77") == "http://h.example/d77/"
+    assert make_store("job[1]").representative("http://h.example/d77") == "http://h.example/d77"
+
+
+def test_the_learning_policy_is_recorded(redis_url):
+    policy = LearningPolicy(min_observations=5)
+    open_store(f"{redis_url}?namespace=pol", policy=policy).close()
+    again = open_store(f"{redis_url}?namespace=pol")
+    assert again.policy.min_observations == 5
+    again.close()

@@ -26,6 +26,10 @@ If it stays unreachable for ``IRI_REDIS_RETRY_TIMEOUT`` seconds the spider
 is closed with the reason ``iri_redis_unavailable`` and an error that says
 what is left and how to resume it.
 
+Modules: :mod:`.redis_config` (the settings, :class:`RedisConfig`),
+:mod:`.redis_crawl` (the crawl's connection, timers and outages,
+:class:`CrawlRedis`) and this one (:class:`RedisSeenSet`).
+
 Settings (defaults in :data:`SETTINGS`): ``IRI_REDIS_NAMESPACE``
 (``"scrapy-iri:%(spider)s"``), ``IRI_REDIS_PERSIST`` and
 ``IRI_REDIS_FLUSH_ON_START`` (default: scrapy-redis's ``SCHEDULER_PERSIST``
@@ -40,24 +44,24 @@ import logging
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary, WeakSet
+from weakref import WeakSet
 
-from scrapy import signals
 from scrapy.utils.job import job_dir
 
-from scrapy_iri.store.redis import (
-    SCHEMES,
-    Outage,
-    RedisKeys,
-    RedisStore,
-    RedisUnavailable,
-    client_from_url,
-    redact,
-)
+from scrapy_iri.store.redis import RedisUnavailable
 
+from .redis_config import SETTINGS, RedisConfig, is_redis_uri, uses_redis
+from .redis_crawl import (
+    CLOSE_REASON,
+    HEARTBEAT,
+    PROBE_TTL_MS,
+    STORE_PENDING_FILE,
+    CrawlRedis,
+    crawl_redis,
+    open_crawler_store,
+)
 from .seen import KEY_SIZE, SeenSet
 from .settings import IRISettingsError
 
@@ -72,6 +76,11 @@ __all__ = [
     "RedisConfig",
     "RedisSeenSet",
     "RedisUnavailable",
+    "CrawlRedis",
+    "HEARTBEAT",
+    "PROBE_TTL_MS",
+    "STORE_PENDING_FILE",
+    "is_redis_uri",
     "crawl_redis",
     "dupefilter_from_spider",
     "open_crawler_store",
@@ -81,352 +90,13 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: the Redis settings of scrapy-iri and their defaults
-SETTINGS: dict[str, Any] = {
-    "IRI_REDIS_NAMESPACE": "scrapy-iri:%(spider)s",
-    "IRI_REDIS_PERSIST": None,
-    "IRI_REDIS_FLUSH_ON_START": None,
-    "IRI_REDIS_RETRY_TIMEOUT": 60.0,
-    "IRI_REDIS_SYNC_INTERVAL": 0.5,
-}
-#: the spider's close reason when Redis stays unreachable
-CLOSE_REASON = "iri_redis_unavailable"
 #: what :meth:`RedisSeenSet.add` returns for a key another process recorded (its tag is unknown here)
 SEEN_ELSEWHERE = -1
 #: JOBDIR file of keys let through during an outage and not yet written to Redis
 UNCHECKED_FILE = "iri-redis-unchecked.bin"
-#: seconds between the live-process heartbeats, and how long one lasts
-HEARTBEAT = 5.0
 LIVE_TTL = 30.0
 #: keys written per pipelined round trip when replaying
 REPLAY_CHUNK = 2000
-
-_DEFAULT_URL = "redis://localhost:6379/0"
-
-
-def is_redis_uri(value: Any) -> bool:
-    return isinstance(value, str) and value.partition(":")[0].lower() in SCHEMES
-
-
-def uses_redis(settings: Any) -> bool:
-    """Whether ``IRI_STORE`` puts the store and the seen set in Redis."""
-    return is_redis_uri(settings.get("IRI_STORE"))
-
-
-def _optional_bool(settings: Any, name: str, fallback: str) -> bool:
-    value = settings.get(name)
-    if value is None:
-        return settings.getbool(fallback, False)
-    try:
-        return settings.getbool(name)
-    except ValueError as exc:
-        raise IRISettingsError(f"{name}: {exc}") from None
-
-
-def _float(settings: Any, name: str, minimum: float) -> float:
-    try:
-        value = settings.getfloat(name, SETTINGS[name])
-    except ValueError as exc:
-        raise IRISettingsError(f"{name}: {exc}") from None
-    if value < minimum:
-        raise IRISettingsError(f"{name} must be at least {minimum}, got {value}")
-    return value
-
-
-@dataclass(frozen=True)
-class RedisConfig:
-    """Where Redis is and how scrapy-iri uses it, read once from the crawler's settings."""
-
-    url: str = _DEFAULT_URL
-    source: str = "default"
-    params: dict[str, Any] = field(default_factory=dict)
-    namespace: str = "scrapy-iri:default"
-    persist: bool = False
-    flush_on_start: bool = False
-    retry_timeout: float = 60.0
-    sync_interval: float = 0.5
-
-    @classmethod
-    def from_settings(cls, settings: Any, spider_name: str | None) -> RedisConfig:
-        url, source = cls._url(settings)
-        template = settings.get("IRI_REDIS_NAMESPACE") or SETTINGS["IRI_REDIS_NAMESPACE"]
-        try:
-            namespace = str(template) % {"spider": spider_name or "default"}
-        except (KeyError, ValueError, TypeError) as exc:
-            raise IRISettingsError(f"IRI_REDIS_NAMESPACE: {template!r}: {exc} (use %(spider)s)") from None
-        return cls(
-            url=url,
-            source=source,
-            params=dict(settings.getdict("REDIS_PARAMS")),
-            namespace=namespace,
-            persist=_optional_bool(settings, "IRI_REDIS_PERSIST", "SCHEDULER_PERSIST"),
-            flush_on_start=_optional_bool(settings, "IRI_REDIS_FLUSH_ON_START", "SCHEDULER_FLUSH_ON_START"),
-            retry_timeout=_float(settings, "IRI_REDIS_RETRY_TIMEOUT", 0.0),
-            sync_interval=_float(settings, "IRI_REDIS_SYNC_INTERVAL", 0.01),
-        )
-
-    @staticmethod
-    def _url(settings: Any) -> tuple[str, str]:
-        """The server URL and the setting it came from: IRI_STORE, else scrapy-redis's settings."""
-        store = settings.get("IRI_STORE")
-        if is_redis_uri(store) and store.partition(":")[2].strip("/"):
-            return store, "IRI_STORE"
-        if settings.get("REDIS_URL"):
-            return str(settings.get("REDIS_URL")), "REDIS_URL"
-        host, port, db = settings.get("REDIS_HOST"), settings.get("REDIS_PORT"), settings.get("REDIS_DB")
-        if host or port or db:
-            return f"redis://{host or 'localhost'}:{port or 6379}/{db or 0}", "REDIS_HOST/REDIS_PORT/REDIS_DB"
-        return _DEFAULT_URL, "the default (no IRI_STORE URL, REDIS_URL or REDIS_HOST)"
-
-    def describe(self) -> str:
-        return f"{redact(self.url)} (from {self.source})"
-
-
-# -- one Redis connection per crawl ---------------------------------------------
-
-
-class _CrawlOutage(Outage):
-    """The crawl's outage: its start is logged and counted once, whoever noticed it."""
-
-    def __init__(self, state: CrawlRedis) -> None:
-        super().__init__()
-        self.state = state
-
-    def failed(self, exc: BaseException) -> bool:
-        started = super().failed(exc)
-        if started:
-            config = self.state.config
-            self.state.crawler.stats.inc_value("iri/redis/outages")
-            logger.warning(
-                "Redis at %(where)s unreachable (%(error)s): requests are let through unchecked"
-                " (fetched rather than lost) while retrying for up to %(timeout).0f s",
-                {"where": config.describe(), "error": exc, "timeout": config.retry_timeout},
-            )
-        return started
-
-
-class CrawlRedis:
-    """The connection, the outage state and the timers shared by a crawl's Redis users."""
-
-    def __init__(self, crawler: Crawler, config: RedisConfig) -> None:
-        self.crawler = crawler
-        self.config = config
-        self.keys = RedisKeys(config.namespace)
-        self.client = client_from_url(config.url, config.params)
-        self.outage = _CrawlOutage(self)
-        self.seen: RedisSeenSet | None = None
-        self.store: RedisStore | None = None
-        self._loop: Any = None
-        self._closing = False
-        self._probing = False
-        self._next_heartbeat = 0.0
-        try:
-            self.client.ping()
-        except Exception as exc:
-            raise RedisUnavailable(
-                f"cannot reach Redis at {config.describe()}: {str(exc).rstrip('.')}. The crawl does not start:"
-                " start Redis, or correct IRI_STORE / REDIS_URL / REDIS_PARAMS."
-            ) from exc
-        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
-        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
-
-    # timers
-
-    def _spider_opened(self, spider: Spider | None = None) -> None:
-        try:
-            from scrapy.utils.asyncio import create_looping_call
-        except ImportError:  # Scrapy < 2.14
-            from twisted.internet.task import LoopingCall as create_looping_call  # type: ignore[assignment]
-        self._loop = create_looping_call(self.tick)
-        self._loop.start(self.config.sync_interval, now=False)
-
-    async def _spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
-        if self._loop is not None and self._loop.running:
-            self._loop.stop()
-        self._loop = None
-        if self.seen is not None:
-            await self._wait_for_redis()
-            self.seen.close(reason)
-        if self.store is not None:
-            for name, value in self.store.counters.items():
-                self.crawler.stats.set_value(f"iri/redis/store/{name}", value)
-
-    def tick(self) -> None:
-        """Every sync interval: keep the store fresh and the heartbeat alive, or deal with an outage."""
-        try:
-            self._tick()
-        except Exception:  # a timer must survive anything
-            logger.exception("scrapy-iri: error in the Redis maintenance timer")
-
-    def _tick(self) -> None:
-        if self.outage.down:
-            if self.outage.elapsed() >= self.config.retry_timeout:
-                self.give_up()
-            elif self.outage.may_try() and not self._probing:
-                from scrapy.utils.defer import deferred_from_coro
-
-                deferred_from_coro(self.probe_async())
-            return
-        if self.store is not None:
-            self.store.maintain()
-        if self.seen is not None and self.seen.managed and time.monotonic() >= self._next_heartbeat:
-            self._next_heartbeat = time.monotonic() + HEARTBEAT
-            self.seen.heartbeat()
-
-    async def _wait_for_redis(self) -> None:
-        """At close, with requests let through unchecked: keep retrying until IRI_REDIS_RETRY_TIMEOUT is spent."""
-        seen = self.seen
-        if seen is None or not seen.unchecked or not self.outage.down:
-            return
-        left = self.config.retry_timeout - self.outage.elapsed()
-        if left <= 0:
-            return
-        logger.info(
-            "Waiting up to %(left).1f s for Redis to record the %(n)d requests let through unchecked",
-            {"left": left, "n": len(seen.unchecked)},
-        )
-        while self.outage.down and self.outage.elapsed() < self.config.retry_timeout:
-            if self.outage.may_try() and not self._probing and await self.probe_async():
-                return
-            await _sleep(0.05)
-
-    # faults
-
-    def failed(self, exc: BaseException) -> None:
-        self.outage.failed(exc)
-
-    def probe(self) -> bool:
-        """One attempt to reach Redis again; on success, catch up."""
-        try:
-            self.client.ping()
-        except Exception as exc:
-            self.failed(exc)
-            return False
-        self.recovered()
-        return True
-
-    async def probe_async(self) -> bool:
-        """:meth:`probe`, with the PING in a thread (an unresponsive host must not stall the crawl)."""
-        try:
-            from scrapy.utils.asyncio import run_in_thread
-        except ImportError:  # Scrapy < 2.15
-            return self.probe()
-        self._probing = True
-        try:
-            await run_in_thread(self.client.ping)
-        except Exception as exc:
-            self.failed(exc)
-            return False
-        finally:
-            self._probing = False
-        if self.outage.down:
-            try:
-                self.recovered()
-            except Exception:  # a timer's task must not die with an unhandled error
-                logger.exception("scrapy-iri: error while catching up with Redis")
-        return True
-
-    def recovered(self) -> None:
-        lasted = self.outage.recovered()
-        logger.info(
-            "Redis at %(where)s answers again after %(lasted).1f s",
-            {"where": self.config.describe(), "lasted": lasted},
-        )
-        self.crawler.stats.max_value("iri/redis/outage_seconds", round(lasted, 3))
-        if self.seen is not None and not self.seen.catch_up():
-            return
-        if self.store is not None:
-            self.store.maintain(force=True)
-
-    def give_up(self) -> None:
-        """Redis stayed unreachable for IRI_REDIS_RETRY_TIMEOUT: close the spider, saying what is left."""
-        if self._closing:
-            return
-        self._closing = True
-        stats = self.crawler.stats
-        unchecked = stats.get_value("iri/redis/unchecked", 0)
-        engine = self.crawler.engine
-        scheduler = getattr(engine, "scheduler", None) if engine is not None else None
-        try:
-            scheduled: Any = len(scheduler) if scheduler is not None else "no"  # type: ignore[arg-type]
-        except TypeError:
-            scheduled = "an unknown number of"
-        jobdir = job_dir(self.crawler.settings)
-        if jobdir:
-            advice = f"they stay in JOBDIR {jobdir}: run the job again with it once Redis is back"
-        else:
-            advice = (
-                "they are marked seen in Redis, so no other process fetches them: set JOBDIR to be able to"
-                " resume them, or use scrapy-redis's scheduler (its queue is in Redis)"
-            )
-        logger.error(
-            "Redis at %(where)s unreachable for %(elapsed).0f s (IRI_REDIS_RETRY_TIMEOUT = %(timeout)s;"
-            " last error: %(error)s): closing the spider (%(reason)s). %(unchecked)s requests were let"
-            " through without the cross-process check (iri/redis/unchecked); %(scheduled)s requests are"
-            " still scheduled in this process: %(advice)s.",
-            {
-                "where": self.config.describe(),
-                "elapsed": self.outage.elapsed(),
-                "timeout": self.config.retry_timeout,
-                "error": self.outage.last_error,
-                "reason": CLOSE_REASON,
-                "unchecked": unchecked,
-                "scheduled": scheduled,
-                "advice": advice,
-            },
-        )
-        stats.set_value("iri/redis/unavailable_seconds", round(self.outage.elapsed(), 3))
-        if engine is None or getattr(engine, "spider", None) is None:
-            return
-        close = getattr(engine, "close_spider_async", None)
-        if close is not None:
-            from scrapy.utils.defer import deferred_from_coro
-
-            closing = deferred_from_coro(close(reason=CLOSE_REASON))
-        else:  # Scrapy < 2.14
-            closing = engine.close_spider(engine.spider, reason=CLOSE_REASON)
-        closing.addErrback(lambda failure: logger.error("closing the spider failed: %s", failure.value))
-
-
-async def _sleep(seconds: float) -> None:
-    try:
-        from scrapy.utils.asyncio import sleep
-    except ImportError:  # Scrapy < 2.18
-        from twisted.internet import reactor
-        from twisted.internet.task import deferLater
-
-        await deferLater(reactor, seconds)
-    else:
-        await sleep(seconds)
-
-
-_crawls: WeakKeyDictionary[Crawler, CrawlRedis] = WeakKeyDictionary()
-
-
-def crawl_redis(crawler: Crawler) -> CrawlRedis:
-    """The crawl's Redis connection (made, and checked, on first use)."""
-    state = _crawls.get(crawler)
-    if state is None:
-        spider_name = getattr(crawler.spidercls, "name", None)
-        state = CrawlRedis(crawler, RedisConfig.from_settings(crawler.settings, spider_name))
-        _crawls[crawler] = state
-    return state
-
-
-def open_crawler_store(crawler: Crawler) -> RedisStore:
-    """The crawl's equivalence store in Redis (``settings.crawler_store`` calls this for a Redis URI)."""
-    state = crawl_redis(crawler)
-    if state.store is None:
-        state.store = RedisStore(
-            state.client,
-            state.config.namespace,
-            outage=state.outage,
-            sync_interval=state.config.sync_interval,
-            owns_client=False,
-            auto_sync=False,  # the timer syncs, between requests (see CrawlRedis.tick)
-        )
-    return state.store
-
 
 # -- the seen set ------------------------------------------------------------------------
 
@@ -508,10 +178,16 @@ class RedisSeenSet:
                     return None
                 self.stats.inc_value("iri/redis/seen_elsewhere")
                 return SEEN_ELSEWHERE
-        # Redis is unreachable: fetch rather than lose, and remember to tell Redis later.
+        # Redis is unreachable: fetch rather than lose.
+        self.stats.inc_value("iri/redis/unchecked")
+        if not self.managed:
+            # scrapy-redis's scheduler: its queue is in Redis too, so the request it is about to push
+            # will most likely not get there. Recording the key (here or, later, in Redis) would then
+            # mark as seen a request nobody has: the key is not kept, a later copy is let through again.
+            return None
+        # Scrapy's scheduler: the request is queued in this process; remember to tell Redis later.
         self.local.add(key, tag)
         self.unchecked.append(key)
-        self.stats.inc_value("iri/redis/unchecked")
         return None
 
     def _sadd(self, key: bytes) -> int:

@@ -1,0 +1,128 @@
+"""The Lua scripts of the Redis store (each runs atomically in Redis).
+
+The keys are those of :class:`.connection.RedisKeys`, built in the scripts
+from the store prefix (``NS:store:``) passed as ``ARGV[1]``.
+"""
+
+#: Apply one batch of writes, atomically and at most once.
+#: ARGV: prefix, batch id, JSON batch, now, rule TTL, evidence max, changes max, answered horizon.
+BATCH = """
+local p = ARGV[1]
+if not redis.call('SET', p .. 'batch:' .. ARGV[2], '1', 'NX', 'EX', 600) then
+  return {'dup', tonumber(redis.call('GET', p .. 'version') or '0')}
+end
+local b = cjson.decode(ARGV[3])
+local now, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
+local changed, touched = {}, {}
+local function change(c)
+  if not touched[c] then touched[c] = true; changed[#changed + 1] = c end
+end
+local rejected = 0
+-- The newest observation wins, not the last flush: a write older than the stored one is rejected
+-- (counted: the writer reads the entry back). A drop is a tombstone and wins a tie.
+-- mode: 0 put, 1 drop, 2 answered (the URL answered for itself: ends an older alias, known here
+-- or not), 3 republished put. A put older than the answered horizon, or than the URL's last
+-- answer, is rejected too.
+local horizon = now - tonumber(ARGV[8])
+redis.call('ZREMRANGEBYSCORE', p .. 'answered', '-inf', '(' .. horizon)
+local function lww(h, field, value, t, mode, guard)
+  local raw = redis.call('HGET', h, field)
+  local s = nil
+  if raw then s = cjson.decode(raw) end
+  if mode == 2 then
+    redis.call('ZADD', p .. 'answered', 'GT', t, field)
+    if not s or s[1] == '' or (tonumber(s[#s]) or 0) > t then return false end
+  elseif s then
+    local st = tonumber(s[#s]) or 0
+    if st > t or (st == t and (mode ~= 1 or s[1] == '')) or (mode == 1 and guard ~= '' and s[1] ~= '' and s[1] ~= guard) then
+      rejected = rejected + 1
+      return true
+    end
+  end
+  if mode == 0 or mode == 3 then
+    local answered = tonumber(redis.call('ZSCORE', p .. 'answered', field) or '-1')
+    if answered >= t or (mode == 0 and t < horizon) then rejected = rejected + 1; return true end
+  end
+  redis.call('HSET', h, field, value)
+  return true
+end
+for _, a in ipairs(b.a) do
+  if lww(p .. 'aliases', a[1], a[2], a[3], a[4], '') then change('a' .. a[1]) end
+end
+for _, c in ipairs(b.c or {}) do
+  if lww(p .. 'cases', c[1], c[2], c[3], c[4], c[5]) then change('c' .. c[1]) end
+end
+for _, r in ipairs(b.r) do
+  local key, mode = p .. 'rules:' .. r[1], r[3]
+  if mode == 'drop' or mode == 'dropmerge' then redis.call('HDEL', key, r[2]) end
+  if mode ~= 'drop' then
+    local raw = redis.call('HGET', key, r[2])
+    if not (raw and mode == 'setnx') then
+      local s = {0, 0, 0, 0, 0, '', ''}
+      if raw then s = cjson.decode(raw) end
+      if mode == 'setnx' then
+        s = {r[4], r[5], r[6], r[7], r[8], r[9], r[10]}
+      else
+        if s[2] > 0 and now - s[5] > ttl then s[1] = 0; s[2] = 0; s[6] = ''; s[7] = '' end
+        if s[1] > 0 and now - s[4] > ttl then s[1] = 0; s[6] = '' end
+        if r[6] > 0 and (s[3] == 0 or r[6] < s[3]) then s[3] = r[6] end
+        if r[4] > 0 then s[1] = s[1] + r[4]; if r[7] >= s[4] then s[4] = r[7]; s[6] = r[9] end end
+        if r[5] > 0 then s[2] = s[2] + r[5]; if r[8] >= s[5] then s[5] = r[8]; s[7] = r[10] end end
+      end
+      redis.call('HSET', key, r[2], cjson.encode(s))
+      redis.call('SADD', p .. 'origins', r[1])
+    end
+  end
+  if mode == 'drop' and redis.call('EXISTS', key) == 0 then redis.call('SREM', p .. 'origins', r[1]) end
+  change('r' .. r[1])
+end
+for _, f in ipairs(b.f) do
+  local key = p .. 'fanin:' .. f[1]
+  if f[2] == '' then
+    redis.call('DEL', key); redis.call('SREM', p .. 'fanins', f[1])
+  elseif redis.call('SCARD', key) < f[3] then
+    redis.call('SADD', key, f[2]); redis.call('SADD', p .. 'fanins', f[1])
+  end
+  change('f' .. f[1])
+end
+for _, e in ipairs(b.e) do redis.call('RPUSH', p .. 'evidence', e) end
+if #b.e > 0 then redis.call('LTRIM', p .. 'evidence', -tonumber(ARGV[6]), -1) end
+for _, d in ipairs(b.d) do
+  redis.call('SADD', p .. 'deferred:' .. d[1], d[2]); redis.call('SADD', p .. 'deferreds', d[1])
+end
+local v = tonumber(redis.call('GET', p .. 'version') or '0')
+if #changed > 0 then
+  v = redis.call('INCRBY', p .. 'version', #changed)
+  for i = 1, #changed do redis.call('RPUSH', p .. 'changes', changed[i]) end
+  redis.call('LTRIM', p .. 'changes', -tonumber(ARGV[7]), -1)
+end
+return {'ok', v, #changed, rejected}
+"""
+
+#: What changed since a version. ARGV: prefix, known version, known epoch.
+#: Returns {epoch, version} (nothing new), {epoch, version, '*'} (reload) or
+#: {epoch, version, change...}.
+SYNC = """
+local p = ARGV[1]
+local epoch = redis.call('GET', p .. 'epoch') or ''
+local v = tonumber(redis.call('GET', p .. 'version') or '0')
+local known = tonumber(ARGV[2])
+if epoch ~= ARGV[3] then return {epoch, v, '*'} end
+if v == known then return {epoch, v} end
+local gap = v - known
+if gap < 0 or gap > redis.call('LLEN', p .. 'changes') then return {epoch, v, '*'} end
+local out = {epoch, v}
+for _, c in ipairs(redis.call('LRANGE', p .. 'changes', -gap, -1)) do out[#out + 1] = c end
+return out
+"""
+
+#: Take the URLs deferred under a rule, atomically and idempotently (a retried call gets the
+#: same answer, not an empty one). KEYS: deferred:<rule>, deferreds, taken:<token>. ARGV: rule.
+TAKE = """
+local done = redis.call('GET', KEYS[3])
+if done then return cjson.decode(done) end
+local urls = redis.call('SMEMBERS', KEYS[1])
+redis.call('DEL', KEYS[1]); redis.call('SREM', KEYS[2], ARGV[1])
+redis.call('SET', KEYS[3], cjson.encode(urls), 'EX', 600)
+return urls
+"""
