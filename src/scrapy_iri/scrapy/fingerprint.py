@@ -136,7 +136,10 @@ def url_forms(
     if rung >= Rung.SCHEME:
         forms.append(canonicalize(forms[-1], Rung.SCHEME))
     if rung >= Rung.PROTOCOL:
-        forms.append(canonicalize(forms[-1], Rung.PROTOCOL, store=store))
+        if store is None:
+            raise ValueError("the protocol rung needs an equivalence store")
+        # forms[-1] already is the scheme form: the protocol form is its representative
+        forms.append(store.representative(forms[-1]))
     return forms
 
 

@@ -67,7 +67,11 @@ class _Segment:
         return None
 
     def find(self, low: int, high: int) -> int | None:
-        """The tag stored with the key, or ``None``."""
+        """The tag stored with the key, or ``None``.
+
+        The probe loop repeats ``add``'s on purpose: both run once per request,
+        and a shared helper would cost a call on that path.
+        """
         words = self.words
         slots = self.slots
         i = (low >> _SEGMENT_BITS) % slots

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 from dataclasses import replace
 
 from ..evidence import Alias
@@ -49,26 +50,18 @@ class RedisSync:
                 cases[_text(field)] = url
         rules: dict[str, dict[RuleKey, RuleRecord]] = {}
         origins = sorted(_text(o) for o in c.smembers(k.origins))
-        for chunk in _chunks(origins, 500):
-            pipe = c.pipeline(transaction=False)
-            for origin in chunk:
-                pipe.hgetall(k.rules(origin))
-            for origin, fields in zip(chunk, pipe.execute()):
-                records = {}
-                for field, raw in fields.items():
-                    record = _rule(origin, field, raw)
-                    records[record.key] = record
-                if records:
-                    rules[origin] = records
+        for origin, fields in _read_each(c, origins, lambda pipe, o: pipe.hgetall(k.rules(o))):
+            records = {}
+            for field, raw in fields.items():
+                record = _rule(origin, field, raw)
+                records[record.key] = record
+            if records:
+                rules[origin] = records
         fanins: dict[str, list[str]] = {}
         targets = sorted(_text(t) for t in c.smembers(k.fanins))
-        for chunk in _chunks(targets, 500):
-            pipe = c.pipeline(transaction=False)
-            for target in chunk:
-                pipe.smembers(k.fanin(target))
-            for target, sources in zip(chunk, pipe.execute()):
-                if sources:
-                    fanins[target] = sorted(_text(s) for s in sources)
+        for target, sources in _read_each(c, targets, lambda pipe, t: pipe.smembers(k.fanin(t))):
+            if sources:
+                fanins[target] = sorted(_text(s) for s in sources)
         # rebuild the image through the in-memory backend, so that its indexes follow
         MemoryStore.__init__(self, self.policy, clock=self.clock)
         for alias in aliases.values():
@@ -179,3 +172,12 @@ class RedisSync:
             for part in _chunks(ops, self.batch_size):
                 self._apply({**_EMPTY_BATCH, name: part})
         self.client.set(self.keys.epoch, uuid.uuid4().hex, nx=True)
+
+
+def _read_each(client: Any, names: list[str], command: Callable[[Any, str], Any]) -> Iterator[tuple[str, Any]]:
+    """``(name, reply)`` for one read command per name, pipelined 500 names at a time."""
+    for chunk in _chunks(names, 500):
+        pipe = client.pipeline(transaction=False)
+        for name in chunk:
+            command(pipe, name)
+        yield from zip(chunk, pipe.execute())
