@@ -189,7 +189,7 @@ def main() -> int:
         script = _best(run_script, args.repeat)
         script_aliases = _best(lambda: run_script("--aliases", str(Path(tmp) / "aliases.csv")), args.repeat)
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import scrapy_iri.cli, scrapy_iri.graph"], check=True)
+        subprocess.run([sys.executable, "-c", "import scrapy_iri._cli, scrapy_iri.graph"], check=True)
         startup = time.perf_counter() - started
         no_cache = _best(lambda: normalize_graph_file(graph_in, graph_out, cache_size=0), 1)
 

@@ -1,7 +1,7 @@
 """Benchmark of the protocol rung: redirect round trips on the simulated redirect-policy web.
 
 Three real Scrapy crawls (each in a subprocess, through the simulated web's
-loopback proxy) of ``scrapy_iri.testing.protocol_sites(pages_per_host)``:
+loopback proxy) of ``simweb.protocol_sites(pages_per_host)``:
 18 hosts, one redirect policy each (slash, index, https, www, moves, case,
 temporaries, 303, sinks, an open redirector, cookie-setting redirects, loops
 and chains, ``/x`` vs ``/x/`` twins), every resource with an id.
@@ -55,12 +55,14 @@ from typing import Any
 
 from scrapy.settings import Settings
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the simulated web
+
 from scrapy_iri import IRIError, Rung, canonicalize
-from scrapy_iri.scrapy.settings import IRISettings, learning_policy
+from scrapy_iri.scrapy._settings import IRISettings, learning_policy
 from scrapy_iri.store import RuleStatus, open_store
-from scrapy_iri.store.psl import same_site
-from scrapy_iri.testing import SimulatedWeb, protocol_sites
-from scrapy_iri.testing.crawl import CrawlResult, run_crawl
+from scrapy_iri.store._psl import same_site
+from simweb import SimulatedWeb, protocol_sites
+from simweb.crawl import CrawlResult, run_crawl
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "protocol.json"

@@ -31,10 +31,10 @@ from typing import IO, TYPE_CHECKING, Any
 from scrapy import signals
 
 from scrapy_iri import IRIError, Rung, canonicalize
-from scrapy_iri.scrapy.redirects import ORDER, location_url
-from scrapy_iri.scrapy.settings import crawler_store
+from scrapy_iri.scrapy._redirects import ORDER, location_url
+from scrapy_iri.scrapy._settings import crawler_store
 from scrapy_iri.store import RuleStatus
-from scrapy_iri.store.rules import REDIRECTS, predictions
+from scrapy_iri.store._rules import REDIRECTS, predictions
 
 if TYPE_CHECKING:
     from scrapy import Request

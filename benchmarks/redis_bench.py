@@ -229,8 +229,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
-    from scrapy_iri.store.redis import RedisStore
-    from scrapy_iri.store.sqlite import SQLiteStore
+    from scrapy_iri.store._redis import RedisStore
+    from scrapy_iri.store._sqlite import SQLiteStore
 
     results: dict[str, Any] = {"config": vars(args), "python": platform.python_version(), "machine": platform.machine()}
     with tempfile.TemporaryDirectory(prefix="sqlite-bench-") as directory, redis_server() as url:

@@ -119,7 +119,7 @@ def load_baseline(ref: str, into: Path) -> Any:
     import tarfile
 
     archive = subprocess.run(
-        ["git", "-C", str(HERE.parent), "archive", ref, "src/scrapy_iri"],
+        ["git", "-C", str(HERE.parent), "archive", ref, "scrapy_iri"],
         capture_output=True, timeout=60, check=False,
     )
     if archive.returncode != 0:
@@ -129,7 +129,7 @@ def load_baseline(ref: str, into: Path) -> Any:
             tar.extractall(into, filter="data")
         except TypeError:  # Python without extraction filters (before 3.10.12 / 3.11.4)
             tar.extractall(into)  # noqa: S202 - our own repository's archive
-    (into / "src" / "scrapy_iri").rename(into / BASELINE)
+    (into / "scrapy_iri").rename(into / BASELINE)
     sys.path.insert(0, str(into))
     return importlib.import_module(BASELINE)
 
@@ -151,7 +151,7 @@ def canonicalizers(baseline: tuple[str, Any] | None = None) -> tuple[dict[str, C
     funcs["scrapy-iri strict"] = lambda url: canonicalize(url, scheme, keep_fragment=False)
     funcs["scrapy-iri lenient"] = lambda url: canonicalize(url, scheme, keep_fragment=False, lenient=True)
     try:
-        from scrapy_iri.ladder import canonicalize_reference
+        from scrapy_iri._ladder import canonicalize_reference
     except ImportError:  # a version without fast paths (e.g. measuring an older commit)
         pass
     else:
@@ -265,9 +265,9 @@ def _build_dupefilters() -> dict[str, Any]:
         report.RFP: lambda: build_from_crawler(RFPDupeFilter, get_crawler()),
     }
     try:
-        from scrapy_iri.scrapy.dupefilter import IRIDupeFilter  # noqa: F401
+        from scrapy_iri.scrapy._dupefilter import IRIDupeFilter  # noqa: F401
     except Exception as exc:  # noqa: BLE001 - the add-on's module may be unfinished
-        reason = f"scrapy_iri.scrapy.dupefilter cannot be imported: {exc!r}"
+        reason = f"scrapy_iri.scrapy._dupefilter cannot be imported: {exc!r}"
 
         def unavailable() -> Any:
             raise Skip(reason)

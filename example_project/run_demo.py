@@ -4,7 +4,7 @@
     python run_demo.py --rung protocol    # scrapy-iri at another rung
     python run_demo.py --only baseline    # Scrapy's defaults only
 
-The demo web (``scrapy_iri.testing.demo_sites()``) runs in this process
+The demo web (``simweb.demo_sites()``) runs in this process
 behind a loopback proxy; each crawl is ``scrapy crawl web`` in a subprocess
 with ``http_proxy``/``https_proxy`` pointing at it. Nothing leaves the
 machine. Exit code 0 when the crawls ran, 1 when one failed, 2 when
@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-SOURCE = HERE.parent / "src"
-if importlib.util.find_spec("scrapy_iri") is None and SOURCE.is_dir():
-    sys.path.insert(0, str(SOURCE))  # a checkout that was not pip-installed
+REPO = HERE.parent
+sys.path.insert(0, str(REPO / "tests"))  # the simulated web lives with the tests
+if importlib.util.find_spec("scrapy_iri") is None:
+    sys.path.insert(0, str(REPO))  # a checkout that was not pip-installed
 
-from scrapy_iri.testing import SimulatedWeb, demo_sites  # noqa: E402
+from simweb import SimulatedWeb, demo_sites  # noqa: E402
 
 RUNGS = ("string", "syntax", "scheme", "protocol")
 
@@ -64,8 +65,7 @@ def crawl(web: SimulatedWeb, label: str, uses_iri: bool, args: list[str]) -> Run
     web.reset_counts()
     env = {**os.environ, **web.proxy_env()}
     env.pop("SCRAPY_SETTINGS_MODULE", None)
-    if SOURCE.is_dir():
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SOURCE), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     with tempfile.TemporaryDirectory(prefix="scrapy-iri-demo-") as tmp:
         items_path, stats_path = Path(tmp, "items.jsonl"), Path(tmp, "stats.json")
         command = [
@@ -141,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
 
     wanted = ("baseline", "iri") if options.only is None else (options.only,)
-    if "iri" in wanted and importlib.util.find_spec("scrapy_iri.scrapy.addon") is None:
-        print("scrapy-iri's add-on (scrapy_iri.scrapy.addon) is not available", file=sys.stderr)
+    if "iri" in wanted and importlib.util.find_spec("scrapy_iri.scrapy._addon") is None:
+        print("scrapy-iri's add-on (scrapy_iri.scrapy._addon) is not available", file=sys.stderr)
         return 2
 
     runs: list[Run] = []

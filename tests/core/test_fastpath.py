@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scrapy_iri import IRIError, Rung, canonicalize, resolve
-from scrapy_iri import fast, lenient, percent
-from scrapy_iri.host import normalize_dns_host
-from scrapy_iri.ladder import MEMO_MAX_LENGTH, _memo, canonicalize_reference
+from scrapy_iri import _fast as fast, _lenient as lenient, _percent as percent
+from scrapy_iri._host import normalize_dns_host
+from scrapy_iri._ladder import MEMO_MAX_LENGTH, _memo, canonicalize_reference
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow])
 

@@ -13,7 +13,7 @@ import pytest
 from corpora import corpus_params
 
 from scrapy_iri import IRIError, canonicalize
-from scrapy_iri.host import normalize_dns_host
+from scrapy_iri._host import normalize_dns_host
 
 CASES = corpus_params(
     "conformance/IdnaTestV2.json",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scrapy_iri import IRIError, Rung, canonicalize, equivalent
-from scrapy_iri.ladder import lowest_common_rung
+from scrapy_iri._ladder import lowest_common_rung
 
 
 def test_rungs_are_ordered_and_parse_by_name():

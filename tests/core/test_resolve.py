@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from corpora import corpus_params
 
 from scrapy_iri import IRIError, resolve
-from scrapy_iri.resolve import remove_dot_segments
+from scrapy_iri._resolve import remove_dot_segments
 
 RFC = "conformance/rfc3986_5.4_resolution_examples.json"
 OXIRI = "conformance/oxiri_iri_tests.json"

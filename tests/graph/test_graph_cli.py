@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_iri.cli import main
+from scrapy_iri._cli import main
 
 SCRIPT = Path(sys.executable).parent / "scrapy-iri"
 

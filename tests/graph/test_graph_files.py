@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from scrapy_iri.graph import readers as graph_module
+from scrapy_iri.graph import _readers as graph_module
 from scrapy_iri.graph import GraphError, normalize_graph_file
 
 

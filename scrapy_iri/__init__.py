@@ -1,0 +1,53 @@
+"""scrapy-iri: correct, fast URL and IRI identity for Scrapy crawlers.
+
+The core (this package's top level) never imports Scrapy: it parses IRIs,
+maps IRIs to URIs and back (draft-ietf-iri-3987bis sec. 3), resolves
+references (RFC 3986 sec. 5.2) and implements the string, syntax and scheme
+rungs of the comparison ladder (3987bis sec. 5.3). The Scrapy components
+(``Addon``, ``IRIDupeFilter``, ...) are loaded on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .errors import IRIError
+from ._ladder import Rung, canonicalize, equivalent
+from ._mapping import to_iri, to_uri
+from ._parse import IRIReference, parse
+from ._resolve import resolve
+
+__all__ = [
+    "IRIError",
+    "IRIReference",
+    "Rung",
+    "canonicalize",
+    "equivalent",
+    "parse",
+    "resolve",
+    "to_iri",
+    "to_uri",
+]
+
+# Scrapy-side names -> their module, imported on first attribute access (PEP 562),
+# so that ``import scrapy_iri`` and ``from scrapy_iri import *`` never import Scrapy.
+_LAZY = {
+    "Addon": "scrapy_iri.scrapy._addon",
+    "IRIDupeFilter": "scrapy_iri.scrapy._dupefilter",
+    "IRIRequestFingerprinter": "scrapy_iri.scrapy._fingerprint",
+    "IRILinkExtractor": "scrapy_iri.scrapy._links",
+    "iri_request": "scrapy_iri.scrapy._links",
+    "CanonicalizeURLsPipeline": "scrapy_iri.scrapy._pipelines",
+    "RedirectLearningMiddleware": "scrapy_iri.scrapy._redirects",
+    "open_store": "scrapy_iri.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'scrapy_iri' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

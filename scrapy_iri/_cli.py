@@ -1,0 +1,128 @@
+"""The ``scrapy-iri`` command line tool.
+
+Exit codes: 0 success (``compare``: equivalent); 1 ``canon``: some input was
+not a valid IRI (reported on stderr, the other lines still printed),
+``compare``: different at every rung asked; 2 usage error or, for
+``compare``, an invalid IRI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Iterator
+from typing import TextIO
+
+from .errors import IRIError
+from ._ladder import Rung, canonicalize, lowest_common_rung
+
+RUNG_NAMES = [r.name.lower() for r in Rung]
+
+
+def _rung(value: str) -> Rung:
+    try:
+        return Rung.parse(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _inputs(urls: list[str], stdin: TextIO) -> Iterator[tuple[str, str]]:
+    """(where, text) pairs: arguments, or stdin lines streamed when the only argument is ``-``."""
+    if urls == ["-"]:
+        # Bytes in, decoded line by line: a line that is not UTF-8 keeps its
+        # undecodable bytes as lone surrogates, which every rung rejects with
+        # an IRIError for that line alone (the stream goes on).
+        source = getattr(stdin, "buffer", None)
+        lines = (raw.decode("utf-8", "surrogateescape") for raw in source) if source is not None else stdin
+        for number, line in enumerate(lines, 1):
+            yield f"line {number}", line.rstrip("\r\n")
+    else:
+        for number, url in enumerate(urls, 1):
+            yield f"argument {number}", url
+
+
+def cmd_canon(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    status = 0
+    for where, text in _inputs(args.urls, sys.stdin):
+        try:
+            form = canonicalize(text, args.rung, keep_fragment=not args.drop_fragment, lenient=args.lenient)
+        except IRIError as exc:
+            print(f"scrapy-iri: {where}: {exc}", file=err)
+            status = 1
+            continue
+        out.write(form + "\n")
+    return status
+
+
+def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        level = lowest_common_rung(args.a, args.b, args.rung, keep_fragment=not args.drop_fragment, lenient=args.lenient)
+    except IRIError as exc:
+        print(f"scrapy-iri: {exc}", file=err)
+        return 2
+    if level is None:
+        print(f"different at every rung up to {args.rung.name.lower()}", file=out)
+        return 1
+    print(f"equivalent at {level.name.lower()}", file=out)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scrapy-iri", description="Canonicalize and compare URLs and IRIs (draft-ietf-iri-3987bis)."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common(p: argparse.ArgumentParser, highest: bool = False) -> None:
+        p.add_argument(
+            "--rung",
+            type=_rung,
+            default=Rung.SCHEME,
+            help=f"{'highest ' if highest else ''}rung: {', '.join(RUNG_NAMES[:3])} (default: scheme)",
+        )
+        p.add_argument("--drop-fragment", action="store_true", help="ignore fragments, as for a network action")
+        p.add_argument("--lenient", action="store_true", help="accept real-world input (3987bis sec. 7)")
+
+    canon = sub.add_parser("canon", help="print the canonical form of each URL, one per line")
+    canon.add_argument("urls", nargs="+", metavar="URL", help="URLs or IRIs; '-' streams them from stdin")
+    common(canon)
+    canon.set_defaults(handler=cmd_canon)
+
+    compare = sub.add_parser("compare", help="print the lowest rung at which A and B are equivalent")
+    compare.add_argument("a", metavar="A")
+    compare.add_argument("b", metavar="B")
+    common(compare, highest=True)
+    compare.set_defaults(handler=cmd_compare)
+
+    for register in _plugins():
+        register(sub)
+    return parser
+
+
+def _plugins() -> Iterable:
+    """Subcommands that live with their feature (``store``, ``graph``), when present."""
+    import importlib
+
+    for module in ("scrapy_iri.store._cli", "scrapy_iri.graph"):
+        try:
+            yield importlib.import_module(module).register
+        except ModuleNotFoundError:
+            continue
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "rung", None) is Rung.PROTOCOL and args.command in ("canon", "compare"):
+        parser.error("the protocol rung needs a store: use 'scrapy-iri store explain'")
+    try:
+        return args.handler(args, sys.stdout, sys.stderr)
+    except BrokenPipeError:  # e.g. piped into head
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""Mapping IRIs to URIs (3987bis sec. 3.3-3.6) and URIs to IRIs (sec. 3.7)."""
+
+from __future__ import annotations
+
+import re
+
+from . import _charsets as cs
+from ._host import normalize_dns_host, to_unicode_host
+from ._parse import IRIReference, parse, recompose
+from ._percent import TRIPLET_RUN, decode_octets, encode_non_ascii, pct_encode_octets
+from ._schemes import SCHEMES
+
+
+def _has_dns_host(ref: IRIReference) -> bool:
+    rule = SCHEMES.get((ref.scheme or "").lower())
+    return rule is not None and rule.dns_host
+
+
+def map_host_to_uri(ref: IRIReference) -> str | None:
+    """3987bis 3.4: ToASCII for a DNS ireg-name; 3.3 percent-encoding otherwise."""
+    host = ref.host
+    if host is None or host.isascii():
+        return host
+    if _has_dns_host(ref):
+        return normalize_dns_host(host)
+    return encode_non_ascii(host)
+
+
+def to_uri(iri: str, *, lenient: bool = False) -> str:
+    """Map an IRI reference to a URI reference (3987bis 3.6).
+
+    Non-ASCII characters become percent-encoded UTF-8, DNS host names become
+    A-labels (IDNA2008 with UTS #46); existing escapes, reserved characters
+    and everything else already allowed in URIs are left untouched, so the
+    mapping is the identity on URIs and idempotent.
+    """
+    ref = parse(iri, lenient=lenient)
+    if lenient:
+        iri = recompose(ref)
+    if iri.isascii() and (ref.fragment is None or "#" not in ref.fragment):
+        return iri
+    return recompose(
+        IRIReference(
+            ref.scheme,
+            None if ref.userinfo is None else encode_non_ascii(ref.userinfo),
+            map_host_to_uri(ref),
+            ref.port,
+            encode_non_ascii(ref.path),
+            None if ref.query is None else encode_non_ascii(ref.query),
+            None if ref.fragment is None else fragment_to_uri(ref.fragment),
+        )
+    )
+
+
+def fragment_to_uri(fragment: str) -> str:
+    """3.3 for an ifragment: non-ASCII and '#' (allowed in IRI fragments only) percent-encoded."""
+    return encode_non_ascii(fragment).replace("#", "%23")
+
+
+def _iri_allowed(allowed: str) -> re.Pattern[str]:
+    return re.compile(f"[{allowed}]")
+
+
+# What a decoded character may be, per component (3987bis 2.2, 4.1, 6.1).
+_IRI_CHAR = {name: _iri_allowed(allowed) for name, allowed in cs.IRI_COMPONENTS.items()}
+
+
+def _utf8_length(lead: int) -> int:
+    if 0xC2 <= lead <= 0xDF:
+        return 2
+    if 0xE0 <= lead <= 0xEF:
+        return 3
+    if 0xF0 <= lead <= 0xF4:
+        return 4
+    return 0  # continuation octet, overlong lead (C0, C1) or beyond U+10FFFF (F5-FF)
+
+
+def _decode_run(run: str, component: str) -> str:
+    """3987bis 3.7 steps 2-5 on one run of triplets of one component."""
+    octets = decode_octets(run)
+    allowed = _IRI_CHAR[component]
+    out = []
+    i = 0
+    while i < len(octets):
+        octet = octets[i]
+        if octet < 0x80:  # step 2: only unreserved ASCII is decoded
+            char = chr(octet)
+            out.append(char if char in cs.UNRESERVED_CHARS else run[3 * i : 3 * i + 3])
+            i += 1
+            continue
+        size = _utf8_length(octet)
+        chunk = octets[i : i + size] if size else b""
+        try:
+            char = chunk.decode("utf-8") if len(chunk) == size and size else None
+        except UnicodeDecodeError:  # overlong, surrogate or out of range: step 3
+            char = None
+        if char is None:
+            out.append(pct_encode_octets(octets[i : i + 1]))
+            i += 1
+        elif allowed.fullmatch(char):  # step 5
+            out.append(char)
+            i += size
+        else:  # step 4: not appropriate in an IRI here
+            out.append(pct_encode_octets(chunk))
+            i += size
+    return "".join(out)
+
+
+def _to_iri_component(text: str | None, component: str) -> str | None:
+    if text is None or "%" not in text:
+        return text
+    return TRIPLET_RUN.sub(lambda m: _decode_run(m.group(), component), text)
+
+
+def to_iri(uri: str) -> str:
+    """Convert a URI reference to an IRI reference (3987bis 3.7, steps 1-6).
+
+    Escapes of UTF-8 characters allowed in IRIs and of unreserved ASCII are
+    decoded; escapes of reserved characters, of octets that are not strictly
+    legal UTF-8, and of characters IRIs forbid (bidi controls, private use
+    outside the query, ...) stay encoded; ``xn--`` labels of DNS host names
+    become U-labels where they are valid.
+    """
+    ref = parse(uri)
+    host = _to_iri_component(ref.host, "host") if ref.host and not ref.host.startswith("[") else ref.host
+    if host and _has_dns_host(ref):
+        host = to_unicode_host(host)
+    return recompose(
+        IRIReference(
+            ref.scheme,
+            _to_iri_component(ref.userinfo, "userinfo"),
+            host,
+            ref.port,
+            _to_iri_component(ref.path, "path"),
+            _to_iri_component(ref.query, "query"),
+            _to_iri_component(ref.fragment, "fragment"),
+        )
+    )

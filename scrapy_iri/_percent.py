@@ -1,0 +1,78 @@
+"""Percent-encoding (RFC 3986 sec. 2.1, 2.3, 6.2.2; 3987bis sec. 3.3, 5.3.2.3)."""
+
+from __future__ import annotations
+
+import re
+
+from ._charsets import UNRESERVED_CHARS
+
+TRIPLET = re.compile(r"%[0-9A-Fa-f]{2}")
+TRIPLET_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+_LOWER_HEX_TRIPLET = re.compile(r"%[0-9a-f]{2}")
+
+
+def _triplet_table() -> dict[str, str]:
+    """Every spelling of every triplet -> its syntax-normal form (5.3.2.1, 5.3.2.3)."""
+    table = {}
+    for octet in range(256):
+        hi, lo = f"{octet:02X}"
+        normal = chr(octet) if chr(octet) in UNRESERVED_CHARS else f"%{hi}{lo}"
+        for h in {hi, hi.lower()}:
+            for low in {lo, lo.lower()}:
+                table[f"%{h}{low}"] = normal
+    return table
+
+
+_NORMAL_TRIPLET = _triplet_table()
+
+
+def pct_encode_octets(data: bytes) -> str:
+    """Each octet as ``%HH`` with uppercase hex digits (3987bis 3.3)."""
+    # bytes.hex("%") writes "c3%a9": the same digits, joined by the separator.
+    return "%" + data.hex("%").upper() if data else ""
+
+
+def _encode_match(m: re.Match[str]) -> str:
+    return pct_encode_octets(m.group().encode("utf-8", "surrogatepass"))
+
+
+def encode_non_ascii(text: str) -> str:
+    """Percent-encode the UTF-8 octets of every non-ASCII character (3987bis 3.3).
+
+    Lone surrogates (only reachable in lenient mode) are encoded as their
+    would-be UTF-8 octets, which no valid IRI produces, so nothing merges.
+    """
+    if text.isascii():
+        return text
+    return _NON_ASCII.sub(_encode_match, text)
+
+
+def normalize_triplets(text: str) -> str:
+    """Uppercase the hex digits of each triplet and decode unreserved ones (RFC 3986 6.2.2)."""
+    if "%" not in text:
+        return text
+    return TRIPLET.sub(lambda m: _NORMAL_TRIPLET[m.group()], text)
+
+
+def normalize_component(text: str) -> str:
+    """Syntax-normal form of a component other than the host (3987bis 5.3.2.1, 5.3.2.3)."""
+    if "%" not in text and text.isascii():
+        return text
+    # Equal to normalize_triplets(encode_non_ascii(text)), cheaper: the
+    # triplets encode_non_ascii writes (uppercase, octets >= 0x80) are already
+    # normal, and a non-ASCII character is never a hex digit, so neither step
+    # creates or destroys a triplet the other one would see.
+    return encode_non_ascii(normalize_triplets(text))
+
+
+def uppercase_triplets(text: str) -> str:
+    """Uppercase the hex digits of triplets, leaving everything else alone."""
+    if "%" not in text:
+        return text
+    return _LOWER_HEX_TRIPLET.sub(lambda m: m.group().upper(), text)
+
+
+def decode_octets(run: str) -> bytes:
+    """``"%C3%BC"`` -> ``b"\\xc3\\xbc"``: the octets of a run of triplets."""
+    return bytes.fromhex(run.replace("%", ""))

@@ -1,0 +1,49 @@
+"""Every exception scrapy-iri raises on purpose, under one root: :class:`ScrapyIRIError`.
+
+The core raises only :class:`IRIError`; the store, the Scrapy settings and
+the graph command have their own subclasses of the root.
+"""
+
+from __future__ import annotations
+
+
+class ScrapyIRIError(Exception):
+    """The root of scrapy-iri's exceptions: ``except ScrapyIRIError`` catches any of them."""
+
+
+class IRIError(ScrapyIRIError, ValueError):
+    """An IRI or IRI reference that cannot be parsed, mapped or normalized.
+
+    ``component`` names the part of the IRI at fault (``"scheme"``, ``"host"``,
+    ``"path"``, ...); ``position`` is the 0-based index of the offending
+    character in the input string, or ``None`` when the fault is not at a
+    single character (an invalid IDN label, a port out of range).
+    """
+
+    def __init__(self, message: str, component: str, position: int | None = None) -> None:
+        where = f" at position {position}" if position is not None else ""
+        super().__init__(f"{component}: {message}{where}")
+        self.component = component
+        self.position = position
+
+
+class IRISettingsError(ScrapyIRIError, ValueError):
+    """An ``IRI_*`` setting has a value the components cannot use."""
+
+
+class StoreError(ScrapyIRIError, ValueError):
+    """A store URI, file or schema the store cannot use."""
+
+
+class GraphError(ScrapyIRIError):
+    """A fatal problem of a graph run: unreadable input, a header without the columns, a failing store."""
+
+
+class BadEdge(ScrapyIRIError, ValueError):
+    """An edge with an end that is not a valid absolute IRI (the message names which end)."""
+
+
+def describe(char: str) -> str:
+    """``'x' (U+0078)``: a character as error messages show it."""
+    shown = char if char.isprintable() and not char.isspace() else ""
+    return f"{shown!r} (U+{ord(char):04X})" if shown else f"U+{ord(char):04X}"

@@ -1,0 +1,35 @@
+"""Link graphs: every node in its canonical form, duplicate edges merged.
+
+``scrapy-iri graph IN OUT`` reads a collected link graph (CSV or TSV with a
+``source`` and a ``target`` column, or JSON Lines objects with those keys),
+canonicalizes both ends of every edge at a rung of the comparison ladder and
+writes each distinct canonical edge once, in first-seen order, as CSV.
+
+Memory grows with the distinct nodes and edges kept for de-duplication, not
+with the input: a node is a 16-byte BLAKE2b digest of its canonical form
+mapped to a number, an edge is the pair of its nodes' numbers packed in one
+int, and the cache of canonical forms is a bounded LRU. Two distinct nodes
+share a digest with probability 2**-128; among n nodes, below n**2 / 2**129.
+Bad rows are reported with their line numbers and counted, never dropped
+silently. See docs/graph.md.
+"""
+
+from ._cli import _Progress as _Progress
+from ._cli import cmd_graph, format_summary, register
+from ..errors import BadEdge, GraphError
+from ._normalize import DEFAULT_CACHE_SIZE, GraphNormalizer, GraphSummary, normalize_graph, normalize_graph_file
+from ._readers import FORMATS, detect_format
+from ._readers import _csv_rows as _csv_rows
+
+__all__ = [
+    "BadEdge",
+    "GraphError",
+    "GraphNormalizer",
+    "GraphSummary",
+    "normalize_graph",
+    "normalize_graph_file",
+    "register",
+]
+
+# Also importable from here, as before the split into modules: DEFAULT_CACHE_SIZE,
+# FORMATS, detect_format, cmd_graph, format_summary; _csv_rows and _Progress (tests).

@@ -1,0 +1,240 @@
+"""The ``scrapy-iri graph`` subcommand: arguments, progress line, summary."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from .._ladder import Rung
+from ..errors import GraphError
+from ._normalize import DEFAULT_CACHE_SIZE, GraphSummary, normalize_graph_file
+from ._readers import FORMATS
+
+
+# --- command line ------------------------------------------------------------
+
+
+def _rung(value: str) -> Rung:
+    try:
+        return Rung.parse(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _count(value: str) -> int:
+    try:
+        number = int(value.replace("_", ""))
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value!r}")
+    return number
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``graph`` subcommand to the ``scrapy-iri`` parser."""
+    p = subparsers.add_parser(
+        "graph",
+        help="canonicalize every node of a link graph and merge duplicate edges",
+        description=(
+            "Read a link graph (CSV or TSV with 'source' and 'target' header columns, or JSON Lines "
+            "objects with those keys), write CSV source,target with every node in its canonical form "
+            "and each distinct edge once, in first-seen order. Names ending in .gz are (de)compressed. "
+            "Exit codes: 0 ok, 1 some rows were bad (reported, skipped), 2 usage or fatal error."
+        ),
+    )
+    p.add_argument("input", metavar="IN", help="the link graph; '-' reads stdin")
+    p.add_argument("output", metavar="OUT", help="where the CSV goes; '-' writes stdout")
+    p.add_argument("--format", choices=FORMATS, help="input format (default: from IN's name; CSV for '-')")
+    p.add_argument(
+        "--rung",
+        type=_rung,
+        default=None,
+        help="rung: string, syntax, scheme or protocol (default: scheme; protocol with --store)",
+    )
+    p.add_argument("--store", metavar="URI", help="equivalence store for the protocol rung (sqlite:///path, memory:)")
+    p.add_argument("--keep-fragment", action="store_true", help="keep fragments (default: dropped)")
+    p.add_argument("--strict", action="store_true", help="no 3987bis sec. 7 preprocessing of messy input")
+    p.add_argument("--aliases", metavar="FILE", help="write CSV original,canonical for every original that changed")
+    p.add_argument("--bad-rows", metavar="FILE", help="copy the original text of every bad row here")
+    p.add_argument("--fail-fast", action="store_true", help="stop at the first bad row (exit 2, no OUT written)")
+    p.add_argument(
+        "--max-reported", type=_count, default=20, metavar="N", help="bad rows reported on stderr (default: 20)"
+    )
+    p.add_argument(
+        "--cache-size",
+        type=_count,
+        default=DEFAULT_CACHE_SIZE,
+        metavar="N",
+        help=f"canonical forms cached, LRU (default: {DEFAULT_CACHE_SIZE:_}; 0: none)",
+    )
+    p.add_argument("--progress", action="store_true", help="always show progress on stderr (default: on a terminal)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress and no summary (bad rows still reported)")
+    p.set_defaults(handler=cmd_graph)
+
+
+class _Progress:
+    """A progress line on stderr: redrawn in place on a terminal, a line every few seconds otherwise.
+
+    On a terminal it appears only for large inputs (1 MiB or more, or of
+    unknown size) that have already taken half a second; ``forced``
+    (``--progress``) shows it whatever the input and the stream.
+    """
+
+    def __init__(self, err: TextIO, forced: bool) -> None:
+        self.err = err
+        self.forced = forced
+        self.tty = _isatty(err)
+        self.started = self.last = time.perf_counter()
+        self.shown = False
+        self.state: tuple[int, int | None, int | None] = (0, None, None)
+
+    def __call__(self, rows: int, position: int | None, total: int | None) -> None:
+        self.state = (rows, position, total)
+        now = time.perf_counter()
+        if not self.forced and ((total is not None and total < 1 << 20) or now - self.started < 0.5):
+            return
+        if self.shown and now - self.last < (0.25 if self.tty else 2.0):
+            return
+        self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        self.last = now
+        rows, position, total = self.state
+        rate = rows / max(now - self.started, 1e-9)
+        text = f"scrapy-iri: graph: {rows:,} rows, {rate:,.0f} rows/s"
+        if position is not None and total:
+            text += f", {position / 1e6:,.1f} of {total / 1e6:,.1f} MB read ({100 * position / total:.0f}%)"
+        if self.tty:
+            self.err.write(f"\r{text}\x1b[K")
+            self.err.flush()
+        else:
+            print(text, file=self.err, flush=True)
+        self.shown = True
+
+    def clear(self) -> None:
+        """Make room for a message on a terminal (the next update redraws the line)."""
+        if self.shown and self.tty:
+            self.err.write("\r\x1b[K")
+
+    def done(self) -> None:
+        """The final figures (when the line was shown at all), and the end of the line."""
+        if self.shown or self.forced:
+            self._draw(time.perf_counter())
+        if self.shown and self.tty:
+            self.err.write("\n")
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _open_store(uri: str) -> Any:
+    try:
+        from ..store import open_store  # type: ignore[attr-defined]
+    except ImportError:
+        raise GraphError(
+            "--store needs scrapy_iri.store.open_store, which this installation does not have yet"
+        ) from None
+    try:
+        try:
+            return open_store(uri, create=False)  # a mistyped path must not become an empty store
+        except TypeError:  # a backend without the option
+            return open_store(uri)
+    except (ValueError, OSError) as exc:
+        raise GraphError(f"--store {uri}: {exc}") from None
+
+
+def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    rung = args.rung if args.rung is not None else (Rung.PROTOCOL if args.store else Rung.SCHEME)
+    if rung is Rung.PROTOCOL and not args.store:
+        print("scrapy-iri: graph: the protocol rung needs a store: add --store URI", file=err)
+        return 2
+    if args.store and rung is not Rung.PROTOCOL:
+        print(f"scrapy-iri: graph: --store is only used by the protocol rung, not {rung.name.lower()}", file=err)
+        return 2
+    suffix = Path(args.output.lower().removesuffix(".gz")).suffix
+    if suffix in (".tsv", ".tab", ".jsonl", ".ndjson"):
+        print(f"scrapy-iri: graph: OUT is always CSV: name it .csv, not {suffix}", file=err)
+        return 2
+    name = "<stdin>" if args.input == "-" else args.input
+    reported = 0
+
+    def on_bad(line: int, reason: str) -> None:
+        nonlocal reported
+        if reported < args.max_reported or args.fail_fast:
+            if progress is not None:
+                progress.clear()
+            print(f"scrapy-iri: {name}:{line}: {reason}", file=err)
+            reported += 1
+
+    progress = None if args.quiet else _Progress(err, args.progress)
+    if progress is not None and not (progress.forced or progress.tty):
+        progress = None
+    store = None
+    try:
+        if args.store:
+            store = _open_store(args.store)
+        summary = normalize_graph_file(
+            args.input,
+            args.output,
+            rung,
+            fmt=args.format,
+            keep_fragment=args.keep_fragment,
+            lenient=not args.strict,
+            store=store,
+            cache_size=args.cache_size,
+            aliases=args.aliases,
+            bad_rows=args.bad_rows,
+            fail_fast=args.fail_fast,
+            on_bad=on_bad,
+            progress=progress,
+            stdout=out,
+        )
+    except (GraphError, OSError, KeyboardInterrupt) as exc:
+        if progress is not None:
+            progress.clear()
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        if isinstance(exc, OSError):
+            where = f"{exc.filename}: " if exc.filename else ""
+            print(f"scrapy-iri: {where}{exc.strerror or exc}", file=err)
+        else:
+            print(f"scrapy-iri: {exc}", file=err)
+        return 2
+    finally:
+        if store is not None and hasattr(store, "close"):
+            store.close()
+    if progress is not None:
+        progress.done()
+    hidden = summary.bad_rows - reported
+    if hidden > 0:
+        kept = f" (all kept in {args.bad_rows})" if args.bad_rows else " (--bad-rows FILE keeps them all)"
+        print(f"scrapy-iri: {name}: {hidden:,} more bad rows not shown{kept}", file=err)
+    if not args.quiet:
+        print(format_summary(summary, rung), file=err)
+    return 1 if summary.bad_rows else 0
+
+
+def format_summary(summary: GraphSummary, rung: Rung | str = Rung.SCHEME) -> str:
+    rate = summary.rows / summary.seconds if summary.seconds > 0 else 0.0
+    lines = [
+        f"scrapy-iri: graph: {summary.rows:,} rows in {summary.seconds:.2f} s ({rate:,.0f} rows/s),"
+        f" {Rung.parse(rung).name.lower()} rung"
+    ]
+    for label, value in (
+        ("edges in", summary.edges_in),
+        ("edges out", summary.edges_out),
+        ("duplicate edges merged", summary.duplicate_edges),
+        ("distinct nodes in", summary.nodes_in),
+        ("distinct nodes out", summary.nodes_out),
+        ("nodes merged", summary.nodes_merged),
+        ("bad rows", summary.bad_rows),
+    ):
+        lines.append(f"  {label:<24}{value:>14,}")
+    return "\n".join(lines)

@@ -1,0 +1,118 @@
+"""The add-on: ``ADDONS = {"scrapy_iri.Addon": 0}`` turns everything on."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy.settings import SETTINGS_PRIORITIES
+from scrapy.utils.misc import load_object
+
+from scrapy_iri import Rung
+
+from ._settings import IRISettings, IRISettingsError
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import Settings
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+DUPEFILTER = "scrapy_iri.IRIDupeFilter"
+FINGERPRINTER = "scrapy_iri.IRIRequestFingerprinter"
+PIPELINE = "scrapy_iri.CanonicalizeURLsPipeline"
+
+
+class Addon:
+    """Scrapy add-on enabling IRI identity in a crawl.
+
+    - :setting:`DUPEFILTER_CLASS` -> :class:`~scrapy_iri.IRIDupeFilter`;
+    - :setting:`REQUEST_FINGERPRINTER_CLASS` ->
+      :class:`~scrapy_iri.IRIRequestFingerprinter` (the HTTP cache and media
+      pipelines then share the dupefilter's identity);
+    - :class:`~scrapy_iri.scrapy._location.IRILocationMiddleware` in
+      :setting:`DOWNLOADER_MIDDLEWARES`, so redirects to IRIs reach the right host;
+    - :class:`~scrapy_iri.CanonicalizeURLsPipeline` in
+      :setting:`ITEM_PIPELINES` when ``IRI_URL_FIELDS`` is set.
+
+    Both classes are set at the ``addon`` priority, so project and spider
+    settings win. Following Scrapy's add-on guidance, the classes replaced
+    are kept in ``IRI_FALLBACK_DUPEFILTER_CLASS`` and
+    ``IRI_FALLBACK_REQUEST_FINGERPRINTER_CLASS`` (unless the user set those),
+    and the components delegate to them under ``IRI_COMPAT``. ``IRI_*``
+    settings are checked here: a bad value stops the crawl before it starts.
+    """
+
+    def __init__(self, crawler: Crawler | None = None) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def update_settings(self, settings: Settings) -> None:
+        # protocol rung (issue 5): the add-on's default rung is "protocol"
+        settings.setdefault("IRI_RUNG", "protocol", "addon")
+        config = IRISettings.from_settings(settings)
+        self._check_store(config)
+        self._replace(settings, "DUPEFILTER_CLASS", DUPEFILTER, "IRI_FALLBACK_DUPEFILTER_CLASS")
+        self._replace(
+            settings,
+            "REQUEST_FINGERPRINTER_CLASS",
+            FINGERPRINTER,
+            "IRI_FALLBACK_REQUEST_FINGERPRINTER_CLASS",
+        )
+        self._add_location_middleware(settings, config)
+        if config.url_fields:
+            pipeline = load_object(PIPELINE)
+            settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", pipeline, config.url_pipeline_order)
+        self._update_protocol_settings(settings, config)
+
+    def _replace(self, settings: Settings, name: str, ours: str, fallback: str) -> None:
+        """Set ``name`` to our class at the add-on priority, keeping what it replaces in ``fallback``."""
+        current = settings.get(name)
+        ours_cls = load_object(ours)
+        current_cls = load_object(current) if current else None
+        is_ours = isinstance(current_cls, type) and issubclass(current_cls, ours_cls)
+        if not is_ours and current and not settings.get(fallback):
+            settings.set(fallback, current, "addon")
+        settings.set(name, ours, "addon")
+        if not is_ours and (settings.getpriority(name) or 0) > SETTINGS_PRIORITIES["addon"]:
+            logger.warning(
+                "%(name)s is set to %(value)r above the add-on priority, so scrapy_iri's %(ours)s"
+                " is not used. Remove it from the project or spider settings, or set"
+                " %(fallback)s to it to keep it as the fallback.",
+                {"name": name, "value": current, "ours": ours, "fallback": fallback},
+                extra={"crawler": self.crawler},
+            )
+
+    @staticmethod
+    def _check_store(config: IRISettings) -> None:
+        if not config.needs_store:
+            return
+        try:
+            import scrapy_iri.store  # noqa: F401
+        except ImportError as exc:
+            raise IRISettingsError(f"IRI_RUNG = 'protocol' needs the equivalence store: {exc}") from exc
+
+    @staticmethod
+    def _add_location_middleware(settings: Settings, config: IRISettings) -> None:
+        """Redirects to IRIs are followed to their URI, not IDNA2003's host (also under compat)."""
+        from ._location import ORDER, IRILocationMiddleware
+
+        settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", IRILocationMiddleware, ORDER)
+
+    def _update_protocol_settings(self, settings: Settings, config: IRISettings) -> Any:
+        """Components of the protocol rung (redirect learning, store) go here.
+
+        The protocol-rung issue adds its downloader middleware
+        (``scrapy_iri.scrapy._redirects``) in this method, with
+        ``settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", ...)``.
+        """
+        # protocol rung (issue 5): redirect learning and rewriting before download
+        if config.needs_store and config.rung is Rung.PROTOCOL:
+            from ._redirects import ORDER, RedirectLearningMiddleware
+
+            settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RedirectLearningMiddleware, ORDER)
+        return None

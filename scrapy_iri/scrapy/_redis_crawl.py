@@ -1,0 +1,291 @@
+"""One Redis connection per crawl, shared by the seen set and the store: timers, outages, giving up.
+
+:class:`CrawlRedis` runs the maintenance timer (the store's sync, the
+heartbeat), probes Redis during an outage (with a write: a full or read-only
+Redis answers a PING), catches up when it is back (the outage ends only once
+that worked), and closes the spider when ``IRI_REDIS_RETRY_TIMEOUT`` is spent.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+from scrapy import signals
+from scrapy.utils.job import job_dir
+
+from scrapy_iri.store._redis import Outage, RedisKeys, RedisStore, RedisUnavailable, client_from_url
+
+from ._redis_config import RedisConfig
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
+    from ._redis_seen import RedisSeenSet
+
+logger = logging.getLogger("scrapy_iri.scrapy._redis_seen")
+
+#: the spider's close reason when Redis stays unreachable
+CLOSE_REASON = "iri_redis_unavailable"
+#: seconds between the live-process heartbeats (each lasts redis_seen.LIVE_TTL)
+HEARTBEAT = 5.0
+#: JOBDIR file of the store's writes Redis did not get at close
+STORE_PENDING_FILE = "iri-redis-store-pending.json"
+#: how long the outage probe's key (``NS:probe``) lives
+PROBE_TTL_MS = 60_000
+
+
+class _CrawlOutage(Outage):
+    """The crawl's outage: its start is logged and counted once, whoever noticed it."""
+
+    def __init__(self, state: CrawlRedis) -> None:
+        super().__init__()
+        self.state = state
+
+    def failed(self, exc: BaseException) -> bool:
+        started = super().failed(exc)
+        if started:
+            config = self.state.config
+            self.state.crawler.stats.inc_value("iri/redis/outages")
+            logger.warning(
+                "Redis at %(where)s unreachable or refusing writes (%(error)s): requests are let through unchecked"
+                " (fetched rather than lost) while retrying for up to %(timeout).0f s",
+                {"where": config.describe(), "error": exc, "timeout": config.retry_timeout},
+            )
+        return started
+
+
+class CrawlRedis:
+    """The connection, the outage state and the timers shared by a crawl's Redis users."""
+
+    def __init__(self, crawler: Crawler, config: RedisConfig) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.keys = RedisKeys(config.namespace)
+        self.client = client_from_url(config.url, config.params)
+        self.outage = _CrawlOutage(self)
+        self.seen: RedisSeenSet | None = None
+        self.store: RedisStore | None = None
+        self._loop: Any = None
+        self._closing = False
+        self._probing = False
+        self._next_heartbeat = 0.0
+        try:
+            self.client.ping()
+        except Exception as exc:
+            raise RedisUnavailable(
+                f"cannot reach Redis at {config.describe()}: {str(exc).rstrip('.')}. The crawl does not start:"
+                " start Redis, or correct IRI_STORE / REDIS_URL / REDIS_PARAMS."
+            ) from exc
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+
+    # timers
+
+    def _spider_opened(self, spider: Spider | None = None) -> None:
+        try:
+            from scrapy.utils.asyncio import create_looping_call
+        except ImportError:  # Scrapy < 2.14
+            from twisted.internet.task import LoopingCall as create_looping_call  # type: ignore[assignment]
+        self._loop = create_looping_call(self.tick)
+        self._loop.start(self.config.sync_interval, now=False)
+
+    async def _spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self._loop = None
+        if self.seen is not None:
+            await self._wait_for_redis()
+            self.seen.close(reason)
+        if self.store is not None:
+            for name, value in self.store.counters.items():
+                self.crawler.stats.set_value(f"iri/redis/store/{name}", value)
+
+    def tick(self) -> None:
+        """Every sync interval: keep the store fresh and the heartbeat alive, or deal with an outage."""
+        try:
+            self._tick()
+        except Exception:  # a timer must survive anything
+            logger.exception("scrapy-iri: error in the Redis maintenance timer")
+
+    def _tick(self) -> None:
+        if self.outage.down:
+            if self.outage.elapsed() >= self.config.retry_timeout:
+                self.give_up()
+            elif self.outage.may_try() and not self._probing:
+                from scrapy.utils.defer import deferred_from_coro
+
+                deferred_from_coro(self.probe_async())
+            return
+        if self.store is not None:
+            self.store.maintain()
+        if self.seen is not None and self.seen.managed and time.monotonic() >= self._next_heartbeat:
+            self._next_heartbeat = time.monotonic() + HEARTBEAT
+            self.seen.heartbeat()
+
+    async def _wait_for_redis(self) -> None:
+        """At close, with requests let through unchecked: keep retrying until IRI_REDIS_RETRY_TIMEOUT is spent."""
+        seen = self.seen
+        if seen is None or not seen.unchecked or not self.outage.down:
+            return
+        left = self.config.retry_timeout - self.outage.elapsed()
+        if left <= 0:
+            return
+        logger.info(
+            "Waiting up to %(left).1f s for Redis to record the %(n)d requests let through unchecked",
+            {"left": left, "n": len(seen.unchecked)},
+        )
+        while self.outage.down and self.outage.elapsed() < self.config.retry_timeout:
+            if self.outage.may_try() and not self._probing and await self.probe_async():
+                return
+            await _sleep(0.05)
+
+    # faults
+
+    def failed(self, exc: BaseException) -> None:
+        self.outage.failed(exc)
+
+    def _probe_write(self) -> None:
+        """A write, not a PING: a full (maxmemory) or read-only Redis answers a PING but refuses writes."""
+        self.client.set(self.keys.probe, b"1", px=PROBE_TTL_MS)
+
+    def probe(self) -> bool:
+        """One attempt to write to Redis again; on success, catch up (the outage ends once that worked)."""
+        try:
+            self._probe_write()
+        except Exception as exc:
+            self.failed(exc)
+            return False
+        return self.recovered()
+
+    async def probe_async(self) -> bool:
+        """:meth:`probe`, with the write in a thread (an unresponsive host must not stall the crawl)."""
+        try:
+            from scrapy.utils.asyncio import run_in_thread
+        except ImportError:  # Scrapy < 2.15
+            return self.probe()
+        self._probing = True
+        try:
+            await run_in_thread(self._probe_write)
+        except Exception as exc:
+            self.failed(exc)
+            return False
+        finally:
+            self._probing = False
+        if not self.outage.down:
+            return True
+        try:
+            return self.recovered()
+        except Exception as exc:  # a timer's task must not die with an unhandled error
+            logger.exception("scrapy-iri: error while catching up with Redis")
+            self.failed(exc)
+            return False
+
+    def recovered(self) -> bool:
+        """Redis takes writes again: replay what it missed; the outage (and its clock) ends only if that worked."""
+        lasted = self.outage.elapsed()
+        if self.seen is not None and not self.seen.catch_up():
+            return False
+        if self.store is not None and not self.store.maintain(force=True):
+            return False
+        self.outage.recovered()
+        logger.info(
+            "Redis at %(where)s answers again after %(lasted).1f s",
+            {"where": self.config.describe(), "lasted": lasted},
+        )
+        self.crawler.stats.max_value("iri/redis/outage_seconds", round(lasted, 3))
+        return True
+
+    def give_up(self) -> None:
+        """Redis stayed unreachable for IRI_REDIS_RETRY_TIMEOUT: close the spider, saying what is left."""
+        if self._closing:
+            return
+        self._closing = True
+        stats = self.crawler.stats
+        unchecked = stats.get_value("iri/redis/unchecked", 0)
+        engine = self.crawler.engine
+        scheduler = getattr(engine, "scheduler", None) if engine is not None else None
+        try:
+            scheduled: Any = len(scheduler) if scheduler is not None else "no"  # type: ignore[arg-type]
+        except TypeError:
+            scheduled = "an unknown number of"
+        jobdir = job_dir(self.crawler.settings)
+        if jobdir:
+            advice = f"they stay in JOBDIR {jobdir}: run the job again with it once Redis is back"
+        else:
+            advice = (
+                "they are marked seen in Redis, so no other process fetches them: set JOBDIR to be able to"
+                " resume them, or use scrapy-redis's scheduler (its queue is in Redis)"
+            )
+        logger.error(
+            "Redis at %(where)s unreachable for %(elapsed).0f s (IRI_REDIS_RETRY_TIMEOUT = %(timeout)s;"
+            " last error: %(error)s): closing the spider (%(reason)s). %(unchecked)s requests were let"
+            " through without the cross-process check (iri/redis/unchecked); %(scheduled)s requests are"
+            " still scheduled in this process: %(advice)s.",
+            {
+                "where": self.config.describe(),
+                "elapsed": self.outage.elapsed(),
+                "timeout": self.config.retry_timeout,
+                "error": self.outage.last_error,
+                "reason": CLOSE_REASON,
+                "unchecked": unchecked,
+                "scheduled": scheduled,
+                "advice": advice,
+            },
+        )
+        stats.set_value("iri/redis/unavailable_seconds", round(self.outage.elapsed(), 3))
+        if engine is None or getattr(engine, "spider", None) is None:
+            return
+        close = getattr(engine, "close_spider_async", None)
+        if close is not None:
+            from scrapy.utils.defer import deferred_from_coro
+
+            closing = deferred_from_coro(close(reason=CLOSE_REASON))
+        else:  # Scrapy < 2.14
+            closing = engine.close_spider(engine.spider, reason=CLOSE_REASON)
+        closing.addErrback(lambda failure: logger.error("closing the spider failed: %s", failure.value))
+
+
+async def _sleep(seconds: float) -> None:
+    try:
+        from scrapy.utils.asyncio import sleep
+    except ImportError:  # Scrapy < 2.18
+        from twisted.internet import reactor
+        from twisted.internet.task import deferLater
+
+        await deferLater(reactor, seconds)
+    else:
+        await sleep(seconds)
+
+
+_crawls: WeakKeyDictionary[Crawler, CrawlRedis] = WeakKeyDictionary()
+
+
+def crawl_redis(crawler: Crawler) -> CrawlRedis:
+    """The crawl's Redis connection (made, and checked, on first use)."""
+    state = _crawls.get(crawler)
+    if state is None:
+        spider_name = getattr(crawler.spidercls, "name", None)
+        state = CrawlRedis(crawler, RedisConfig.from_settings(crawler.settings, spider_name))
+        _crawls[crawler] = state
+    return state
+
+
+def open_crawler_store(crawler: Crawler) -> RedisStore:
+    """The crawl's equivalence store in Redis (``settings.crawler_store`` calls this for a Redis URI)."""
+    state = crawl_redis(crawler)
+    if state.store is None:
+        state.store = RedisStore(
+            state.client,
+            state.config.namespace,
+            outage=state.outage,
+            sync_interval=state.config.sync_interval,
+            owns_client=False,
+            auto_sync=False,  # the timer syncs, between requests (see CrawlRedis.tick)
+            pending_path=Path(jobdir, STORE_PENDING_FILE) if (jobdir := job_dir(crawler.settings)) else None,
+        )
+    return state.store

@@ -1,0 +1,85 @@
+"""Scheme-rung forms: the URLs the store keeps, and their parts.
+
+Every URL the store holds is a scheme-rung canonical form without a fragment
+(an ASCII URI). Such a string splits exactly with the RFC 3986 appendix B
+pattern, so the store never needs the full parser on its hot path.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from ..errors import IRIError
+from .._ladder import Rung, canonicalize
+
+# RFC 3986 appendix B.
+_TOP = re.compile(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.S)
+
+
+class Form(NamedTuple):
+    """The parts of a scheme-rung form; ``query`` is ``None`` when absent."""
+
+    scheme: str
+    authority: str | None
+    path: str
+    query: str | None
+
+    @property
+    def origin(self) -> str:
+        """``scheme://authority``: the key rules are learned under."""
+        return f"{self.scheme}://{self.authority}" if self.authority is not None else f"{self.scheme}:"
+
+    @property
+    def host(self) -> str | None:
+        """The host, when the authority has neither userinfo nor port."""
+        auth = self.authority
+        if auth is None or "@" in auth or auth.startswith("["):
+            return None
+        return None if ":" in auth else auth
+
+    def unsplit(self) -> str:
+        out = self.scheme + ":"
+        if self.authority is not None:
+            out += "//" + self.authority
+        out += self.path
+        if self.query is not None:
+            out += "?" + self.query
+        return out
+
+
+def split_form(url: str) -> Form:
+    """Split a scheme form (a fragment, if any, is ignored)."""
+    m = _TOP.fullmatch(url)
+    assert m is not None  # the pattern matches every string
+    scheme, authority, path, query, _ = m.groups()
+    return Form(scheme or "", authority, path, query)
+
+
+def split_fragment(url: str) -> tuple[str, str]:
+    """``(url without fragment, "#fragment" or "")``."""
+    base, sep, fragment = url.partition("#")
+    return base, sep + fragment
+
+
+def scheme_form(url: str) -> str | None:
+    """The scheme-rung form of any URL as Scrapy holds it, without fragment; ``None`` if invalid."""
+    try:
+        return canonicalize(url, Rung.SCHEME, keep_fragment=False, lenient=True)
+    except IRIError:
+        return None
+
+
+def sink_key(url: str) -> str:
+    """The page a redirect lands on, query ignored (``/login?next=...`` is ``/login``)."""
+    return url.partition("#")[0].partition("?")[0]
+
+
+def source_key(url: str) -> str:
+    """A page that redirects into a possible sink: its query kept (``/item?id=1`` and ``/item?id=2`` are two)."""
+    return url.partition("#")[0]
+
+
+def has_userinfo(url: str) -> bool:
+    """Whether the scheme form ``url`` has userinfo (``user@host``)."""
+    return "@" in (split_form(url).authority or "")

@@ -1,0 +1,370 @@
+"""Rules: conventional redirect patterns, learned per origin (pure Python, no Scrapy).
+
+A *rule kind* predicts, for a URL it covers, the URL a server following the
+convention would redirect it to (``/docs`` -> ``/docs/``). A kind may split
+the URLs it covers into *scopes* (slash rules: one per path template, so
+``/topic-1`` teaches about ``/topic-2`` but not about ``/both-1``), and a
+rule is one (origin, kind, scope).
+
+Each observation of a covered URL is judged against the prediction:
+
+* support: a clean permanent redirect (301/308) to exactly the predicted URL;
+* counterexample: any other redirect (302/303/307 included), or a document
+  (a non-redirect answer below 400) at the URL itself: the server answered
+  the unrewritten URL, so rewriting it could lose a page;
+* neutral: an error (400 and above) or support from a context-dependent
+  exchange (cookies, credentials, ``Vary``) or into a sink.
+
+A rule applies once it has ``min_observations`` supports and no
+counterexample. Evidence older than ``rule_ttl`` is forgotten: an idle rule
+expires, and a suspended one may be learned again from fresh evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from enum import Enum
+from typing import NamedTuple
+
+from ._forms import Form, split_form
+from ._psl import WWW, www_partner
+
+#: statuses that make the source an exact alias of the target (RFC 9110 15.4)
+PERMANENT = frozenset({301, 308})
+#: every redirect status Scrapy follows
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+#: default documents a server answers for a directory ("index.html" -> "dir/")
+DEFAULT_DOCUMENTS = frozenset(
+    {
+        "index.html",
+        "index.htm",
+        "index.php",
+        "index.shtml",
+        "index.asp",
+        "index.aspx",
+        "index.jsp",
+        "default.htm",
+        "default.html",
+        "default.asp",
+        "default.aspx",
+    }
+)
+
+#: reserved characters a path segment may hold either raw or escaped
+#: (RFC 3986 3.3: pchar = unreserved / pct-encoded / sub-delims / ":" / "@")
+PATH_RESERVED = "!$&'()*+,;=:@"
+_RESERVED_ESCAPES = {f"%{ord(c):02X}": c for c in PATH_RESERVED}
+_ESCAPE = re.compile("|".join(_RESERVED_ESCAPES))
+_RAW = re.compile("[" + re.escape(PATH_RESERVED) + "]")
+_UPPER_OUTSIDE_ESCAPES = re.compile(r"%[0-9A-F]{2}|[A-Z]")
+
+#: rules only generalize over URLs whose dereference these conventions describe
+_SCHEMES = frozenset({"http", "https"})
+
+#: the kind name that blocks every rule of an origin (a sink was seen there)
+BLOCK = "*"
+#: the kind name of the rule that predicts the case a server declared (see :func:`_declared_case`)
+DECLARED_CASE = "declared-case"
+
+#: what the store knows: the case a server declared for a case-insensitive key (:func:`case_key`),
+#: the target of a case-only redirect or, on an origin that makes them, a document's own URL
+Known = Callable[[str], "str | None"]
+
+
+def _nothing(key: str) -> str | None:
+    return None
+
+
+def case_key(url: str) -> str:
+    """A URL with its path case-folded: what a case-insensitive server cannot tell apart."""
+    form = split_form(url)
+    return form._replace(path=form.path.lower()).unsplit()
+
+
+def is_case_change(source: str, target: str) -> bool:
+    """Whether a redirect changes nothing but the case of the path."""
+    return source != target and case_key(source) == case_key(target)
+
+
+# -- predictions, one small function per convention ---------------------------
+
+
+def _last_segment(path: str) -> str:
+    return path.rpartition("/")[2]
+
+
+_DIGITS_OUTSIDE_ESCAPES = re.compile(r"%[0-9A-F]{2}|[0-9]+")
+
+
+def path_template(path: str) -> str:
+    """The path with each run of digits replaced by ``#`` (never in a path): ``/topic-#/``.
+
+    Whether ``/x`` is a directory is a property of the file system behind
+    the server, so slash rules generalize only within a family of numbered
+    paths of one template (``/topic-1`` teaches about ``/topic-2``, nothing
+    about ``/both-1`` or ``/about``); paths without digits are learned one
+    by one, as exact aliases.
+    """
+    return _DIGITS_OUTSIDE_ESCAPES.sub(lambda m: m.group() if m.group()[0] == "%" else "#", path)
+
+
+def _numbered(path: str) -> str | None:
+    """The template of a path in a numbered family, or ``None`` (a template of one URL teaches nothing)."""
+    template = path_template(path)
+    return template if template != path else None
+
+
+def _add_slash(f: Form, known: Known) -> tuple[str, Form] | None:
+    if not f.path or f.path.endswith("/"):
+        return None
+    template = _numbered(f.path)
+    return None if template is None else (template, f._replace(path=f.path + "/"))
+
+
+def _remove_slash(f: Form, known: Known) -> tuple[str, Form] | None:
+    if len(f.path) < 2 or not f.path.endswith("/"):
+        return None
+    template = _numbered(f.path)
+    return None if template is None else (template, f._replace(path=f.path[:-1]))
+
+
+def _index_to_directory(f: Form, known: Known) -> tuple[str, Form] | None:
+    name = _last_segment(f.path)
+    if name not in DEFAULT_DOCUMENTS:
+        return None
+    return name, f._replace(path=f.path[: -len(name)])
+
+
+def _http_to_https(f: Form, known: Known) -> tuple[str, Form] | None:
+    if f.scheme != "http" or f.host is None:
+        return None
+    return "", f._replace(scheme="https")
+
+
+def _www_to_apex(f: Form, known: Known) -> tuple[str, Form] | None:
+    if f.host is None or not f.host.startswith(WWW):
+        return None
+    apex = www_partner(f.host)
+    return None if apex is None else ("", f._replace(authority=apex))
+
+
+def _apex_to_www(f: Form, known: Known) -> tuple[str, Form] | None:
+    if f.host is None or f.host.startswith(WWW):
+        return None
+    www = www_partner(f.host)
+    return None if www is None else ("", f._replace(authority=www))
+
+
+def _lowercase_path(f: Form, known: Known) -> tuple[str, Form] | None:
+    if not any(m.group().isalpha() for m in _UPPER_OUTSIDE_ESCAPES.finditer(f.path)):
+        return None
+    lowered = _UPPER_OUTSIDE_ESCAPES.sub(lambda m: m.group() if len(m.group()) == 3 else m.group().lower(), f.path)
+    return "", f._replace(path=lowered)
+
+
+def _declared_case(f: Form, known: Known) -> tuple[str, Form] | None:
+    url = f.unsplit()
+    declared = known(case_key(url))
+    if declared is None or declared == url:
+        return None
+    return "", split_form(declared)
+
+
+def _decode_reserved(f: Form, known: Known) -> tuple[str, Form] | None:
+    found = sorted(set(_ESCAPE.findall(f.path)))
+    if not found:
+        return None
+    return "".join(found), f._replace(path=_ESCAPE.sub(lambda m: _RESERVED_ESCAPES[m.group()], f.path))
+
+
+def _encode_reserved(f: Form, known: Known) -> tuple[str, Form] | None:
+    found = sorted(set(_RAW.findall(f.path)))
+    if not found:
+        return None
+    return "".join(found), f._replace(path=_RAW.sub(lambda m: f"%{ord(m.group()):02X}", f.path))
+
+
+@dataclass(frozen=True)
+class RuleKind:
+    """One convention: its name, what it does, and its prediction."""
+
+    name: str
+    summary: str
+    predict: Callable[[Form, Known], tuple[str, Form] | None]
+
+
+#: the conventions, in the order they are tried on a URL
+KINDS: tuple[RuleKind, ...] = (
+    RuleKind("http-to-https", "http:// -> https:// on the same host", _http_to_https),
+    RuleKind("www-to-apex", "www.example.com -> example.com (one registrable domain)", _www_to_apex),
+    RuleKind("apex-to-www", "example.com -> www.example.com (one registrable domain)", _apex_to_www),
+    RuleKind("index-to-directory", "/dir/index.html -> /dir/", _index_to_directory),
+    RuleKind("add-slash", "/dir -> /dir/", _add_slash),
+    RuleKind("remove-slash", "/page/ -> /page", _remove_slash),
+    RuleKind("lowercase-path", "/About -> /about", _lowercase_path),
+    RuleKind(
+        DECLARED_CASE,
+        "/DOCS/PAGE-1 -> /Docs/Page-1: a case-insensitive server, the case it redirected to or answered at before",
+        _declared_case,
+    ),
+    RuleKind("decode-reserved", "/a%3Ab -> /a:b", _decode_reserved),
+    RuleKind("encode-reserved", "/a:b -> /a%3Ab", _encode_reserved),
+)
+KINDS_BY_NAME = {kind.name: kind for kind in KINDS}
+
+
+_KIND_INDEX = {kind.name: i for i, kind in enumerate(KINDS)}
+
+
+def kind_order(key: RuleKey) -> tuple[int, str]:
+    """Sort key: rules are tried in the order of :data:`KINDS`, then by scope."""
+    return _KIND_INDEX.get(key.kind, len(KINDS)), key.scope
+
+
+class RuleKey(NamedTuple):
+    """A rule's identity: where it was learned, which convention, which scope."""
+
+    origin: str
+    kind: str
+    scope: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.origin} {self.kind} {self.scope}".rstrip()
+
+    @classmethod
+    def parse(cls, text: str) -> RuleKey:
+        """Inverse of ``str()`` (origins and kind names hold no spaces)."""
+        origin, _, rest = text.partition(" ")
+        kind, _, scope = rest.partition(" ")
+        return cls(origin, kind, scope)
+
+
+class Prediction(NamedTuple):
+    key: RuleKey
+    target: str
+
+
+def predictions(url: str, known: Known = _nothing) -> Iterator[Prediction]:
+    """Every rule that covers a scheme form, with the URL it predicts."""
+    form = split_form(url)
+    if form.scheme not in _SCHEMES or form.authority is None or "@" in form.authority:
+        return
+    origin = form.origin
+    for kind in KINDS:
+        found = kind.predict(form, known)
+        if found is not None:
+            scope, target = found
+            yield Prediction(RuleKey(origin, kind.name, scope), target.unsplit())
+
+
+def predict(url: str, key: RuleKey, known: Known = _nothing) -> str | None:
+    """What the rule ``key`` predicts for ``url`` (``None``: not covered)."""
+    form = split_form(url)
+    if form.origin != key.origin or "@" in (form.authority or "@"):
+        return None
+    found = KINDS_BY_NAME[key.kind].predict(form, known)
+    if found is None or found[0] != key.scope:
+        return None
+    return found[1].unsplit()
+
+
+# -- judging evidence ---------------------------------------------------------
+
+
+class Verdict(Enum):
+    SUPPORT = "support"
+    AGAINST = "against"
+    NEUTRAL = "neutral"
+
+
+def judge(predicted: str, status: int, target: str | None, *, trusted: bool) -> Verdict:
+    """What one answer at a covered URL says about the rule that predicted ``predicted``.
+
+    ``trusted`` is False for context-dependent exchanges and hops into a
+    sink: they may count against a rule, never for it.
+    """
+    if status in PERMANENT and target == predicted:
+        return Verdict.SUPPORT if trusted else Verdict.NEUTRAL
+    if status in REDIRECTS or status < 400:
+        return Verdict.AGAINST
+    return Verdict.NEUTRAL
+
+
+# -- a rule's life ------------------------------------------------------------
+
+
+class RuleStatus(Enum):
+    CANDIDATE = "candidate"
+    ACTIVE = "active"
+    SUSPENDED = "suspended"
+
+
+@dataclass(frozen=True)
+class LearningPolicy:
+    """How much evidence makes a rule, and how long evidence lasts."""
+
+    #: K: consistent observations before a pattern becomes a rule
+    min_observations: int = 3
+    #: seconds after which support or counterexamples are forgotten
+    rule_ttl: float = 30 * 86400.0
+    #: distinct sources redirected to one page that make it a sink
+    sink_fanin: int = 5
+    #: hops followed in a row before giving up (no merge); Scrapy's REDIRECT_MAX_TIMES
+    max_chain: int = 20
+    #: whether a permanent redirect to another registrable domain is an alias
+    cross_site_aliases: bool = False
+
+    def __post_init__(self) -> None:
+        if self.min_observations < 1:
+            raise ValueError("min_observations must be at least 1")
+        if self.sink_fanin < 2:
+            raise ValueError("sink_fanin must be at least 2")
+        if self.max_chain < 1:
+            raise ValueError("max_chain must be at least 1")
+        if self.rule_ttl <= 0:
+            raise ValueError("rule_ttl must be positive")
+
+
+@dataclass
+class RuleRecord:
+    """The evidence about one rule."""
+
+    key: RuleKey
+    support: int = 0
+    against: int = 0
+    first_seen: float = 0.0
+    last_support: float = 0.0
+    last_against: float = 0.0
+    example: str = ""
+    counterexample: str = ""
+
+    def status(self, policy: LearningPolicy, now: float) -> RuleStatus:
+        """The rule's status at ``now``, evidence older than the TTL left out."""
+        if self.against and now - self.last_against <= policy.rule_ttl:
+            return RuleStatus.SUSPENDED
+        if self.support >= policy.min_observations and now - self.last_support <= policy.rule_ttl:
+            return RuleStatus.ACTIVE
+        return RuleStatus.CANDIDATE
+
+    def expire(self, policy: LearningPolicy, now: float) -> None:
+        """Forget evidence older than the TTL (a suspended rule starts learning afresh)."""
+        if self.against and now - self.last_against > policy.rule_ttl:
+            self.against, self.support, self.example, self.counterexample = 0, 0, "", ""
+        if self.support and now - self.last_support > policy.rule_ttl:
+            self.support, self.example = 0, ""
+
+    def add(self, verdict: Verdict, now: float, note: str) -> None:
+        """Count one judged observation."""
+        if not self.first_seen:
+            self.first_seen = now
+        if verdict is Verdict.SUPPORT:
+            self.support += 1
+            self.last_support = now
+            self.example = note
+        elif verdict is Verdict.AGAINST:
+            self.against += 1
+            self.last_against = now
+            self.counterexample = note

@@ -1,0 +1,276 @@
+"""The SQLite backend: persistence, batched writes, WAL, schema version, and surviving SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from scrapy_iri.store import RuleKey, StoreError, open_store
+from scrapy_iri.store._sqlite import SCHEMA_VERSION
+
+
+def uri(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+def teach(store, host: str = "a.example") -> None:  # type: ignore[no-untyped-def]
+    for i in range(1, 4):
+        store.record_redirect(f"http://{host}/topic-{i}", 301, f"http://{host}/topic-{i}/")
+
+
+def test_everything_survives_a_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    rule = RuleKey("http://a.example", "add-slash", "/topic-#")
+    with open_store(uri(path)) as store:
+        teach(store)
+        for i in range(5):
+            store.record_redirect(f"http://s.example/p{i}", 302, "http://s.example/login")
+        store.defer("http://a.example/topic-9", [rule])
+    with open_store(uri(path), create=False) as store:
+        assert store.representative("http://a.example/topic-9") == "http://a.example/topic-9/"
+        assert store.representative("http://a.example/topic-1") == "http://a.example/topic-1/"
+        stats = store.stats()
+        assert stats["aliases"] == 3 and stats["rules/active"] == 1 and stats["sinks"] == 1
+        assert stats["evidence"] == 8 and stats["deferred"] == 1
+        assert store.take_deferred(rule) == ["http://a.example/topic-9"]
+    with open_store(uri(path)) as store:
+        assert store.stats()["deferred"] == 0
+
+
+def test_wal_and_schema_version(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    open_store(uri(path)).close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.close()
+    with pytest.raises(StoreError, match="newer"):
+        open_store(uri(path))
+
+
+def test_not_a_store(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE t (x)")
+    db.close()
+    with pytest.raises(StoreError, match="not a scrapy-iri store"):
+        open_store(uri(path))
+    (tmp_path / "junk.db").write_bytes(b"not a database at all, not even close" * 100)
+    with pytest.raises(StoreError):
+        open_store(uri(tmp_path / "junk.db"))
+
+
+def _rows(path: Path, table: str) -> int:
+    db = sqlite3.connect(path)
+    try:
+        return int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    finally:
+        db.close()
+
+
+def test_writes_are_batched_and_flushed_on_size_and_close(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    store = open_store(uri(path), batch_size=10_000, flush_interval=1e9)
+    teach(store)
+    assert _rows(path, "alias") == 0  # still in the batch
+    assert store.representative("http://a.example/topic-9") == "http://a.example/topic-9/"  # yet visible
+    store.flush()
+    assert _rows(path, "alias") == 3
+    store.record_redirect("http://a.example/old", 301, "http://a.example/new")
+    store.close()
+    assert _rows(path, "alias") == 4
+
+    small = open_store(uri(tmp_path / "small.db"), batch_size=2, flush_interval=1e9)
+    small.record_redirect("http://a.example/old", 301, "http://a.example/new")
+    assert _rows(tmp_path / "small.db", "alias") == 1
+    small.close()
+
+
+def test_writes_are_flushed_on_time(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    store = open_store(uri(path), batch_size=10_000, flush_interval=0.0)
+    store.record_redirect("http://a.example/old", 301, "http://a.example/new")
+    assert _rows(path, "alias") == 1
+    store.close()
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from scrapy_iri.store import open_store
+
+    store = open_store(sys.argv[1], batch_size=10**9, flush_interval=1e9)
+    # announce each transaction as it starts, so that the parent can kill inside it
+    store._db.set_trace_callback(lambda sql: sql.startswith("BEGIN") and print("begin", flush=True))
+    i = 0
+    while True:
+        for _ in range({batch}):
+            store.record_redirect(f"http://a.example/p{{i}}", 301, f"http://a.example/q{{i}}")
+            i += 1
+        store.flush()
+        print("flushed", i, flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("batches_before_kill", [0, 3])
+def test_sigkill_mid_write_loses_at_most_the_unflushed_batch(tmp_path: Path, batches_before_kill: int) -> None:
+    """A crawl killed with SIGKILL inside a write transaction leaves a store that reopens.
+
+    Batches are written in one transaction each: after the kill the store
+    holds every batch flushed before it, and never part of a batch.
+    """
+    batch = 2000
+    path = tmp_path / "store.db"
+    child = subprocess.Popen(
+        [sys.executable, "-c", WRITER.format(batch=batch), uri(path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert child.stdout is not None
+    flushed = 0
+    while True:
+        line = child.stdout.readline().split()
+        if line[0] == "flushed":
+            flushed = int(line[1])
+        elif flushed >= batches_before_kill * batch:
+            os.kill(child.pid, signal.SIGKILL)  # the batch after `flushed` is being written
+            break
+    child.wait(timeout=10)
+    assert child.returncode == -signal.SIGKILL
+
+    with open_store(uri(path)) as store:
+        aliases = store.stats()["aliases"]
+        assert flushed <= aliases <= flushed + batch
+        assert aliases % batch == 0, "a batch was committed in part"
+        if flushed:
+            assert store.representative(f"http://a.example/p{flushed - 1}") == f"http://a.example/q{flushed - 1}"
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    db.close()
+
+
+def test_declared_cases_survive_a_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    with open_store(uri(path)) as store:
+        for i in range(1, 4):
+            store.record_redirect(f"http://iis.example/docs/page-{i}", 301, f"http://iis.example/Docs/Page-{i}")
+        store.record_response("http://iis.example/Docs/Page-7", 200)
+    assert _rows(path, "declared_case") == 1
+    with open_store(uri(path), create=False) as store:
+        assert store.representative("http://iis.example/DOCS/PAGE-7") == "http://iis.example/Docs/Page-7"
+
+
+def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
+    """Schema 1 had no declared_case table: opening adds it and keeps everything else."""
+    path = tmp_path / "store.db"
+    with open_store(uri(path)) as store:
+        teach(store)
+    db = sqlite3.connect(path)
+    db.executescript("DROP TABLE declared_case; DROP TABLE meta; PRAGMA user_version = 1;")
+    db.close()
+    with open_store(uri(path), create=False) as store:
+        assert store.representative("http://a.example/topic-9") == "http://a.example/topic-9/"
+        for i in range(1, 4):
+            store.record_redirect(f"http://iis.example/docs/page-{i}", 301, f"http://iis.example/Docs/Page-{i}")
+        store.record_response("http://iis.example/Docs/Page-7", 200)
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    db.close()
+    assert _rows(path, "declared_case") == 1
+
+
+def test_a_counterexample_written_by_another_process_is_never_overwritten(tmp_path: Path) -> None:
+    """Two crawls share one file: B records a counterexample, A (opened before) learns and flushes after."""
+    path = tmp_path / "store.db"
+    a, b = open_store(uri(path)), open_store(uri(path))
+    b.record_response("http://h.example/both-1", 200)
+    b.flush()
+    for k in (2, 3, 4):
+        a.record_redirect(f"http://h.example/both-{k}", 301, f"http://h.example/both-{k}/")
+    a.flush()
+    assert a.representative("http://h.example/both-9") == "http://h.example/both-9"  # A sees B's counterexample
+    a.close()
+    b.close()
+    with open_store(uri(path), create=False) as c:
+        rule = next(r for r in c.rules() if r.key.kind == "add-slash")
+        assert (rule.support, rule.against) == (3, 1)
+        assert c.representative("http://h.example/both-9") == "http://h.example/both-9"
+
+
+def test_support_from_two_processes_adds_up(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    a, b = open_store(uri(path)), open_store(uri(path))
+    teach(a)
+    a.flush()
+    for i in range(4, 6):
+        b.record_redirect(f"http://a.example/topic-{i}", 301, f"http://a.example/topic-{i}/")
+    b.close()
+    a.close()
+    with open_store(uri(path), create=False) as c:
+        assert next(iter(c.rules())).support == 5
+
+
+_OPEN = """
+import sys, time
+import scrapy_iri.store._sqlite
+from scrapy_iri.store import open_store
+start = float(sys.argv[2])
+while time.time() < start:
+    pass
+open_store("sqlite:///" + sys.argv[1]).close()
+"""
+
+
+def test_concurrent_first_opens_of_a_new_store(tmp_path: Path) -> None:
+    import time
+
+    for trial in range(3):
+        path = tmp_path / f"s{trial}.db"
+        start = time.time() + 1.0
+        procs = [
+            subprocess.Popen([sys.executable, "-c", _OPEN, str(path), str(start)], stderr=subprocess.PIPE, text=True)
+            for _ in range(6)
+        ]
+        errors = [err for p in procs if (err := p.communicate()[1]) and p.returncode]
+        assert all(p.returncode == 0 for p in procs), errors
+
+
+def test_the_crawl_policy_is_recorded_and_used_by_readers(tmp_path: Path) -> None:
+    from scrapy_iri.store import LearningPolicy
+
+    path = tmp_path / "store.db"
+    policy = LearningPolicy(min_observations=5, sink_fanin=3, max_chain=4)
+    with open_store(uri(path), policy=policy) as store:
+        teach(store)
+    with open_store(uri(path), create=False) as store:
+        assert store.policy == policy
+        assert store.representative("http://a.example/topic-9") == "http://a.example/topic-9"
+    with open_store(uri(path), create=False, policy=LearningPolicy()) as store:  # an explicit policy wins
+        assert store.representative("http://a.example/topic-9") == "http://a.example/topic-9/"
+    with open_store(uri(path), create=False) as store:  # and is not recorded by a reader
+        assert store.policy == policy
+
+
+def test_a_locked_database_does_not_escape_from_record(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    store = open_store(uri(path), batch_size=2)
+    store._db.execute("PRAGMA busy_timeout = 0")  # type: ignore[attr-defined]
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    teach(store)  # batches are due: the flush fails, the writes are kept
+    assert store.representative("http://a.example/topic-9") == "http://a.example/topic-9/"
+    other.execute("COMMIT")
+    other.close()
+    store.close()
+    with open_store(uri(path), create=False) as store:
+        assert store.representative("http://a.example/topic-9") == "http://a.example/topic-9/"
