@@ -17,7 +17,7 @@ from ._fast import web_form
 from ._host import normalize_host_syntax
 from ._parse import IRIReference, parse, recompose
 from ._percent import normalize_component
-from ._resolve import remove_dot_segments
+from ._resolve import keep_apart_from_authority, remove_dot_segments
 from ._schemes import normalize_scheme_based
 
 
@@ -56,9 +56,7 @@ def normalize_syntax_based(ref: IRIReference) -> IRIReference:
         host = normalize_host_syntax(host)
     path = normalize_component(ref.path)
     if path.startswith("/"):
-        path = remove_dot_segments(path)
-        if host is None and path.startswith("//"):
-            path = "/." + path  # keep "//" from being read as an authority
+        path = keep_apart_from_authority(remove_dot_segments(path), host)
     return IRIReference(
         ref.scheme.lower() if ref.scheme is not None else None,
         None if ref.userinfo is None else normalize_component(ref.userinfo),

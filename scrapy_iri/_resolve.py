@@ -12,38 +12,40 @@ _DOT_SEGMENT = re.compile(r"(?:^|/)\.\.?(?:/|$)")
 
 
 def remove_dot_segments(path: str) -> str:
-    """RFC 3986 5.2.4, rules A-E of the RFC's loop, reading the input by index (linear time)."""
+    """RFC 3986 5.2.4, one segment at a time (linear time).
+
+    The RFC's loop moves "/segment" units from the input to the output
+    buffer; here each output item is such a unit (the first segment of a
+    relative path has no "/"), so rule C's "remove the last segment" is a
+    list pop.
+    """
     if not _DOT_SEGMENT.search(path):
         return path
-    out: list[str] = []  # output buffer as segments, each with its leading "/" if any
-    i, n = 0, len(path)
-    while i < n:
-        if path.startswith("../", i):  # A
-            i += 3
-        elif path.startswith("./", i):  # A
-            i += 2
-        elif path.startswith("/./", i):  # B: "/./" -> "/"
-            i += 2
-        elif n - i == 2 and path.startswith("/.", i):  # B: "/." -> "/", then E moves it
-            out.append("/")
-            break
-        elif path.startswith("/../", i):  # C: "/../" -> "/", dropping the last output segment
-            i += 3
+    segments = path.split("/")
+    last = len(segments) - 1
+    out: list[str] = []
+    if path.startswith("/"):
+        i = 1
+    else:
+        i = 0
+        while i < last and segments[i] in (".", ".."):  # A: a "../" or "./" prefix
+            i += 1
+        if segments[i] in (".", ".."):  # D: the input is "." or ".."
+            return ""
+        out.append(segments[i])  # E, without a leading "/"
+        i += 1
+    for index in range(i, last + 1):
+        segment = segments[index]
+        if segment == ".":  # B: "/./" -> "/"; "/." at the end -> "/", which E then moves
+            if index == last:
+                out.append("/")
+        elif segment == "..":  # C: as B, and the last output unit is removed
             if out:
                 out.pop()
-        elif n - i == 3 and path.startswith("/..", i):  # C: "/.." -> "/"
-            if out:
-                out.pop()
-            out.append("/")
-            break
-        elif path[i:] in (".", ".."):  # D (only reached with one or two characters left)
-            break
+            if index == last:
+                out.append("/")
         else:  # E
-            cut = path.find("/", i + 1)
-            if cut < 0:
-                cut = n
-            out.append(path[i:cut])
-            i = cut
+            out.append("/" + segment)
     return "".join(out)
 
 
@@ -61,11 +63,15 @@ def resolve_components(base: IRIReference, ref: IRIReference) -> IRIReference:
     if ref.host is not None:
         return ref._replace(scheme=base.scheme, path=remove_dot_segments(ref.path))
     if ref.path == "":
-        # The base path as it stands, but in resolved form: a base read from a
-        # document may still hold dot segments (RFC 3986 5.2.1 asks for an
-        # absolute base; oxiri and JSON-LD expect them removed here too).
+        # 5.2.2: the target keeps the base path, so that a same-document
+        # reference (4.4) stays the same document. A base read from a document
+        # may hold dot segments; removing them from a path that starts with
+        # "/" gives a path the syntax rung equates with the base's (oxiri and
+        # JSON-LD expect it), while a rootless path ("urn:example:a/../b") is
+        # opaque and kept as it is, as the syntax rung keeps it.
         query = ref.query if ref.query is not None else base.query
-        return base._replace(path=remove_dot_segments(base.path), query=query, fragment=ref.fragment)
+        path = remove_dot_segments(base.path) if base.path.startswith("/") else base.path
+        return base._replace(path=path, query=query, fragment=ref.fragment)
     if ref.path.startswith("/"):
         path = remove_dot_segments(ref.path)
     else:
@@ -83,6 +89,17 @@ def resolve(base: str, ref: str, *, lenient: bool = False) -> str:
     if base_ref.scheme is None:
         raise IRIError("the base must be an absolute IRI (it has no scheme)", "scheme", 0)
     target = resolve_components(base_ref, parse(ref, lenient=lenient))
-    if target.host is None and target.path.startswith("//"):
-        raise IRIError("the resolved path starts with '//' but there is no authority", "path")
-    return recompose(target)
+    return recompose(target._replace(path=keep_apart_from_authority(target.path, target.host)))
+
+
+def keep_apart_from_authority(path: str, host: str | None) -> str:
+    """``//x`` without an authority -> ``/.//x``: a path that is not read as an authority.
+
+    RFC 3986 3.3: without an authority a path cannot begin with "//", but
+    removing dot segments (5.2.4) can produce one ("a:/.//." -> "a://").
+    Prefixing the dot segment "/." keeps the path's meaning: removing dot
+    segments again gives the same path, so the form is stable.
+    """
+    if host is None and path.startswith("//"):
+        return "/." + path
+    return path
