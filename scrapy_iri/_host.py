@@ -16,7 +16,14 @@ from functools import lru_cache
 import idna
 
 from .errors import IRIError
-from ._percent import TRIPLET_RUN, decode_octets, encode_non_ascii, normalize_triplets, uppercase_triplets
+from ._percent import (
+    NON_ASCII_TRIPLET_RUN,
+    decode_utf8_run,
+    encode_non_ascii,
+    has_non_ascii_escape,
+    normalize_triplets,
+    uppercase_triplets,
+)
 
 
 def normalize_host_syntax(host: str) -> str:
@@ -32,16 +39,38 @@ def normalize_host_syntax(host: str) -> str:
     return _normalize_reg_name_encoded(host)
 
 
-@lru_cache(maxsize=1 << 14)
 def _normalize_reg_name_encoded(host: str) -> str:
     """The non-ASCII or percent-encoded case of :func:`normalize_host_syntax`.
 
-    Cached (a pure function of the string): a crawl meets the same host
-    names over and over, and encoding every character of an IDN costs more
-    than the lookup.
+    Cached (a pure function of the string) for hosts up to
+    ``HOST_CACHE_MAX_LENGTH`` characters: a crawl meets the same host names
+    over and over, and encoding every character of an IDN costs more than
+    the lookup. Longer hosts are computed every time, so the cache stays
+    bounded in bytes whatever the input.
     """
+    if len(host) <= HOST_CACHE_MAX_LENGTH:
+        return _reg_name_encoded_cached(host)
+    return _reg_name_encoded(host)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _reg_name_encoded(host: str) -> str:
+    if "%" not in host:  # no escape to normalize: lowercase the ASCII letters, encode the rest
+        return encode_non_ascii(host.translate(_ASCII_LOWER))
     text = normalize_triplets(encode_non_ascii(host)).lower()
     return uppercase_triplets(text)
+
+
+HOST_CACHE_MAX_LENGTH = 256
+"""Longest host (in characters) the host caches keep. Each of the two caches
+holds at most its entry count of such strings and their forms (a 256-character
+key of 4-byte characters and its escapes: about 4 kB), so the syntax cache stays
+under 70 MB and the DNS one under 60 MB in the worst case, and near 100 bytes
+per entry for real host names."""
+
+_reg_name_encoded_cached = lru_cache(maxsize=1 << 14)(_reg_name_encoded)
 
 
 def ip_literal_rfc5952(literal: str) -> str:
@@ -62,28 +91,10 @@ def _decode_utf8_escapes(host: str) -> str:
     Escapes of ASCII octets (``%2F``, ``%20``) stay encoded: decoding them
     would change where the authority ends or put a delimiter in a label.
     """
-
-    def decode(m: re.Match[str]) -> str:
-        run = m.group()
-        octets = decode_octets(run)
-        out = []
-        i = 0
-        while i < len(octets):
-            if octets[i] < 0x80:
-                out.append(run[3 * i : 3 * i + 3])
-                i += 1
-                continue
-            j = i
-            while j < len(octets) and octets[j] >= 0x80:
-                j += 1
-            try:
-                out.append(octets[i:j].decode("utf-8"))
-            except UnicodeDecodeError:
-                raise IRIError("percent-encoded octets in the host name are not UTF-8", "host") from None
-            i = j
-        return "".join(out)
-
-    return TRIPLET_RUN.sub(decode, host)
+    decoded = NON_ASCII_TRIPLET_RUN.sub(lambda m: decode_utf8_run(m.group()), host)
+    if has_non_ascii_escape(decoded):
+        raise IRIError("percent-encoded octets in the host name are not UTF-8", "host")
+    return decoded
 
 
 # After UTS #46 mapping, the ASCII a DNS name may hold: letters, digits, '-', '_', '.'.
@@ -100,8 +111,49 @@ def _check_a_label(label: str) -> None:
         raise IRIError(f"invalid A-label {label!r}: {exc}", "host") from None
 
 
-@lru_cache(maxsize=1 << 16)
+# RFC 1034 3.1 / RFC 1035 2.3.4: at most 63 octets per label and 255 octets on
+# the wire, which is 253 in text (254 with the trailing dot of a rooted name).
+MAX_LABEL_OCTETS = 63
+MAX_NAME_OCTETS = 253
+# UTS #46 removes a few characters (soft hyphen, joiners, variation selectors),
+# so a mapped name of 253 octets may be spelt longer; not four times longer
+# (idna >= 3.17 refuses longer input to its mapping outright).
+MAX_IDNA_INPUT = 1024
+
+
+def check_dns_length(host: str, *, mapped: bool) -> None:
+    """RFC 1034 3.1 length limits, checked before IDNA's own (costlier) checks run.
+
+    ``mapped=False``: the host before UTS #46 mapping, where only a generous
+    bound is sound (mapping may drop ignored characters). ``mapped=True``:
+    the mapped host, whose A-label form is at least as long (Punycode writes
+    every code point with at least one octet, after "xn--").
+    """
+    limit = MAX_NAME_OCTETS + host.endswith(".")
+    if not mapped:
+        if len(host) > MAX_IDNA_INPUT:
+            raise IRIError(f"the host name has {len(host)} characters; DNS allows {MAX_NAME_OCTETS} octets", "host")
+        return
+    if len(host) > limit:
+        raise IRIError(f"the host name has {len(host)} octets or more; DNS allows {MAX_NAME_OCTETS}", "host")
+    longest = max(host.split("."), key=len)
+    if len(longest) > MAX_LABEL_OCTETS:
+        shown = longest if len(longest) <= 20 else longest[:20] + "..."
+        raise IRIError(f"the label {shown!r} has {len(longest)} octets or more; DNS allows {MAX_LABEL_OCTETS}", "host")
+
+
 def normalize_dns_host(host: str) -> str:
+    """Scheme-based form of a DNS host name; see :func:`_normalize_dns_host`.
+
+    Cached for hosts up to ``HOST_CACHE_MAX_LENGTH`` characters (the cache
+    is then bounded in bytes, not only in entries).
+    """
+    if len(host) <= HOST_CACHE_MAX_LENGTH:
+        return _normalize_dns_host_cached(host)
+    return _normalize_dns_host(host)
+
+
+def _normalize_dns_host(host: str) -> str:
     """Scheme-based form of a DNS host name (3987bis 3.4, 5.3.3; UTS #46; RFC 5891).
 
     ASCII labels are lowercased and kept (DNS allows more than IDNA2008's
@@ -112,10 +164,14 @@ def normalize_dns_host(host: str) -> str:
     """
     given = host
     if "%" in host:
+        if len(host) > 12 * MAX_IDNA_INPUT and has_non_ascii_escape(host):
+            # a character is at most four escaped octets: the decoded name is too long too
+            raise IRIError(f"the host name has {len(host)} characters; DNS allows {MAX_NAME_OCTETS} octets", "host")
         host = _decode_utf8_escapes(host)
     if not host.isascii():
+        check_dns_length(host, mapped=False)
         try:
-            host = idna.uts46_remap(host, std3_rules=False, transitional=False)
+            host = idna.uts46_remap(host, std3_rules=False)
         except (idna.IDNAError, UnicodeError) as exc:
             raise IRIError(f"invalid IDN: {exc}", "host") from None
         if not host:
@@ -125,6 +181,8 @@ def normalize_dns_host(host: str) -> str:
             raise IRIError(f"the host name maps to {bad.group()!r} under UTS #46", "host")
     else:
         host = uppercase_triplets(host.lower())  # escapes kept ('%2F') keep uppercase hex
+    if not host.isascii() or "xn--" in host:  # IDNA runs: the name must fit DNS first
+        check_dns_length(host, mapped=True)
     labels = host.split(".")
     for index, label in enumerate(labels):
         if label.isascii():
@@ -139,11 +197,19 @@ def normalize_dns_host(host: str) -> str:
     return given if host == given else host  # the cache then keeps one string, not two equal ones
 
 
+_normalize_dns_host_cached = lru_cache(maxsize=1 << 14)(_normalize_dns_host)
+
+
 def to_unicode_host(host: str) -> str:
-    """3987bis 3.7 step 6: ``xn--`` labels to U-labels where they are valid, others as they are."""
+    """3987bis 3.7 step 6: ``xn--`` labels to U-labels where they are valid, others as they are.
+
+    A name longer than DNS allows has no valid A-labels to convert.
+    """
+    if len(host) > MAX_NAME_OCTETS + host.endswith(".") or "xn--" not in host.lower():
+        return host
     labels = host.split(".")
     for index, label in enumerate(labels):
-        if label[:4].lower() == "xn--":
+        if label[:4].lower() == "xn--" and len(label) <= MAX_LABEL_OCTETS:
             try:
                 labels[index] = idna.ulabel(label.lower())
             except (idna.IDNAError, UnicodeError):

@@ -7,7 +7,7 @@ import re
 from . import _charsets as cs
 from ._host import normalize_dns_host, to_unicode_host
 from ._parse import IRIReference, parse, recompose
-from ._percent import TRIPLET_RUN, decode_octets, encode_non_ascii, pct_encode_octets
+from ._percent import NON_ASCII_TRIPLET_RUN, decode_utf8_run, encode_non_ascii
 from ._schemes import SCHEMES
 
 
@@ -57,59 +57,30 @@ def fragment_to_uri(fragment: str) -> str:
     return encode_non_ascii(fragment).replace("#", "%23")
 
 
-def _iri_allowed(allowed: str) -> re.Pattern[str]:
-    return re.compile(f"[{allowed}]")
+def _not_iri_chars(allowed: str) -> re.Pattern[str]:
+    return re.compile(f"[^{allowed}]+")
 
 
-# What a decoded character may be, per component (3987bis 2.2, 4.1, 6.1).
-_IRI_CHAR = {name: _iri_allowed(allowed) for name, allowed in cs.IRI_COMPONENTS.items()}
+# What a decoded character may not be, per component (3987bis 2.2, 4.1, 6.1): step 4.
+_NOT_IRI_CHARS = {name: _not_iri_chars(allowed) for name, allowed in cs.IRI_COMPONENTS.items()}
 
 
-def _utf8_length(lead: int) -> int:
-    if 0xC2 <= lead <= 0xDF:
-        return 2
-    if 0xE0 <= lead <= 0xEF:
-        return 3
-    if 0xF0 <= lead <= 0xF4:
-        return 4
-    return 0  # continuation octet, overlong lead (C0, C1) or beyond U+10FFFF (F5-FF)
-
-
-def _decode_run(run: str, component: str) -> str:
-    """3987bis 3.7 steps 2-5 on one run of triplets of one component."""
-    octets = decode_octets(run)
-    allowed = _IRI_CHAR[component]
-    out = []
-    i = 0
-    while i < len(octets):
-        octet = octets[i]
-        if octet < 0x80:  # step 2: only unreserved ASCII is decoded
-            char = chr(octet)
-            out.append(char if char in cs.UNRESERVED_CHARS else run[3 * i : 3 * i + 3])
-            i += 1
-            continue
-        size = _utf8_length(octet)
-        chunk = octets[i : i + size] if size else b""
-        try:
-            char = chunk.decode("utf-8") if len(chunk) == size and size else None
-        except UnicodeDecodeError:  # overlong, surrogate or out of range: step 3
-            char = None
-        if char is None:
-            out.append(pct_encode_octets(octets[i : i + 1]))
-            i += 1
-        elif allowed.fullmatch(char):  # step 5
-            out.append(char)
-            i += size
-        else:  # step 4: not appropriate in an IRI here
-            out.append(pct_encode_octets(chunk))
-            i += size
-    return "".join(out)
+def _decode_unreserved(m: re.Match[str]) -> str:
+    """Step 2 for an ASCII octet: only unreserved characters are decoded."""
+    char = chr(int(m.group()[1:], 16))
+    return char if char in cs.UNRESERVED_CHARS else m.group()
 
 
 def _to_iri_component(text: str | None, component: str) -> str | None:
+    """3987bis 3.7 steps 2-5 on one component."""
     if text is None or "%" not in text:
         return text
-    return TRIPLET_RUN.sub(lambda m: _decode_run(m.group(), component), text)
+    keep = _NOT_IRI_CHARS[component]
+    text = NON_ASCII_TRIPLET_RUN.sub(lambda m: decode_utf8_run(m.group(), keep), text)
+    return _ASCII_TRIPLET.sub(_decode_unreserved, text)
+
+
+_ASCII_TRIPLET = re.compile(r"%[0-7][0-9A-Fa-f]")
 
 
 def to_iri(uri: str) -> str:

@@ -8,6 +8,9 @@ from ._charsets import UNRESERVED_CHARS
 
 TRIPLET = re.compile(r"%[0-9A-Fa-f]{2}")
 TRIPLET_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+# A run of escapes of octets >= 0x80: where UTF-8 sequences can be (they hold no ASCII octet).
+NON_ASCII_TRIPLET_RUN = re.compile(r"(?:%[89A-Fa-f][0-9A-Fa-f])+")
+_UNDECODABLE = re.compile("[\udc80-\udcff]+")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 _LOWER_HEX_TRIPLET = re.compile(r"%[0-9a-f]{2}")
 
@@ -76,3 +79,26 @@ def uppercase_triplets(text: str) -> str:
 def decode_octets(run: str) -> bytes:
     """``"%C3%BC"`` -> ``b"\\xc3\\xbc"``: the octets of a run of triplets."""
     return bytes.fromhex(run.replace("%", ""))
+
+
+def _reencode(m: re.Match[str]) -> str:
+    # surrogateescape gives back the octets a lone surrogate stands for
+    return pct_encode_octets(m.group().encode("utf-8", "surrogateescape"))
+
+
+def decode_utf8_run(run: str, keep_encoded: re.Pattern[str] = _UNDECODABLE) -> str:
+    """Decode a run of escapes of octets >= 0x80 as UTF-8 (3987bis 3.7 steps 3-5).
+
+    Octets that are not part of a strictly legal UTF-8 sequence (overlong
+    forms, surrogates, beyond U+10FFFF, truncated sequences) stay escaped,
+    and so do the characters ``keep_encoded`` matches (step 4); it must
+    match the lone surrogates ``U+DC80-U+DCFF`` that stand for undecodable
+    octets. Escapes written here are uppercase.
+    """
+    text = decode_octets(run).decode("utf-8", "surrogateescape")
+    return keep_encoded.sub(_reencode, text)
+
+
+def has_non_ascii_escape(text: str) -> bool:
+    """Whether ``text`` holds an escape of an octet >= 0x80."""
+    return NON_ASCII_TRIPLET_RUN.search(text) is not None
