@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from . import _charsets as cs
-from ._host import normalize_dns_host, to_unicode_host
+from .errors import IRIError
+from ._host import normalize_dns_host, normalize_host_syntax, to_unicode_host
 from ._parse import IRIReference, parse, recompose
 from ._percent import NON_ASCII_TRIPLET_RUN, decode_utf8_run, encode_non_ascii
 from ._schemes import SCHEMES
@@ -17,12 +18,17 @@ def _has_dns_host(ref: IRIReference) -> bool:
 
 
 def map_host_to_uri(ref: IRIReference) -> str | None:
-    """3987bis 3.4: ToASCII for a DNS ireg-name; 3.3 percent-encoding otherwise."""
+    """3987bis 3.4: ToASCII for a DNS ireg-name; 3.3 percent-encoding otherwise.
+
+    A DNS host with non-ASCII characters is first put in syntax-normal form,
+    as the ladder does: escapes of unreserved characters (``%2E``) are
+    decoded, since UTS #46 would see their ``%`` as part of the name.
+    """
     host = ref.host
     if host is None or host.isascii():
         return host
     if _has_dns_host(ref):
-        return normalize_dns_host(host)
+        return normalize_dns_host(normalize_host_syntax(host))
     return encode_non_ascii(host)
 
 
@@ -83,6 +89,32 @@ def _to_iri_component(text: str | None, component: str) -> str | None:
 _ASCII_TRIPLET = re.compile(r"%[0-7][0-9A-Fa-f]")
 
 
+def _dns_host_to_iri(given: str, decoded: str) -> str:
+    """3.7 step 6 and the check 3.7 asks for: the IRI host must map back to the URI's.
+
+    ``decoded`` is ``given`` after steps 2-5. Its ``xn--`` labels become
+    U-labels where valid; if the result does not map back (an escape
+    decoded into an invalid IDN, a U-label beside a label UTS #46 refuses,
+    ``xn--fa-hia.a~b``), the host is kept as the URI wrote it.
+    """
+    host = to_unicode_host(decoded)
+    if host.isascii():
+        return host  # to_uri leaves ASCII hosts alone
+    try:
+        if normalize_dns_host(normalize_host_syntax(host)) == _dns_form(given):
+            return host
+    except IRIError:
+        pass
+    return given
+
+
+def _dns_form(host: str) -> str | None:
+    try:
+        return normalize_dns_host(normalize_host_syntax(host))
+    except IRIError:
+        return None
+
+
 def to_iri(uri: str) -> str:
     """Convert a URI reference to an IRI reference (3987bis 3.7, steps 1-6).
 
@@ -93,9 +125,11 @@ def to_iri(uri: str) -> str:
     become U-labels where they are valid.
     """
     ref = parse(uri)
-    host = _to_iri_component(ref.host, "host") if ref.host and not ref.host.startswith("[") else ref.host
-    if host and _has_dns_host(ref):
-        host = to_unicode_host(host)
+    host = ref.host
+    if host and not host.startswith("["):
+        host = _to_iri_component(host, "host")
+        if _has_dns_host(ref):
+            host = _dns_host_to_iri(ref.host, host)
     return recompose(
         IRIReference(
             ref.scheme,
