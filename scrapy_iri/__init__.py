@@ -2,7 +2,8 @@
 
 The core (this package's top level) never imports Scrapy: it parses IRIs,
 maps IRIs to URIs and back (draft-ietf-iri-3987bis sec. 3), resolves
-references (RFC 3986 sec. 5.2) and implements the string, syntax and scheme
+references (RFC 3986 sec. 5.2), shows IRIs to people (sec. 4 and 8.6)
+and implements the string, syntax and scheme
 rungs of the comparison ladder (3987bis sec. 5.3). The Scrapy components
 (``Addon``, ``IRIDupeFilter``, ...) are loaded on first use.
 """
@@ -13,6 +14,7 @@ import importlib
 from typing import Any
 
 from .errors import IRIError
+from ._display import to_display
 from ._ladder import Rung, canonicalize, equivalent
 from ._mapping import to_iri, to_uri
 from ._parse import IRIReference, parse
@@ -26,6 +28,7 @@ __all__ = [
     "equivalent",
     "parse",
     "resolve",
+    "to_display",
     "to_iri",
     "to_uri",
 ]

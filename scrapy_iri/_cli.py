@@ -1,6 +1,6 @@
 """The ``scrapy-iri`` command line tool.
 
-Exit codes: 0 success (``compare``: equivalent); 1 ``canon``: some input was
+Exit codes: 0 success (``compare``: equivalent); 1 ``canon``, ``display``: some input was
 not a valid IRI (reported on stderr, the other lines still printed),
 ``compare``: different at every rung asked; 2 usage error or, for
 ``compare``, an invalid IRI.
@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import TextIO
 
 from .errors import IRIError
+from ._display import to_display
 from ._ladder import Rung, canonicalize, lowest_common_rung
 
 RUNG_NAMES = [r.name.lower() for r in Rung]
@@ -51,6 +52,22 @@ def cmd_canon(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             status = 1
             continue
         out.write(form + "\n")
+    return status
+
+
+def cmd_display(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    status = 0
+    # UTF-8 whatever the locale: display forms hold non-ASCII characters.
+    buffer = getattr(out, "buffer", None)
+    write = (lambda line: buffer.write(line.encode("utf-8"))) if buffer is not None else out.write
+    for where, text in _inputs(args.urls, sys.stdin):
+        try:
+            shown = to_display(text, lenient=args.lenient)
+        except IRIError as exc:
+            print(f"scrapy-iri: {where}: {exc}", file=err)
+            status = 1
+            continue
+        write(shown + "\n")
     return status
 
 
@@ -93,6 +110,17 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("b", metavar="B")
     common(compare, highest=True)
     compare.set_defaults(handler=cmd_compare)
+
+    display = sub.add_parser(
+        "display",
+        help="print each URL as a person should see it (3987bis sec. 4 and 8.6)",
+        description="Print each URL or IRI in display form: escapes decoded where the IRI allows,"
+        " hosts as U-labels, components that break the bidi rules in URI form, and a"
+        " left-to-right embedding (U+202A ... U+202C) around any IRI holding right-to-left characters.",
+    )
+    display.add_argument("urls", nargs="+", metavar="URL", help="URLs or IRIs; '-' streams them from stdin")
+    display.add_argument("--lenient", action="store_true", help="accept real-world input (3987bis sec. 7)")
+    display.set_defaults(handler=cmd_display)
 
     for register in _plugins():
         register(sub)

@@ -12,7 +12,7 @@ from ._percent import NON_ASCII_TRIPLET_RUN, decode_utf8_run, encode_non_ascii
 from ._schemes import SCHEMES
 
 
-def _has_dns_host(ref: IRIReference) -> bool:
+def has_dns_host(ref: IRIReference) -> bool:
     rule = SCHEMES.get((ref.scheme or "").lower())
     return rule is not None and rule.dns_host
 
@@ -27,7 +27,7 @@ def map_host_to_uri(ref: IRIReference) -> str | None:
     host = ref.host
     if host is None or host.isascii():
         return host
-    if _has_dns_host(ref):
+    if has_dns_host(ref):
         return normalize_dns_host(normalize_host_syntax(host))
     return encode_non_ascii(host)
 
@@ -128,7 +128,7 @@ def to_iri(uri: str) -> str:
     host = ref.host
     if host and not host.startswith("["):
         host = _to_iri_component(host, "host")
-        if _has_dns_host(ref):
+        if has_dns_host(ref):
             host = _dns_host_to_iri(ref.host, host)
     return recompose(
         IRIReference(
