@@ -151,11 +151,11 @@ def canonicalizers(baseline: tuple[str, Any] | None = None) -> tuple[dict[str, C
     funcs["scrapy-iri strict"] = lambda url: canonicalize(url, scheme, keep_fragment=False)
     funcs["scrapy-iri lenient"] = lambda url: canonicalize(url, scheme, keep_fragment=False, lenient=True)
     try:
-        from scrapy_iri._ladder import canonicalize_reference
+        from scrapy_iri._ladder import canonicalize_step_by_step
     except ImportError:  # a version without fast paths (e.g. measuring an older commit)
         pass
     else:
-        funcs["scrapy-iri lenient, reference path"] = lambda url: canonicalize_reference(
+        funcs["scrapy-iri lenient, reference path"] = lambda url: canonicalize_step_by_step(
             url, scheme, keep_fragment=False, lenient=True
         )
     try:

@@ -3,7 +3,7 @@
 Almost every URL a crawler meets is an ``http``/``https`` URI or IRI with a
 lowercase scheme, no userinfo, no dot segments and no escapes that
 syntax-based normalization would rewrite. For such a string the reference
-path (:func:`scrapy_iri._ladder.canonicalize_reference`: preprocess, parse,
+path (:func:`scrapy_iri._ladder.canonicalize_step_by_step`: preprocess, parse,
 validate, normalize every component, recompose) changes at most the
 fragment (dropped), the host (case, IDNA), the port, an empty path and the
 non-ASCII characters (percent-encoded). :func:`web_form` recognises the case
@@ -45,17 +45,14 @@ from __future__ import annotations
 
 import re
 
-from . import _charsets as cs
+from . import _grammar as g
 from .errors import IRIError
 from ._host import normalize_dns_host, normalize_host_syntax
 from ._percent import encode_non_ascii
 from ._schemes import SCHEMES, normalize_port
 
-# A triplet the syntax-based rung leaves as it is: uppercase hex digits, and
-# not the escape of an unreserved character (those are decoded, RFC 3986
-# 2.3): %2D %2E %30-%39 %41-%5A %5F %61-%7A %7E are missing below. The test
-# suite checks this against ``percent.normalize_triplets`` for all 256 octets.
-_NORMAL_TRIPLET = r"%(?:[01][0-9A-F]|2[0-9A-CF]|3[A-F]|40|5[B-E]|60|7[B-DF]|[89A-F][0-9A-F])"
+# A triplet the syntax-based rung leaves as it is (see the grammar).
+_NORMAL_TRIPLET = g.NORMAL_TRIPLET
 
 
 def _run(chars: str) -> str:
@@ -65,16 +62,15 @@ def _run(chars: str) -> str:
 
 _WEB = re.compile(
     r"(https?)://"  # scheme: already lowercase
-    rf"([{cs.URI_REG_NAME}{cs.UCSCHAR}]+)"  # host: ireg-name without '%' (not empty, not an IP literal)
+    rf"([{g.URI_REG_NAME}{g.UCSCHAR}]+)"  # host: ireg-name without '%' (not empty, not an IP literal)
     r"(?::([0-9]*))?"  # port
-    rf"((?:/{_run(cs.URI_PATH + cs.UCSCHAR)})?)"  # path-abempty (dot segments: checked apart)
-    rf"(?:\?({_run(cs.URI_QUERY + cs.UCSCHAR)}))?"  # query (iprivate: left to the reference)
-    rf"(?:#({_run(cs.URI_FRAGMENT + cs.UCSCHAR)}))?"  # fragment
+    rf"((?:/{_run(g.URI_PATH + g.UCSCHAR)})?)"  # path-abempty (dot segments: checked apart)
+    rf"(?:\?({_run(g.URI_QUERY + g.UCSCHAR)}))?"  # query (iprivate: left to the reference)
+    rf"(?:#({_run(g.URI_FRAGMENT + g.UCSCHAR)}))?"  # fragment
 )
 _web_fullmatch = _WEB.fullmatch
 
-# RFC 3986 5.2.4 has work to do only if a segment is "." or ".." (as in resolve.py).
-_DOT_SEGMENT = re.compile(r"(?:^|/)\.\.?(?:/|$)")
+_DOT_SEGMENT = g.DOT_SEGMENT
 
 _HTTP = SCHEMES["http"]
 _HTTPS = SCHEMES["https"]
@@ -94,7 +90,7 @@ def _dns_form_is_itself(host: str) -> bool:
 def web_form(iri: str, scheme_rung: bool, keep_fragment: bool) -> str | None:
     """The syntax form (``scheme_rung=False``) or scheme form of a common web IRI, or ``None``.
 
-    Shortcuts :func:`scrapy_iri._ladder.canonicalize_reference` at the syntax
+    Shortcuts :func:`scrapy_iri._ladder.canonicalize_step_by_step` at the syntax
     and scheme rungs for the strings ``_WEB`` matches (see the module
     docstring for why the result is the same); ``None`` for any other
     string, for a path with dot segments, and whenever the host or port

@@ -16,8 +16,8 @@ from functools import lru_cache
 import idna
 
 from .errors import IRIError
+from ._grammar import NON_ASCII_TRIPLET_RUN
 from ._percent import (
-    NON_ASCII_TRIPLET_RUN,
     decode_utf8_run,
     encode_non_ascii,
     has_non_ascii_escape,

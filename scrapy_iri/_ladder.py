@@ -105,7 +105,7 @@ def canonicalize(
         # these four arguments, so a bounded memo returns what the reference
         # path would (errors are not memoized: the reference raises them anew).
         return _memo(iri, level, bool(keep_fragment), bool(lenient))
-    return canonicalize_reference(iri, level, keep_fragment=keep_fragment, lenient=lenient)
+    return canonicalize_step_by_step(iri, level, keep_fragment=keep_fragment, lenient=lenient)
 
 
 # Rung members as module constants for the per-URL code above: attribute
@@ -121,11 +121,11 @@ MEMO_MAX_LENGTH = 256
 
 @lru_cache(maxsize=MEMO_SIZE)
 def _memo(iri: str, level: Rung, keep_fragment: bool, lenient: bool) -> str:
-    """:func:`canonicalize_reference`, memoized (fast path 2 of :func:`canonicalize`)."""
-    return canonicalize_reference(iri, level, keep_fragment=keep_fragment, lenient=lenient)
+    """:func:`canonicalize_step_by_step`, memoized (fast path 2 of :func:`canonicalize`)."""
+    return canonicalize_step_by_step(iri, level, keep_fragment=keep_fragment, lenient=lenient)
 
 
-def canonicalize_reference(
+def canonicalize_step_by_step(
     iri: str,
     rung: Rung | str = Rung.SCHEME,
     *,
@@ -143,7 +143,7 @@ def canonicalize_reference(
         if store is None:
             raise ValueError("the protocol rung needs an equivalence store: pass store=")
         return store.representative(
-            canonicalize_reference(iri, Rung.SCHEME, keep_fragment=keep_fragment, lenient=lenient)
+            canonicalize_step_by_step(iri, Rung.SCHEME, keep_fragment=keep_fragment, lenient=lenient)
         )
     ref = parse(iri, lenient=lenient)
     if ref.scheme is None:

@@ -9,37 +9,27 @@ from __future__ import annotations
 
 import re
 
-from . import _charsets as cs
+from . import _grammar as g
 from .errors import IRIError
-from ._parse import FORBIDDEN
-from ._percent import pct_encode_octets
+from ._percent import encode_match
 
 # 7.2 step 1: leading and trailing C0 controls and space (the draft names
 # space, CR, LF and TAB; the other C0 controls are never valid either).
 _EDGES = "".join(chr(c) for c in range(0x21))
 # 7.2 step 2 (as HTML does): TAB, LF and CR anywhere are dropped.
 _STRIPPED = re.compile(r"[\t\n\r]")
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+\-.]*:")
-_TOP = re.compile(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.S)
 # Schemes whose paths browsers read with '\' as '/' (7.2 step 5, href-path-sep).
 _BACKSLASH_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
 
 
-# What step 3 encodes is exactly what strict parsing rejects, component by component.
-_ENCODE = FORBIDDEN
-
-
-def _escape(m: re.Match[str]) -> str:
-    return pct_encode_octets(m.group().encode("utf-8", "surrogatepass"))
-
-
 def _encode(text: str, component: str) -> str:
-    return _ENCODE[component].sub(_escape, text)
+    """Step 3: what strict parsing rejects in a component, percent-encoded as UTF-8."""
+    return g.FORBIDDEN[component].sub(encode_match, text)
 
 
 def _backslashes_to_slashes(text: str) -> str:
     """7.2 step 5: '\\' before the query or fragment is a path separator for web schemes."""
-    m = _SCHEME.match(text)
+    m = g.SCHEME_PREFIX.match(text)
     if m is not None and m.group()[:-1].lower() not in _BACKSLASH_SCHEMES:
         return text
     end = len(text)
@@ -60,7 +50,7 @@ def _backslashes_to_slashes(text: str) -> str:
 # Everything else may be rewritten ('[' and ']' too: they are allowed only
 # around an IP literal; iprivate only in the query).
 _MAYBE_REWRITTEN = re.compile(
-    f"[^{cs.UNRESERVED}{cs.SUB_DELIMS}:/?#@%{cs.UCSCHAR}]|%(?![0-9A-Fa-f]{{2}})"
+    f"[^{g.UNRESERVED}{g.SUB_DELIMS}:/?#@%{g.UCSCHAR}]|%(?![0-9A-Fa-f]{{2}})"
 )
 
 
@@ -94,9 +84,7 @@ def preprocess_steps(text: str) -> str:
     text = _STRIPPED.sub("", text.strip(_EDGES))
     if "\\" in text:
         text = _backslashes_to_slashes(text)
-    m = _TOP.fullmatch(text)
-    assert m is not None
-    scheme, authority, path, query, fragment = m.groups()
+    scheme, authority, path, query, fragment = g.split(text).groups()
     out = []
     if scheme is not None:
         out.append(scheme + ":")
@@ -124,8 +112,7 @@ def _reject_lone_surrogates(text: str) -> None:
     if bad is None:
         return
     position = bad.start()
-    m = _TOP.fullmatch(text)
-    assert m is not None
+    m = g.split(text)
     component = next(
         (name for group, name in enumerate(_COMPONENT_OF_GROUP, 1) if m.start(group) <= position < m.end(group)),
         "path",

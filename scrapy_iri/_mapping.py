@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from . import _charsets as cs
+from ._grammar import ASCII_TRIPLET, NON_ASCII_TRIPLET_RUN, NOT_IRI_CHARS, UNRESERVED_CHARS
 from .errors import IRIError
 from ._host import normalize_dns_host, normalize_host_syntax, to_unicode_host
 from ._parse import IRIReference, parse, recompose
-from ._percent import NON_ASCII_TRIPLET_RUN, decode_utf8_run, encode_non_ascii
+from ._percent import decode_utf8_run, encode_non_ascii
 from ._schemes import SCHEMES
 
 
@@ -63,30 +63,19 @@ def fragment_to_uri(fragment: str) -> str:
     return encode_non_ascii(fragment).replace("#", "%23")
 
 
-def _not_iri_chars(allowed: str) -> re.Pattern[str]:
-    return re.compile(f"[^{allowed}]+")
-
-
-# What a decoded character may not be, per component (3987bis 2.2, 4.1, 6.1): step 4.
-_NOT_IRI_CHARS = {name: _not_iri_chars(allowed) for name, allowed in cs.IRI_COMPONENTS.items()}
-
-
 def _decode_unreserved(m: re.Match[str]) -> str:
     """Step 2 for an ASCII octet: only unreserved characters are decoded."""
     char = chr(int(m.group()[1:], 16))
-    return char if char in cs.UNRESERVED_CHARS else m.group()
+    return char if char in UNRESERVED_CHARS else m.group()
 
 
 def _to_iri_component(text: str | None, component: str) -> str | None:
     """3987bis 3.7 steps 2-5 on one component."""
     if text is None or "%" not in text:
         return text
-    keep = _NOT_IRI_CHARS[component]
+    keep = NOT_IRI_CHARS[component]
     text = NON_ASCII_TRIPLET_RUN.sub(lambda m: decode_utf8_run(m.group(), keep), text)
-    return _ASCII_TRIPLET.sub(_decode_unreserved, text)
-
-
-_ASCII_TRIPLET = re.compile(r"%[0-7][0-9A-Fa-f]")
+    return ASCII_TRIPLET.sub(_decode_unreserved, text)
 
 
 def _dns_host_to_iri(given: str, decoded: str) -> str:

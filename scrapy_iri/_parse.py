@@ -8,11 +8,11 @@ delimiter was not there, ``""`` means it was there with nothing after it
 from __future__ import annotations
 
 import ipaddress
-import re
 from typing import NamedTuple
 
-from . import _charsets as cs
 from .errors import IRIError, describe
+from ._grammar import FORBIDDEN, IPV_FUTURE, PORT, SCHEME, split
+from ._lenient import preprocess
 
 
 class IRIReference(NamedTuple):
@@ -30,10 +30,6 @@ class IRIReference(NamedTuple):
     path: str
     query: str | None
     fragment: str | None
-
-    @property
-    def has_authority(self) -> bool:
-        return self.host is not None
 
     @property
     def authority(self) -> str | None:
@@ -77,22 +73,6 @@ def recompose(ref: IRIReference) -> str:
     return "".join(out)
 
 
-# RFC 3986 appendix B: the five top-level parts of any string.
-_TOP = re.compile(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.S)
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+\-.]*")
-_PORT = re.compile(r"[0-9]*")
-_IPV_FUTURE = re.compile(r"[vV][0-9A-Fa-f]+\.[" + cs.UNRESERVED + cs.SUB_DELIMS + ":]+")
-
-
-def _bad(allowed: str) -> re.Pattern[str]:
-    """A pattern matching the first character a component may not contain."""
-    return re.compile(f"[^{allowed}%]|%(?![0-9A-Fa-f]{{2}})")
-
-
-# Component name -> pattern finding a character the 3987bis grammar forbids there.
-FORBIDDEN = {name: _bad(allowed) for name, allowed in cs.IRI_COMPONENTS.items()}
-
-
 def _check(component: str, text: str, offset: int) -> None:
     bad = FORBIDDEN[component].search(text)
     if bad is not None:
@@ -106,7 +86,7 @@ def _check(component: str, text: str, offset: int) -> None:
 def _check_ip_literal(literal: str, offset: int) -> None:
     """RFC 3986 3.2.2: IP-literal = "[" ( IPv6address / IPvFuture ) "]" (no zone IDs)."""
     inner = literal[1:-1]
-    if _IPV_FUTURE.fullmatch(inner):
+    if IPV_FUTURE.fullmatch(inner):
         return
     if "%" not in inner:
         try:
@@ -145,7 +125,7 @@ def split_authority(authority: str, offset: int) -> tuple[str | None, str, str |
         else:
             host = authority
         _check("host", host, offset)
-    if port is not None and not _PORT.fullmatch(port):
+    if port is not None and not PORT.fullmatch(port):
         bad = next(i for i, c in enumerate(port) if not c.isascii() or not c.isdigit())
         raise IRIError(f"character {describe(port[bad])} in port", "port", offset + len(host) + 1 + bad)
     return userinfo, host, port
@@ -173,13 +153,10 @@ def parse(iri_reference: str, *, lenient: bool = False) -> IRIReference:
     if not isinstance(iri_reference, str):
         raise TypeError(f"an IRI reference must be str, not {type(iri_reference).__name__}")
     if lenient:
-        from ._lenient import preprocess
-
         iri_reference = preprocess(iri_reference)
-    m = _TOP.fullmatch(iri_reference)
-    assert m is not None  # the pattern matches every string
+    m = split(iri_reference)
     scheme, authority, path, query, fragment = m.groups()
-    if scheme is not None and not _SCHEME.fullmatch(scheme):
+    if scheme is not None and not SCHEME.fullmatch(scheme):
         _reject_scheme(scheme)
     userinfo = host = port = None
     if authority is not None:

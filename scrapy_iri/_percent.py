@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import re
 
-from ._charsets import UNRESERVED_CHARS
+from ._grammar import NON_ASCII_TRIPLET_RUN, TRIPLET, UNRESERVED_CHARS
 
-TRIPLET = re.compile(r"%[0-9A-Fa-f]{2}")
-TRIPLET_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
-# A run of escapes of octets >= 0x80: where UTF-8 sequences can be (they hold no ASCII octet).
-NON_ASCII_TRIPLET_RUN = re.compile(r"(?:%[89A-Fa-f][0-9A-Fa-f])+")
 _UNDECODABLE = re.compile("[\udc80-\udcff]+")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 _LOWER_HEX_TRIPLET = re.compile(r"%[0-9a-f]{2}")
@@ -36,7 +32,8 @@ def pct_encode_octets(data: bytes) -> str:
     return "%" + data.hex("%").upper() if data else ""
 
 
-def _encode_match(m: re.Match[str]) -> str:
+def encode_match(m: re.Match[str]) -> str:
+    """The UTF-8 octets of a match, percent-encoded (lone surrogates as their would-be octets)."""
     return pct_encode_octets(m.group().encode("utf-8", "surrogatepass"))
 
 
@@ -48,7 +45,7 @@ def encode_non_ascii(text: str) -> str:
     """
     if text.isascii():
         return text
-    return _NON_ASCII.sub(_encode_match, text)
+    return _NON_ASCII.sub(encode_match, text)
 
 
 def normalize_triplets(text: str) -> str:

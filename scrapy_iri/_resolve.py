@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 from .errors import IRIError
+from ._grammar import DOT_SEGMENT
 from ._parse import IRIReference, parse, recompose
 
 
-_DOT_SEGMENT = re.compile(r"(?:^|/)\.\.?(?:/|$)")
 
 
 def remove_dot_segments(path: str) -> str:
@@ -19,7 +17,7 @@ def remove_dot_segments(path: str) -> str:
     relative path has no "/"), so rule C's "remove the last segment" is a
     list pop.
     """
-    if not _DOT_SEGMENT.search(path):
+    if not DOT_SEGMENT.search(path):
         return path
     segments = path.split("/")
     last = len(segments) - 1

@@ -1,6 +1,6 @@
 """The fast paths equal the reference paths (issue 7: speed is never traded for correctness).
 
-``canonicalize`` = ``fast.web_form`` -> bounded memo -> ``canonicalize_reference``;
+``canonicalize`` = ``fast.web_form`` -> bounded memo -> ``canonicalize_step_by_step``;
 ``web_form`` skips ``normalize_dns_host`` where it knows the result;
 ``lenient.preprocess`` = a cheap "nothing to do" test -> ``preprocess_steps``;
 ``percent.normalize_component`` encodes after normalizing instead of before.
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from scrapy_iri import IRIError, Rung, canonicalize, resolve
 from scrapy_iri import _fast as fast, _lenient as lenient, _percent as percent
 from scrapy_iri._host import normalize_dns_host
-from scrapy_iri._ladder import MEMO_MAX_LENGTH, _memo, canonicalize_reference
+from scrapy_iri._ladder import MEMO_MAX_LENGTH, _memo, canonicalize_step_by_step
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow])
 
@@ -41,7 +41,7 @@ ALL_CONFIGS = [(Rung.STRING, k, le) for k in (True, False) for le in (False, Tru
 
 @contextlib.contextmanager
 def reference_only() -> Iterator[None]:
-    """Switch off the fast paths canonicalize_reference could reach (web_form, the preprocessing shortcut)."""
+    """Switch off the fast paths canonicalize_step_by_step could reach (web_form, the preprocessing shortcut)."""
     with (
         mock.patch.object(lenient, "_unchanged_by_preprocessing", lambda text: False),
         mock.patch.object(fast, "_web_fullmatch", lambda text: None),
@@ -60,7 +60,7 @@ def outcome(call, *args, **kwargs) -> tuple:
 
 def reference(text: object, rung: Rung, keep_fragment: bool, lenient_: bool) -> tuple:
     with reference_only():
-        return outcome(canonicalize_reference, text, rung, keep_fragment=keep_fragment, lenient=lenient_)
+        return outcome(canonicalize_step_by_step, text, rung, keep_fragment=keep_fragment, lenient=lenient_)
 
 
 def assert_same(text: object, configs=ALL_CONFIGS) -> None:
