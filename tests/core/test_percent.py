@@ -1,0 +1,84 @@
+"""Percent-encoding (RFC 3986 2.1, 2.3, 6.2.2; 3987bis 3.3, 3.7, 5.3.2.3)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scrapy_iri import _grammar as g
+from scrapy_iri import _percent as pct
+
+
+def test_pct_encode_octets_uppercase_3987bis_3_3():
+    assert pct.pct_encode_octets("é".encode()) == "%C3%A9"
+    assert pct.pct_encode_octets(b"") == ""
+    assert pct.pct_encode_octets(b"\x00\xff") == "%00%FF"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("résumé", "r%C3%A9sum%C3%A9"),
+        ("納豆", "%E7%B4%8D%E8%B1%86"),
+        ("\U00010000", "%F0%90%80%80"),
+        ("a%2fb", "a%2fb"),  # ASCII, escapes included, is left alone
+    ],
+)
+def test_encode_non_ascii(text, expected):
+    assert pct.encode_non_ascii(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("%7e%7E", "~~"),  # RFC 3986 6.2.2.2: unreserved decoded
+        ("%41%2d%5F", "A-_"),
+        ("%2f%3a", "%2F%3A"),  # 6.2.2.1: reserved kept, hex uppercased
+        ("%c3%a9", "%C3%A9"),
+        ("%", "%"),
+        ("%zz", "%zz"),
+    ],
+)
+def test_normalize_triplets_rfc_3986_6_2_2(text, expected):
+    assert pct.normalize_triplets(text) == expected
+
+
+def test_normalize_component_is_normalize_triplets_after_encoding():
+    for text in ["é%7e", "%c3%a9é", "a%2fé~", "%41\u00a0"]:
+        assert pct.normalize_component(text) == pct.normalize_triplets(pct.encode_non_ascii(text))
+
+
+def test_uppercase_triplets_leaves_the_rest():
+    assert pct.uppercase_triplets("ab%2fc%c3") == "ab%2Fc%C3"
+
+
+@pytest.mark.parametrize(
+    "run, expected",
+    [
+        ("%C3%BC", "ü"),  # 3987bis 3.7.1, first example
+        ("%FC", "%FC"),  # second: not UTF-8, step 3
+        ("%e2%80%ae", "\u202e"),  # decoded here; the caller's keep pattern re-encodes it (step 4)
+        ("%C0%AF", "%C0%AF"),  # overlong
+        ("%ED%A0%80", "%ED%A0%80"),  # an encoded surrogate
+        ("%F4%90%80%80", "%F4%90%80%80"),  # beyond U+10FFFF
+        ("%E2%82", "%E2%82"),  # truncated
+        ("%E2%82%C3%BC", "%E2%82ü"),  # a broken sequence before a good one
+        ("%f0%9f%98%80", "\U0001f600"),
+    ],
+)
+def test_decode_utf8_run_3987bis_3_7(run, expected):
+    assert pct.decode_utf8_run(run) == expected
+
+
+def test_decode_utf8_run_keeps_what_the_component_forbids():
+    keep = g.NOT_IRI_CHARS["path"]
+    assert pct.decode_utf8_run("%e2%80%ae%C3%BC%EE%80%80", keep) == "%E2%80%AEü%EE%80%80"
+    assert pct.decode_utf8_run("%EE%80%80", g.NOT_IRI_CHARS["query"]) == "\ue000"  # iprivate: query only
+
+
+@given(st.binary(max_size=12).filter(lambda b: all(x >= 0x80 for x in b) and b))
+def test_decode_utf8_run_round_trips(octets):
+    run = pct.pct_encode_octets(octets)
+    decoded = pct.decode_utf8_run(run)
+    assert pct.encode_non_ascii(decoded) == run  # nothing invented, nothing lost
