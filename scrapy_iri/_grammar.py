@@ -98,6 +98,8 @@ NORMAL_TRIPLET = r"%(?:[01][0-9A-F]|2[0-9A-CF]|3[A-F]|40|5[B-E]|60|7[B-DF]|[89A-
 """A triplet the syntax rung leaves as it is (RFC 3986 6.2.2.1, 6.2.2.2): uppercase hex digits,
 and not the escape of an unreserved character (%2D %2E %30-39 %41-5A %5F %61-7A %7E are
 missing). ``tests/core/test_grammar.py`` derives it from ``UNRESERVED_CHARS``."""
+NOT_NORMAL_TRIPLET = re.compile(f"(?!{NORMAL_TRIPLET})%[0-9A-Fa-f]{{2}}")
+"""A triplet the syntax rung rewrites: lowercase hex digits, or an unreserved character."""
 
 
 def split(text: str) -> re.Match[str]:

@@ -124,7 +124,7 @@ def _reject_lone_surrogates(text: str) -> None:
 
 def _lenient_authority(authority: str) -> str:
     userinfo, at, hostport = authority.rpartition("@")
-    out = _encode(userinfo, "userinfo").replace("@", "%40") + at if at else ""
+    out = _encode(userinfo.replace("@", "%40"), "userinfo") + at if at else ""
     if hostport.startswith("["):
         return out + hostport  # IP literals are validated strictly
     host, colon, port = hostport.partition(":")

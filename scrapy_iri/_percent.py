@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ._grammar import NON_ASCII_TRIPLET_RUN, TRIPLET, UNRESERVED_CHARS
+from ._grammar import NON_ASCII_TRIPLET_RUN, NOT_NORMAL_TRIPLET, UNRESERVED_CHARS
 
 _UNDECODABLE = re.compile("[\udc80-\udcff]+")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
@@ -52,7 +52,7 @@ def normalize_triplets(text: str) -> str:
     """Uppercase the hex digits of each triplet and decode unreserved ones (RFC 3986 6.2.2)."""
     if "%" not in text:
         return text
-    return TRIPLET.sub(lambda m: _NORMAL_TRIPLET[m.group()], text)
+    return NOT_NORMAL_TRIPLET.sub(lambda m: _NORMAL_TRIPLET[m.group()], text)  # the others map to themselves
 
 
 def normalize_component(text: str) -> str:

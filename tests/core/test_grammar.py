@@ -105,3 +105,10 @@ def test_not_iri_chars_and_forbidden_agree_on_characters():
 @pytest.mark.parametrize("path, has", [("/a/./b", True), ("..", True), ("/a/..", True), ("/a/.b", False), ("/a../b", False), ("/%2E/", False)])
 def test_dot_segment(path, has):
     assert bool(g.DOT_SEGMENT.search(path)) == has
+
+
+def test_not_normal_triplet_is_the_complement_of_normal_triplet():
+    normal = re.compile(g.NORMAL_TRIPLET)
+    for octet in range(256):
+        for spelling in {f"%{octet:02X}", f"%{octet:02x}", f"%{octet:02X}"[:2] + f"{octet:02x}"[1], f"%{octet:02x}"[:2] + f"{octet:02X}"[1]}:
+            assert bool(g.NOT_NORMAL_TRIPLET.fullmatch(spelling)) != bool(normal.fullmatch(spelling)), spelling
