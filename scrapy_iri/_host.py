@@ -64,11 +64,11 @@ def _reg_name_encoded(host: str) -> str:
 
 
 HOST_CACHE_MAX_LENGTH = 256
-"""Longest host (in characters) the host caches keep. Each of the two caches
-holds at most its entry count of such strings and their forms (a 256-character
-key of 4-byte characters and its escapes: about 4 kB), so the syntax cache stays
-under 70 MB and the DNS one under 60 MB in the worst case, and near 100 bytes
-per entry for real host names."""
+"""Longest host (in characters) the host caches keep. Each cache holds at most
+16,384 such keys and their forms (256 four-byte characters and their escapes:
+about 4 kB), so the syntax cache stays under 70 MB and the DNS one (whose keys
+are syntax forms, ASCII) under 25 MB in the worst case, and near 100 bytes per
+entry for real host names. Longer hosts are computed each time."""
 
 _reg_name_encoded_cached = lru_cache(maxsize=1 << 14)(_reg_name_encoded)
 
