@@ -1,11 +1,11 @@
 """scrapy-iri: correct, fast URL and IRI identity for Scrapy crawlers.
 
 The core (this package's top level) never imports Scrapy: it parses IRIs,
-maps IRIs to URIs and back (draft-ietf-iri-3987bis sec. 3), resolves
-references (RFC 3986 sec. 5.2), shows IRIs to people (sec. 4 and 8.6)
-and implements the string, syntax and scheme
-rungs of the comparison ladder (3987bis sec. 5.3). The Scrapy components
-(``Addon``, ``IRIDupeFilter``, ...) are loaded on first use.
+maps IRIs to URIs and back (draft-ietf-iri-3987bis sec. 3), shows them to
+people (sec. 4 and 8.6), resolves references (RFC 3986 sec. 5.2) and
+implements the string, syntax and scheme rungs of the comparison ladder
+(3987bis sec. 5.3). The Scrapy components (``Addon``, ``IRIDupeFilter``,
+...) are loaded on first use.
 """
 
 from __future__ import annotations
