@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from ._grammar import ASCII_TRIPLET, NON_ASCII_TRIPLET_RUN, NOT_IRI_CHARS, UNRESERVED_CHARS
 from .errors import IRIError
+from ._grammar import ASCII_TRIPLET, NON_ASCII_TRIPLET_RUN, NOT_IRI_CHARS, UNRESERVED_CHARS
 from ._host import normalize_dns_host, normalize_host_syntax, to_unicode_host
 from ._parse import IRIReference, parse, recompose
 from ._percent import decode_utf8_run, encode_non_ascii
@@ -13,6 +13,7 @@ from ._schemes import SCHEMES
 
 
 def has_dns_host(ref: IRIReference) -> bool:
+    """Whether the reference's scheme says its reg-name is a DNS name (3987bis 3.4)."""
     rule = SCHEMES.get((ref.scheme or "").lower())
     return rule is not None and rule.dns_host
 
@@ -79,7 +80,7 @@ def _to_iri_component(text: str | None, component: str) -> str | None:
 
 
 def _dns_host_to_iri(given: str, decoded: str) -> str:
-    """3.7 step 6 and the check 3.7 asks for: the IRI host must map back to the URI's.
+    """3.7 step 6, and the check 3.7 asks for: the IRI's host must map back to the URI's.
 
     ``decoded`` is ``given`` after steps 2-5. Its ``xn--`` labels become
     U-labels where valid; if the result does not map back (an escape
@@ -89,15 +90,12 @@ def _dns_host_to_iri(given: str, decoded: str) -> str:
     host = to_unicode_host(decoded)
     if host.isascii():
         return host  # to_uri leaves ASCII hosts alone
-    try:
-        if normalize_dns_host(normalize_host_syntax(host)) == _dns_form(given):
-            return host
-    except IRIError:
-        pass
-    return given
+    form = _dns_form(host)
+    return host if form is not None and form == _dns_form(given) else given
 
 
 def _dns_form(host: str) -> str | None:
+    """What to_uri writes for a DNS host (and the scheme rung), or None if it refuses it."""
     try:
         return normalize_dns_host(normalize_host_syntax(host))
     except IRIError:
@@ -111,7 +109,8 @@ def to_iri(uri: str) -> str:
     decoded; escapes of reserved characters, of octets that are not strictly
     legal UTF-8, and of characters IRIs forbid (bidi controls, private use
     outside the query, ...) stay encoded; ``xn--`` labels of DNS host names
-    become U-labels where they are valid.
+    become U-labels where they are valid. The result always maps back to a
+    URI with :func:`to_uri`: a DNS host that would not is kept as written.
     """
     ref = parse(uri)
     host = ref.host
