@@ -88,8 +88,6 @@ NOT_IRI_CHARS = {name: re.compile(f"[^{allowed}]+") for name, allowed in IRI_COM
 DOT_SEGMENT = re.compile(r"(?:^|/)\.\.?(?:/|$)")
 """A "." or ".." segment: RFC 3986 5.2.4 has work to do only if a path has one."""
 
-TRIPLET = re.compile(r"%[0-9A-Fa-f]{2}")
-TRIPLET_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
 ASCII_TRIPLET = re.compile(r"%[0-7][0-9A-Fa-f]")
 NON_ASCII_TRIPLET_RUN = re.compile(r"(?:%[89A-Fa-f][0-9A-Fa-f])+")
 """A run of escapes of octets >= 0x80: where UTF-8 sequences can be (they hold no ASCII octet)."""
