@@ -98,6 +98,16 @@ and not the escape of an unreserved character (%2D %2E %30-39 %41-5A %5F %61-7A 
 missing). ``tests/core/test_grammar.py`` derives it from ``UNRESERVED_CHARS``."""
 NOT_NORMAL_TRIPLET = re.compile(f"(?!{NORMAL_TRIPLET})%[0-9A-Fa-f]{{2}}")
 """A triplet the syntax rung rewrites: lowercase hex digits, or an unreserved character."""
+LOWER_HEX_TRIPLET = re.compile(r"%[0-9a-f]{2}")
+
+NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""Not a character: what undecodable input leaves in a ``str`` (``surrogateescape``)."""
+UNDECODABLE_OCTETS = re.compile("[\udc80-\udcff]+")
+"""The lone surrogates ``surrogateescape`` writes for octets that are not UTF-8."""
+
+NOT_HOST_NAME_ASCII = re.compile(r"[\x00-\x2c\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f]")
+"""ASCII a DNS name may not hold after UTS #46 mapping: all but letters, digits, '-', '_', '.'."""
 
 
 def split(text: str) -> re.Match[str]:

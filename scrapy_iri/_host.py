@@ -10,13 +10,12 @@ the ``idna`` package (never Python's IDNA2003 codec: it maps ``faß`` to
 from __future__ import annotations
 
 import ipaddress
-import re
 from functools import lru_cache
 
 import idna
 
 from .errors import IRIError
-from ._grammar import NON_ASCII_TRIPLET_RUN
+from ._grammar import NON_ASCII_TRIPLET_RUN, NOT_HOST_NAME_ASCII
 from ._percent import (
     decode_utf8_run,
     encode_non_ascii,
@@ -97,10 +96,6 @@ def _decode_utf8_escapes(host: str) -> str:
     return decoded
 
 
-# After UTS #46 mapping, the ASCII a DNS name may hold: letters, digits, '-', '_', '.'.
-_NOT_HOST_NAME_ASCII = re.compile(r"[\x00-\x2c\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f]")
-
-
 def _check_a_label(label: str) -> None:
     """RFC 5891 5.4: an ``xn--`` label must decode to a valid U-label and back."""
     try:
@@ -176,7 +171,7 @@ def _normalize_dns_host(host: str) -> str:
             raise IRIError(f"invalid IDN: {exc}", "host") from None
         if not host:
             raise IRIError("the host name maps to nothing under UTS #46", "host")
-        bad = _NOT_HOST_NAME_ASCII.search(host)
+        bad = NOT_HOST_NAME_ASCII.search(host)
         if bad is not None:  # e.g. U+FF0F -> '/', U+00A0 -> ' ': never let a mapping add a delimiter
             raise IRIError(f"the host name maps to {bad.group()!r} under UTS #46", "host")
     else:

@@ -98,7 +98,6 @@ def preprocess_steps(text: str) -> str:
     return "".join(out)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _COMPONENT_OF_GROUP = ("scheme", "authority", "path", "query", "fragment")
 
 
@@ -108,7 +107,7 @@ def _reject_lone_surrogates(text: str) -> None:
     Such strings come from undecodable input (``surrogateescape``); encoding
     the surrogate would invent octets, so the input is refused instead.
     """
-    bad = _SURROGATE.search(text)
+    bad = g.LONE_SURROGATE.search(text)
     if bad is None:
         return
     position = bad.start()

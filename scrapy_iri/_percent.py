@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import re
 
-from ._grammar import NON_ASCII_TRIPLET_RUN, NOT_NORMAL_TRIPLET, UNRESERVED_CHARS
+from ._grammar import (
+    LOWER_HEX_TRIPLET,
+    NON_ASCII_RUN,
+    NON_ASCII_TRIPLET_RUN,
+    NOT_NORMAL_TRIPLET,
+    UNDECODABLE_OCTETS,
+    UNRESERVED_CHARS,
+)
 
-_UNDECODABLE = re.compile("[\udc80-\udcff]+")
-_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
-_LOWER_HEX_TRIPLET = re.compile(r"%[0-9a-f]{2}")
 
 
 def _triplet_table() -> dict[str, str]:
@@ -45,7 +49,7 @@ def encode_non_ascii(text: str) -> str:
     """
     if text.isascii():
         return text
-    return _NON_ASCII.sub(encode_match, text)
+    return NON_ASCII_RUN.sub(encode_match, text)
 
 
 def normalize_triplets(text: str) -> str:
@@ -70,7 +74,7 @@ def uppercase_triplets(text: str) -> str:
     """Uppercase the hex digits of triplets, leaving everything else alone."""
     if "%" not in text:
         return text
-    return _LOWER_HEX_TRIPLET.sub(lambda m: m.group().upper(), text)
+    return LOWER_HEX_TRIPLET.sub(lambda m: m.group().upper(), text)
 
 
 def decode_octets(run: str) -> bytes:
@@ -83,7 +87,7 @@ def _reencode(m: re.Match[str]) -> str:
     return pct_encode_octets(m.group().encode("utf-8", "surrogateescape"))
 
 
-def decode_utf8_run(run: str, keep_encoded: re.Pattern[str] = _UNDECODABLE) -> str:
+def decode_utf8_run(run: str, keep_encoded: re.Pattern[str] = UNDECODABLE_OCTETS) -> str:
     """Decode a run of escapes of octets >= 0x80 as UTF-8 (3987bis 3.7 steps 3-5).
 
     Octets that are not part of a strictly legal UTF-8 sequence (overlong
