@@ -44,7 +44,7 @@ def _is_rtl(char: str) -> bool:
 
 def has_rtl(text: str) -> bool:
     """Whether ``text`` holds a right-to-left character (bidi class R or AL)."""
-    return not text.isascii() and any(map(_is_rtl, text))
+    return not text.isascii() and not _RTL.isdisjoint(map(unicodedata.bidirectional, text))
 
 
 def bidi_safe_component(component: str) -> str:
