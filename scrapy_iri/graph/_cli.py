@@ -55,6 +55,12 @@ def register(subparsers: Any) -> None:
         help="rung: string, syntax, scheme or protocol (default: scheme; protocol with --store)",
     )
     p.add_argument("--store", metavar="URI", help="equivalence store for the protocol rung (sqlite:///path, memory:)")
+    p.add_argument(
+        "--form",
+        choices=("uri", "iri"),
+        default="uri",
+        help="write nodes as URIs (default) or in IRI form, 3987bis 3.7 (merging is the same)",
+    )
     p.add_argument("--keep-fragment", action="store_true", help="keep fragments (default: dropped)")
     p.add_argument("--strict", action="store_true", help="no 3987bis sec. 7 preprocessing of messy input")
     p.add_argument("--aliases", metavar="FILE", help="write CSV original,canonical for every original that changed")
@@ -135,18 +141,12 @@ def _isatty(stream: TextIO) -> bool:
 
 
 def _open_store(uri: str) -> Any:
+    """The store at ``uri`` (the syntax of ``IRI_STORE`` and ``store --store``); never creates one."""
+    from ..store import open_store
+
     try:
-        from ..store import open_store  # type: ignore[attr-defined]
-    except ImportError:
-        raise GraphError(
-            "--store needs scrapy_iri.store.open_store, which this installation does not have yet"
-        ) from None
-    try:
-        try:
-            return open_store(uri, create=False)  # a mistyped path must not become an empty store
-        except TypeError:  # a backend without the option
-            return open_store(uri)
-    except (ValueError, OSError) as exc:
+        return open_store(uri, create=False)  # a mistyped path must not become an empty store
+    except (ValueError, OSError) as exc:  # StoreError is a ValueError
         raise GraphError(f"--store {uri}: {exc}") from None
 
 
@@ -192,6 +192,7 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             aliases=args.aliases,
             bad_rows=args.bad_rows,
             fail_fast=args.fail_fast,
+            form=args.form,
             on_bad=on_bad,
             progress=progress,
             stdout=out,

@@ -17,8 +17,9 @@ from typing import Any, TextIO
 
 from ..errors import IRIError
 from .._ladder import EquivalenceStore, Rung, canonicalize
+from .._mapping import to_iri
 from ..errors import BadEdge, GraphError
-from ._outputs import _output, _same_files
+from ._outputs import _not_the_input, _output, _same_files
 from ._readers import _READERS, FORMATS, _open_input, detect_format
 
 DEFAULT_CACHE_SIZE = 250_000  # about 60 MB with URLs of typical length: see docs/graph.md
@@ -52,16 +53,27 @@ class GraphSummary:
         return self.edges_in + self.bad_rows
 
 
+FORMS = ("uri", "iri")
+
+
 class _Node:
     """A cached canonical form (and its CSV field), or why there is none; ``number`` once counted."""
 
     __slots__ = ("canon", "error", "field", "number")
 
-    def __init__(self, canon: str | None, error: str | None = None) -> None:
+    def __init__(self, canon: str | None, error: str | None = None, shown: str | None = None) -> None:
         self.canon = canon
         self.error = error
-        self.field = canon if canon is None else _csv_field(canon)
+        self.field = canon if canon is None else _csv_field(shown or canon)
         self.number: int | None = None
+
+
+def iri_form(uri: str) -> str:
+    """A canonical URI as the IRI it stands for (3987bis 3.7, via :func:`to_iri`); the URI when that fails."""
+    try:
+        return to_iri(uri)
+    except IRIError:
+        return uri
 
 
 _NEEDS_QUOTES = re.compile(r'[,"\r\n]')
@@ -71,6 +83,34 @@ def _csv_field(text: str) -> str:
     """``text`` as a CSV field: quoted when it holds a comma, a quote or a line break
     (``csv.writer`` would leave a lone CR unquoted with a ``\\n`` line terminator)."""
     return '"' + text.replace('"', '""') + '"' if _NEEDS_QUOTES.search(text) else text
+
+
+def canonical_or_error(
+    raw: str | None, level: Rung, keep_fragment: bool, lenient: bool, store: EquivalenceStore | None
+) -> tuple[str | None, str | None]:
+    """One end of an edge: (its canonical form, None) or (None, why it has none).
+
+    The reasons are the ones bad rows are reported with, on every engine.
+    """
+    if raw is None:
+        return None, "missing (null)"
+    if type(raw) is not str:
+        return None, f"not a string ({type(raw).__name__})"
+    if not raw or raw.isspace():
+        return None, "empty"
+    if not raw.isascii():
+        try:
+            raw.encode("utf-8")
+        except UnicodeEncodeError:
+            return None, "invalid UTF-8 in the input"
+    try:
+        return canonicalize(raw, level, keep_fragment=keep_fragment, lenient=lenient, store=store), None
+    except IRIError as exc:
+        return None, str(exc)
+    except Exception as exc:  # the store failed (only the protocol rung calls out)
+        if store is None:
+            raise
+        raise GraphError(f"the equivalence store failed: {exc}") from exc
 
 
 def _digest(text: str) -> bytes:
@@ -86,6 +126,8 @@ class GraphNormalizer:
     scheme rung, fragments dropped (they name no separate resource), lenient
     input (3987bis sec. 7, which never changes a valid IRI). ``on_alias`` is
     called once per distinct original that differs from its canonical form.
+    ``form="iri"`` writes the nodes of file outputs in IRI form (3987bis 3.7);
+    edges are merged on the canonical URI either way.
     """
 
     def __init__(
@@ -97,8 +139,12 @@ class GraphNormalizer:
         store: EquivalenceStore | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
         on_alias: Callable[[str, str], Any] | None = None,
+        form: str = "uri",
     ) -> None:
         self.rung = level = Rung.parse(rung)
+        if form not in FORMS:
+            raise ValueError(f"form must be one of {', '.join(FORMS)}, not {form!r}")
+        show = iri_form if form == "iri" else None
         if level is Rung.PROTOCOL and store is None:
             raise ValueError("the protocol rung needs an equivalence store: pass store=")
         self.on_alias = on_alias
@@ -110,23 +156,8 @@ class GraphNormalizer:
         self._numbers: dict[bytes, int] = {}  # digest of a canonical form -> its node number
 
         def compute(raw: str) -> _Node:
-            if not isinstance(raw, str):
-                raise TypeError(f"a node must be a str, not {type(raw).__name__}")
-            if not raw or raw.isspace():
-                return _Node(None, "empty")
-            if not raw.isascii():
-                try:
-                    raw.encode("utf-8")
-                except UnicodeEncodeError:
-                    return _Node(None, "invalid UTF-8 in the input")
-            try:
-                return _Node(canonicalize(raw, level, keep_fragment=keep_fragment, lenient=lenient, store=store))
-            except IRIError as exc:
-                return _Node(None, str(exc))
-            except Exception as exc:  # the store failed (only the protocol rung calls out)
-                if store is None:
-                    raise
-                raise GraphError(f"the equivalence store failed: {exc}") from exc
+            canon, error = canonical_or_error(raw, level, keep_fragment, lenient, store)
+            return _Node(canon, error, show(canon) if show is not None and canon is not None else None)
 
         self._lookup = lru_cache(maxsize=cache_size)(compute) if cache_size > 0 else compute
 
@@ -236,6 +267,7 @@ def normalize_graph_file(
     aliases: str | os.PathLike[str] | None = None,
     bad_rows: str | os.PathLike[str] | None = None,
     fail_fast: bool = False,
+    form: str = "uri",
     on_bad: Callable[[int, str], Any] | None = None,
     progress: Callable[[int, int | None, int | None], Any] | None = None,
     stdin: Any = None,
@@ -250,7 +282,8 @@ def normalize_graph_file(
     it resolves to and renamed onto that at the end, so a failed run leaves
     no partial ``dst`` or ``aliases`` (``bad_rows`` is kept) and a symlink
     keeps pointing at the new content; any other output (``/dev/null``, a
-    FIFO) is written directly. ``progress(rows, position, size)`` is called
+    FIFO) is written directly. ``form="iri"`` writes nodes in IRI form (see
+    :class:`GraphNormalizer`). ``progress(rows, position, size)`` is called
     every few thousand rows and once at the end.
     """
     src, dst = os.fspath(src), os.fspath(dst)
@@ -259,12 +292,15 @@ def normalize_graph_file(
     to_stdout = [label for label, value in named if value == "-"]
     if len(to_stdout) > 1:
         raise GraphError(f"{' and '.join(to_stdout)} cannot both be stdout")
+    _not_the_input(src, named)
     _same_files(named)
     fmt = fmt or detect_format(src)
     if fmt not in _READERS:
         raise GraphError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     started = time.perf_counter()
-    normalizer = GraphNormalizer(rung, keep_fragment=keep_fragment, lenient=lenient, store=store, cache_size=cache_size)
+    normalizer = GraphNormalizer(
+        rung, keep_fragment=keep_fragment, lenient=lenient, store=store, cache_size=cache_size, form=form
+    )
     name = "<stdin>" if src == "-" else src
     try:
         with ExitStack() as stack:
@@ -282,7 +318,8 @@ def normalize_graph_file(
                 alias_write("original,canonical\n")
 
                 def write_alias(original: str, canon: str) -> None:
-                    alias_write(f"{_csv_field(original)},{_csv_field(canon)}\n")
+                    shown = iri_form(canon) if form == "iri" else canon
+                    alias_write(f"{_csv_field(original)},{_csv_field(shown)}\n")
 
                 normalizer.on_alias = write_alias
             rejects = None

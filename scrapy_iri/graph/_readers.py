@@ -203,6 +203,9 @@ def _jsonl_rows(lines: Iterator[str], name: str) -> tuple[str, Iterator[Row]]:
                 if raw.strip():  # an empty line holds no edge
                     yield number, "", "", raw, f"invalid JSON: {exc}"
                 continue
+            except RecursionError:  # arrays or objects nested deeper than the parser goes
+                yield number, "", "", raw, "invalid JSON: nested too deeply"
+                continue
             if type(obj) is not dict:
                 yield number, "", "", raw, "not a JSON object"
                 continue
