@@ -115,10 +115,22 @@ def alias_table(store: EquivalenceStore | str) -> pa.Table:
     )
 
 
+def _identity(raw: Any) -> tuple[str | None, str | None]:
+    return (raw, None) if type(raw) is str else (None, "not a string")
+
+
 def _kernel(
-    rung: Rung, keep_fragment: bool, lenient: bool, store: Any, aliases: Any, cache_size: int
+    rung: Rung,
+    keep_fragment: bool,
+    lenient: bool,
+    store: Any,
+    aliases: Any,
+    cache_size: int,
+    identity: bool = False,
 ) -> Callable[[str | None], tuple[str | None, str | None]]:
     """A cached function from one string to (canonical form, error), per configuration."""
+    if identity:
+        return _identity
     opened: EquivalenceStore | None = None
     store_key: Any = None
     if aliases is not None:
@@ -211,6 +223,7 @@ def canonicalize_edges(
     aliases: Any = None,
     keep: Sequence[str] = (),
     cache_size: int = CACHE_SIZE,
+    identity: bool = False,
 ) -> pa.Table:
     """Every row of a batch of edges, canonicalized; nothing is dropped or de-duplicated.
 
@@ -220,9 +233,11 @@ def canonicalize_edges(
     columns), and ``reason``: null for a valid edge, else why it is bad
     (``source: ...; target: ...``, as :class:`scrapy_iri.graph.BadEdge`
     says it). Defaults are the graph command's: fragments dropped, lenient input.
+    ``identity=True`` passes every string through unchanged: the same job
+    without canonicalization, to measure what an engine itself costs.
     """
     table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-    one = _kernel(Rung.parse(rung), bool(keep_fragment), bool(lenient), store, aliases, cache_size)
+    one = _kernel(Rung.parse(rung), bool(keep_fragment), bool(lenient), store, aliases, cache_size, identity)
     keep_columns = {name: table.column(name) for name in keep}
     return _rows(one, _strings(table.column(source)), _strings(table.column(target)), source, target, keep_columns)
 

@@ -20,7 +20,9 @@ from .._ladder import EquivalenceStore, Rung, canonicalize
 from .._mapping import to_iri
 from ..errors import BadEdge, GraphError
 from ._outputs import _not_the_input, _output, _same_files
-from ._readers import _READERS, FORMATS, _open_input, detect_format
+from ._engines import ENGINES, engine_items
+from ._parquet import ParquetEdges, is_parquet_name, parquet_rows, row_text
+from ._readers import _READERS, FORMATS, Row, _open_input, detect_format
 
 DEFAULT_CACHE_SIZE = 250_000  # about 60 MB with URLs of typical length: see docs/graph.md
 _PROGRESS_EVERY = 8192  # rows between two looks at the clock
@@ -59,12 +61,13 @@ FORMS = ("uri", "iri")
 class _Node:
     """A cached canonical form (and its CSV field), or why there is none; ``number`` once counted."""
 
-    __slots__ = ("canon", "error", "field", "number")
+    __slots__ = ("canon", "error", "field", "number", "shown")
 
     def __init__(self, canon: str | None, error: str | None = None, shown: str | None = None) -> None:
         self.canon = canon
         self.error = error
-        self.field = canon if canon is None else _csv_field(shown or canon)
+        self.shown = shown or canon  # as written out: the canonical URI, or its IRI form
+        self.field = canon if canon is None else _csv_field(self.shown)  # type: ignore[arg-type]
         self.number: int | None = None
 
 
@@ -160,14 +163,33 @@ class GraphNormalizer:
             return _Node(canon, error, show(canon) if show is not None and canon is not None else None)
 
         self._lookup = lru_cache(maxsize=cache_size)(compute) if cache_size > 0 else compute
+        self._show = show
+        self._cache_size = cache_size
+        self._known: dict[str, _Node] = {}
 
     def add(self, source: str, target: str) -> tuple[str, str] | None:
         pair = self._add(source, target)
         return None if pair is None else (pair[0].canon, pair[1].canon)  # type: ignore[return-value]
 
+    def _node(self, raw: str, canon: str) -> _Node:
+        """The node of ``raw`` whose canonical form an engine computed (a bounded cache keeps its number)."""
+        known = self._known
+        node = known.get(raw)
+        if node is None:
+            if len(known) >= max(self._cache_size, 1):
+                known.clear()
+            show = self._show
+            node = known[raw] = _Node(canon, None, show(canon) if show is not None else None)
+        return node
+
+    def _add_computed(self, source: str, target: str, s_canon: str, t_canon: str) -> tuple[_Node, _Node] | None:
+        """:meth:`_add` for an edge whose ends an engine has canonicalized already."""
+        return self._add_nodes(source, target, self._node(source, s_canon), self._node(target, t_canon))
+
     def _add(self, source: str, target: str) -> tuple[_Node, _Node] | None:
-        s = self._lookup(source)
-        t = self._lookup(target)
+        return self._add_nodes(source, target, self._lookup(source), self._lookup(target))
+
+    def _add_nodes(self, source: str, target: str, s: _Node, t: _Node) -> tuple[_Node, _Node] | None:
         first, second = s.number, t.number
         if first is None or second is None:  # a bad node, or a cache entry not counted yet
             if s.canon is None or t.canon is None:
@@ -254,6 +276,35 @@ def normalize_graph(
     return normalizer.normalize(edges, on_bad)
 
 
+class _Counted:
+    """Rows passed through, counted, with a look at the progress every few thousand."""
+
+    def __init__(
+        self,
+        rows: Iterator[Row],
+        progress: Callable[[int, int | None, int | None], Any] | None,
+        tell: Callable[[], int | None],
+        total: int | None,
+    ) -> None:
+        self.source, self.progress, self.tell, self.total = rows, progress, tell, total
+        self.rows = 0
+
+    def __iter__(self) -> Iterator[Row]:
+        progress = self.progress
+        count = 0
+        for row in self.source:
+            count += 1
+            if progress is not None and not count % _PROGRESS_EVERY:
+                self.rows = count
+                progress(count, self.tell(), self.total)
+            yield row
+        self.rows = count
+
+
+def _is_parquet_out(name: str) -> bool:
+    return name != "-" and is_parquet_name(name)
+
+
 def normalize_graph_file(
     src: str | os.PathLike[str],
     dst: str | os.PathLike[str],
@@ -262,14 +313,18 @@ def normalize_graph_file(
     fmt: str | None = None,
     keep_fragment: bool = False,
     lenient: bool = True,
-    store: EquivalenceStore | None = None,
+    store: EquivalenceStore | str | None = None,
     cache_size: int = DEFAULT_CACHE_SIZE,
     aliases: str | os.PathLike[str] | None = None,
     bad_rows: str | os.PathLike[str] | None = None,
     fail_fast: bool = False,
     form: str = "uri",
+    engine: str = "local",
+    workers: int | None = None,
+    identity: bool = False,
     on_bad: Callable[[int, str], Any] | None = None,
     progress: Callable[[int, int | None, int | None], Any] | None = None,
+    on_stage: Callable[[str], Any] | None = None,
     stdin: Any = None,
     stdout: TextIO | None = None,
 ) -> GraphSummary:
@@ -295,24 +350,82 @@ def normalize_graph_file(
     _not_the_input(src, named)
     _same_files(named)
     fmt = fmt or detect_format(src)
-    if fmt not in _READERS:
+    if fmt not in FORMATS:
         raise GraphError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if fmt == "parquet" and src == "-":
+        raise GraphError("Parquet cannot be read from stdin: name the file or directory")
+    if engine not in ENGINES:
+        raise GraphError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
     started = time.perf_counter()
+    opened = None
+    if isinstance(store, str) and engine == "local" and Rung.parse(rung) is Rung.PROTOCOL:
+        from ..store import open_store
+
+        try:
+            opened = store = open_store(store, create=False)
+        except (ValueError, OSError) as exc:
+            raise GraphError(f"store {store}: {exc}") from None
+    computed = engine != "local" or identity  # canonical forms come with the rows
     normalizer = GraphNormalizer(
-        rung, keep_fragment=keep_fragment, lenient=lenient, store=store, cache_size=cache_size, form=form
+        Rung.SCHEME if computed else rung,
+        keep_fragment=keep_fragment,
+        lenient=lenient,
+        store=None if computed else store,  # type: ignore[arg-type]
+        cache_size=cache_size,
+        form=form,
     )
+    normalizer.rung = Rung.parse(rung)
     name = "<stdin>" if src == "-" else src
     try:
         with ExitStack() as stack:
-            # JSON Lines ends lines with LF only (a CR is JSON whitespace); CSV and TSV with CR, LF or CRLF.
-            newline = "\n" if fmt == "jsonl" else ""
-            text, position_of, total, closing = _open_input(src, stdin if stdin is not None else sys.stdin, newline)
-            if closing:
-                stack.callback(text.close)
-            header, rows = _READERS[fmt](iter(text), name)  # the header is checked before any output exists
-            out = stack.enter_context(_output(dst, stdout))
-            write = out.write
-            write("source,target\n")
+            if opened is not None and hasattr(opened, "close"):
+                stack.callback(opened.close)
+            tell: Callable[[], int | None] = lambda: None  # noqa: E731
+            total = None
+            if fmt == "parquet":
+                header, rows = parquet_rows(src)
+            else:
+                # JSON Lines ends lines with LF only (a CR is JSON whitespace); CSV and TSV with CR, LF or CRLF.
+                newline = "\n" if fmt == "jsonl" else ""
+                text, position_of, total, closing = _open_input(src, stdin if stdin is not None else sys.stdin, newline)
+                if closing:
+                    stack.callback(text.close)
+                header, rows = _READERS[fmt](iter(text), name)  # the header is checked before any output exists
+                if position_of is not None:
+                    tell = position_of.tell
+            counted = _Counted(rows, progress, tell, total)
+            if not computed:
+                items: Iterator[Any] = ((*row, None, None) for row in counted)
+            elif engine == "local":
+                items = ((*row, row[1], row[2]) for row in counted)
+            else:
+                options = {
+                    "rung": Rung.parse(rung),
+                    "keep_fragment": keep_fragment,
+                    "lenient": lenient,
+                    "store": store if Rung.parse(rung) is Rung.PROTOCOL else None,
+                    "aliases": None,
+                    "cache_size": cache_size or 0,
+                    "identity": identity,
+                }
+                items = engine_items(
+                    engine, counted, workers=workers, options=options, with_raw=bad_rows is not None, on_stage=on_stage
+                )
+            if _is_parquet_out(dst):
+                edges_out = ParquetEdges(dst)
+                stack.push(lambda kind, exc, tb: edges_out.abort() if kind is not None else edges_out.commit())
+
+                def write_edge(s: _Node, t: _Node) -> None:
+                    edges_out.write(s.shown, t.shown)  # type: ignore[arg-type]
+
+            else:
+                out = stack.enter_context(_output(dst, stdout))
+                write = out.write
+                write("source,target\n")
+
+                def write_edge(s: _Node, t: _Node) -> None:
+                    write(f"{s.field},{t.field}\n")
+
             if aliases is not None:
                 alias_write = stack.enter_context(_output(os.fspath(aliases), stdout)).write
                 alias_write("original,canonical\n")
@@ -330,31 +443,29 @@ def normalize_graph_file(
                 )
                 rejects.write(header)
             add = normalizer._add
-            count = 0
-            tell = position_of.tell if position_of is not None else (lambda: None)
-            for line, source, target, raw, problem in rows:
-                count += 1
-                if progress is not None and not count % _PROGRESS_EVERY:
-                    progress(count, tell(), total)
+            add_computed = normalizer._add_computed
+            for line, source, target, raw, problem, s_canon, t_canon in items:
                 if problem is None:
                     try:
-                        pair = add(source, target)
+                        pair = add(source, target) if s_canon is None else add_computed(source, target, s_canon, t_canon)
                     except BadEdge as exc:
                         problem = str(exc)
                     else:
                         if pair is not None:
-                            write(f"{pair[0].field},{pair[1].field}\n")
+                            write_edge(*pair)
                         continue
                 else:
                     normalizer.bad_rows += 1
                 if rejects is not None:
+                    if not raw:  # a Parquet row: its ends as CSV
+                        raw = row_text(source, target)
                     rejects.write(raw if raw.endswith(("\n", "\r")) else raw + "\n")
                 if on_bad is not None:
                     on_bad(line, problem)
                 if fail_fast:
                     raise GraphError(f"{name}:{line}: stopped at the first bad row (--fail-fast)")
             if progress is not None:
-                progress(count, tell(), total)
+                progress(counted.rows, tell(), total)
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:  # a truncated or corrupt gzip stream
         raise GraphError(f"{name}: {exc}") from exc
     return normalizer.summary(time.perf_counter() - started)

@@ -14,8 +14,15 @@ from typing import Any, TextIO
 
 from ..errors import GraphError
 
-FORMATS = ("csv", "tsv", "jsonl")
-_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+FORMATS = ("csv", "tsv", "jsonl", "parquet")
+_SUFFIXES = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+}
 _BUFFER = 1 << 20
 
 
@@ -28,9 +35,12 @@ _EMPTY = "empty input: expected a header with 'source' and 'target' columns"
 
 
 def detect_format(name: str) -> str:
-    """``csv``, ``tsv`` or ``jsonl`` from a file name (``.gz`` looked through); ``-`` is CSV."""
+    """``csv``, ``tsv``, ``jsonl`` or ``parquet`` from a file name (``.gz`` looked through); ``-`` is
+    CSV, a directory Parquet part files."""
     if name == "-":
         return "csv"
+    if os.path.isdir(name):
+        return "parquet"
     path = Path(name.lower())
     if path.suffix == ".gz":
         path = path.with_suffix("")

@@ -351,7 +351,7 @@ def test_output_must_be_csv(tmp_path, capsys):
     write_csv(tmp_path / "in.csv", GRAPH)
     code, _, err = graph(capsys, tmp_path / "in.csv", tmp_path / "out.tsv")
     assert code == 2
-    assert "OUT is always CSV" in err
+    assert "OUT is CSV or Parquet" in err
 
 
 def test_missing_input_is_fatal(tmp_path, capsys):
