@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any
@@ -89,8 +90,12 @@ def canonical_rows(
     from pyspark.sql import functions as F
 
     selected = df.select(*keep, F.col(source).cast("string"), F.col(target).cast("string"))
-    return selected.mapInArrow(partial(_batches, source=source, target=target, keep=keep, options=options),
-                               rows_schema(df, source, target, keep))
+    with warnings.catch_warnings():  # PySpark's note on the pandas version: mapInArrow uses no pandas
+        warnings.simplefilter("ignore", FutureWarning)
+        return selected.mapInArrow(
+            partial(_batches, source=source, target=target, keep=keep, options=options),
+            rows_schema(df, source, target, keep),
+        )
 
 
 def normalize_graph(

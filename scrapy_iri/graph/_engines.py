@@ -85,6 +85,7 @@ def _results(table: Any, with_raw: bool) -> Iterator[Item]:
 class _Dask:
     def __init__(self, workers: int) -> None:
         try:
+            import pandas  # noqa: F401 - the tasks need it
             from distributed import Client, LocalCluster
         except ImportError:
             raise GraphError("--engine dask needs dask and distributed: pip install 'scrapy-iri[dask]'") from None
@@ -138,11 +139,12 @@ class _Dask:
 class _Spark:
     def __init__(self, workers: int) -> None:
         try:
+            from pyspark.sql import SparkSession
+
             from ..spark import session
         except ImportError:
             raise GraphError("--engine spark needs pyspark: pip install 'scrapy-iri[spark]'") from None
         self.workers = workers
-        from pyspark.sql import SparkSession
 
         active = SparkSession.getActiveSession()
         self.owned = active is None  # a session this process already has is used, and left running
@@ -196,6 +198,9 @@ def engine_items(
     on_stage: Callable[[str], Any] | None = None,
 ) -> Iterator[Item]:
     """Every row of ``rows`` in input order, canonicalized on ``engine`` (bad rows with their reasons)."""
+    from ._parquet import _pyarrow
+
+    _pyarrow()  # a clear error when pyarrow is missing
     workers = workers or os.cpu_count() or 1
     directory = tempfile.mkdtemp(prefix="scrapy-iri-graph-")
     runner: Any = None
