@@ -76,3 +76,12 @@ def test_cli_spark_equals_local_byte_for_byte(spark, capsys, tmp_path):
     on_spark = run_cli(capsys, tmp_path, "spark", text, "--engine", "spark", "--workers", "2")
     assert local["code"] == on_spark["code"] == 1
     assert on_spark == local
+
+
+def test_the_spark_example_of_the_docs(spark, tmp_path):
+    from _docs import python_blocks, run_python
+
+    examples = python_blocks(with_spark=True)
+    assert examples
+    for block in examples:
+        run_python(block, tmp_path)
