@@ -35,7 +35,7 @@ __all__ = [
     "worker_store",
 ]
 
-CACHE_SIZE = 200_000
+CACHE_SIZE = 250_000
 """Canonical forms cached per worker process and configuration (an LRU)."""
 
 _STORES: dict[str, EquivalenceStore] = {}

@@ -10,7 +10,6 @@ exactly as the local engine merges: same edges, same order, same summary.
 
 from __future__ import annotations
 
-import heapq
 import logging
 import os
 import shutil
@@ -151,14 +150,14 @@ class _Spark:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                self.spark = active if active is not None else session(workers)
+                self.spark = active if active is not None else session(workers, **{"spark.driver.memory": "2g"})
             except Exception as exc:  # no Java, a JVM that did not start
                 raise GraphError(f"--engine spark: Spark did not start (is a Java runtime installed?): {exc}") from None
 
     def run(self, paths: list[str], keep: tuple[str, ...], options: dict[str, Any]) -> Iterator[Any]:
         from ..spark import canonical_rows
 
-        group = max(1, 2 * self.workers)
+        group = max(1, self.workers)  # parts per job: what the driver collects at a time
         for start in range(0, len(paths), group):
             df = self.spark.read.parquet(*paths[start : start + group])
             rows = canonical_rows(df, "source", "target", keep=keep, **options)
@@ -171,6 +170,25 @@ class _Spark:
         if self.owned:
             with suppress(Exception):
                 self.spark.stop()
+
+
+def _merged(early: list[Row], tables: Iterator[Any], with_raw: bool) -> Iterator[Item]:
+    """The engine's rows (tables in line order) with the reader's bad rows put back in their places."""
+    pending = 0
+    for table in tables:
+        if not table.num_rows:
+            continue
+        last = table.column("line")[-1].as_py()
+        if pending == len(early) or early[pending][0] > last:  # no bad row of the reader falls in this part
+            yield from _results(table, with_raw)
+            continue
+        for item in _results(table, with_raw):
+            while pending < len(early) and early[pending][0] < item[0]:
+                yield (*early[pending], None, None)
+                pending += 1
+            yield item
+    for row in early[pending:]:
+        yield (*row, None, None)
 
 
 def _guarded(engine: str, tables: Iterator[Any]) -> Iterator[Any]:
@@ -211,9 +229,7 @@ def engine_items(
             on_stage(f"read; canonicalizing on {engine} with {workers} worker{'s' if workers != 1 else ''}")
         runner = _Dask(workers) if engine == "dask" else _Spark(workers)
         keep = ("line", "raw") if with_raw else ("line",)
-        computed = (item for table in _guarded(engine, runner.run(paths, keep, options)) for item in _results(table, with_raw))
-        parsed = ((line, s, t, raw, problem, None, None) for line, s, t, raw, problem in early)
-        yield from heapq.merge(parsed, computed, key=lambda item: item[0])
+        yield from _merged(early, _guarded(engine, runner.run(paths, keep, options)), with_raw)
     finally:
         if runner is not None:
             runner.close()

@@ -356,6 +356,8 @@ def normalize_graph_file(
         raise GraphError("Parquet cannot be read from stdin: name the file or directory")
     if engine not in ENGINES:
         raise GraphError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    if engine != "local" and store is not None and not isinstance(store, str):
+        raise GraphError(f"--engine {engine}: give the store as a URI, which every worker opens")
     started = time.perf_counter()
     opened = None
     if isinstance(store, str) and engine == "local" and Rung.parse(rung) is Rung.PROTOCOL:

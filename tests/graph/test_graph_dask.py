@@ -74,8 +74,11 @@ def test_library_equals_the_local_engine_on_a_messy_graph(client):
     assert len(bad) == bad_local > 0
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_cli_dask_equals_local_byte_for_byte(client, capsys, tmp_path, seed):
+@pytest.mark.parametrize("seed, part_rows", [(1, 250_000), (2, 37), (3, 5)])
+def test_cli_dask_equals_local_byte_for_byte(client, capsys, tmp_path, monkeypatch, seed, part_rows):
+    from scrapy_iri.graph import _engines
+
+    monkeypatch.setattr(_engines, "STAGE_ROWS", part_rows)  # many parts: the reader's bad rows fall between them
     text = messy_graph(600, seed)
     local = run_cli(capsys, tmp_path, "local", text)
     on_dask = run_cli(capsys, tmp_path, "dask", text, "--engine", "dask", "--workers", "2")
