@@ -41,6 +41,7 @@ CACHE_SIZE = 250_000
 _STORES: dict[str, EquivalenceStore] = {}
 _TABLES: dict[tuple[str, int, int], _AliasTable] = {}
 _KERNELS: dict[tuple[Any, ...], Callable[[str | None], tuple[str | None, str | None]]] = {}
+_HELD: dict[int, Any] = {}  # the objects whose id() is in a kernel's key: held, so no other takes that id
 _MAX_KERNELS = 16
 
 
@@ -89,6 +90,7 @@ def _read_table(path: str) -> pa.Table:
 def _alias_lookup(aliases: Any) -> tuple[Any, _AliasTable]:
     """A cache key and the lookup for an alias table given as a table or a path."""
     if isinstance(aliases, pa.Table):
+        _HELD[id(aliases)] = aliases
         return ("table", id(aliases)), _AliasTable(aliases)
     path = os.fspath(aliases)
     info = os.stat(path)
@@ -138,6 +140,7 @@ def _kernel(
     elif isinstance(store, str):
         store_key, opened = store, worker_store(store)
     elif store is not None:
+        _HELD[id(store)] = store
         store_key, opened = ("object", id(store)), store
     if rung is Rung.PROTOCOL and opened is None:
         raise ValueError("the protocol rung needs a store URI (store=) or an alias table (aliases=)")
@@ -148,6 +151,9 @@ def _kernel(
     if found is None:
         if len(_KERNELS) >= _MAX_KERNELS:
             _KERNELS.clear()
+            _HELD.clear()
+            if store_key is not None and not isinstance(store_key, str) and store_key[0] in ("table", "object"):
+                _HELD[store_key[1]] = aliases if store_key[0] == "table" else store
 
         def one(raw: Any) -> tuple[str | None, str | None]:
             return canonical_or_error(raw, rung, keep_fragment, lenient, opened)
@@ -224,6 +230,7 @@ def canonicalize_edges(
     keep: Sequence[str] = (),
     cache_size: int = CACHE_SIZE,
     identity: bool = False,
+    changed_only: bool = False,
 ) -> pa.Table:
     """Every row of a batch of edges, canonicalized; nothing is dropped or de-duplicated.
 
@@ -235,11 +242,16 @@ def canonicalize_edges(
     says it). Defaults are the graph command's: fragments dropped, lenient input.
     ``identity=True`` passes every string through unchanged: the same job
     without canonicalization, to measure what an engine itself costs.
+    ``changed_only=True`` leaves a canonical end null where it equals the
+    original, which makes the result smaller to move (a valid row is one
+    whose ``reason`` is null).
     """
     table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
     one = _kernel(Rung.parse(rung), bool(keep_fragment), bool(lenient), store, aliases, cache_size, identity)
     keep_columns = {name: table.column(name) for name in keep}
-    return _rows(one, _strings(table.column(source)), _strings(table.column(target)), source, target, keep_columns)
+    return _rows(
+        one, _strings(table.column(source)), _strings(table.column(target)), source, target, keep_columns, changed_only
+    )
 
 
 def _rows(
@@ -249,6 +261,7 @@ def _rows(
     source: str,
     target: str,
     keep_columns: dict[str, Any],
+    changed_only: bool = False,
 ) -> pa.Table:
     out_s: list[str | None] = []
     out_t: list[str | None] = []
@@ -258,8 +271,12 @@ def _rows(
         s, s_error = one(raw_s)
         t, t_error = one(raw_t)
         if s_error is None and t_error is None:
-            add_s(s)
-            add_t(t)
+            if changed_only:
+                add_s(None if s == raw_s else s)
+                add_t(None if t == raw_t else t)
+            else:
+                add_s(s)
+                add_t(t)
             add_reason(None)
         else:
             add_s(None)

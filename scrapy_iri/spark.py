@@ -80,11 +80,12 @@ def canonical_rows(
     keep: Sequence[str] = (),
     cache_size: int = CACHE_SIZE,
     identity: bool = False,
+    changed_only: bool = False,
 ) -> Any:
     """Every row of ``df`` canonicalized (the columns of :func:`scrapy_iri.arrow.canonicalize_edges`)."""
     options = dict(
         rung=Rung.parse(rung), keep_fragment=keep_fragment, lenient=lenient, store=store, aliases=aliases,
-        cache_size=cache_size, identity=identity,
+        cache_size=cache_size, identity=identity, changed_only=changed_only,
     )
     keep = tuple(keep)
     from pyspark.sql import functions as F

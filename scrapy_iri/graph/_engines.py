@@ -76,8 +76,11 @@ def _results(table: Any, with_raw: bool) -> Iterator[Item]:
     columns = [table.column(name).to_pylist() for name in ("line", "source_original", "target_original")]
     raws = table.column("raw").to_pylist() if with_raw else [""] * table.num_rows
     reasons = table.column("reason").to_pylist()
-    canon_s = table.column("source").to_pylist()
-    canon_t = table.column("target").to_pylist()
+    import pyarrow.compute as pc
+
+    # a null canonical end of a valid row is its original (changed_only)
+    canon_s = pc.coalesce(table.column("source"), table.column("source_original")).to_pylist()
+    canon_t = pc.coalesce(table.column("target"), table.column("target_original")).to_pylist()
     yield from zip(columns[0], columns[1], columns[2], raws, reasons, canon_s, canon_t)
 
 
@@ -103,7 +106,7 @@ class _Dask:
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",
             silence_logs=logging.ERROR,
         )
         self.client = Client(self.cluster)
@@ -135,6 +138,29 @@ class _Dask:
             self.cluster.close()
 
 
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.console.type = Console
+appender.console.name = stderr
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = scrapy-iri: spark: %p %c{1}: %m%n
+"""
+
+
+def _quiet_spark() -> dict[str, str]:
+    """Settings for the command's own session: a 2 GB driver, and only Spark's errors on stderr."""
+    path = os.path.join(tempfile.gettempdir(), f"scrapy-iri-log4j2-{os.getuid()}.properties")
+    with suppress(OSError):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(_LOG4J2)
+    return {
+        "spark.driver.memory": "2g",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{path}",
+    }
+
+
 class _Spark:
     def __init__(self, workers: int) -> None:
         try:
@@ -150,7 +176,7 @@ class _Spark:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                self.spark = active if active is not None else session(workers, **{"spark.driver.memory": "2g"})
+                self.spark = active if active is not None else session(workers, **_quiet_spark())
             except Exception as exc:  # no Java, a JVM that did not start
                 raise GraphError(f"--engine spark: Spark did not start (is a Java runtime installed?): {exc}") from None
 
@@ -229,6 +255,7 @@ def engine_items(
             on_stage(f"read; canonicalizing on {engine} with {workers} worker{'s' if workers != 1 else ''}")
         runner = _Dask(workers) if engine == "dask" else _Spark(workers)
         keep = ("line", "raw") if with_raw else ("line",)
+        options = {**options, "changed_only": True}
         yield from _merged(early, _guarded(engine, runner.run(paths, keep, options)), with_raw)
     finally:
         if runner is not None:

@@ -8,6 +8,7 @@ import re
 import sys
 import time
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -165,21 +166,24 @@ class GraphNormalizer:
         self._lookup = lru_cache(maxsize=cache_size)(compute) if cache_size > 0 else compute
         self._show = show
         self._cache_size = cache_size
-        self._known: dict[str, _Node] = {}
+        self._known: OrderedDict[str, _Node] = OrderedDict()
 
     def add(self, source: str, target: str) -> tuple[str, str] | None:
         pair = self._add(source, target)
         return None if pair is None else (pair[0].canon, pair[1].canon)  # type: ignore[return-value]
 
     def _node(self, raw: str, canon: str) -> _Node:
-        """The node of ``raw`` whose canonical form an engine computed (a bounded cache keeps its number)."""
+        """The node of ``raw`` whose canonical form an engine computed (an LRU, as large as the
+        local engine's cache, keeps its number)."""
         known = self._known
         node = known.get(raw)
         if node is None:
-            if len(known) >= max(self._cache_size, 1):
-                known.clear()
             show = self._show
             node = known[raw] = _Node(canon, None, show(canon) if show is not None else None)
+            if len(known) > self._cache_size:
+                known.popitem(last=False)
+        else:
+            known.move_to_end(raw)
         return node
 
     def _add_computed(self, source: str, target: str, s_canon: str, t_canon: str) -> tuple[_Node, _Node] | None:

@@ -128,3 +128,11 @@ def test_alias_table_from_a_store(tmp_path):
     store = open_store("memory:")
     store.record_redirect("http://a.example/x", 301, "http://a.example/y")
     assert alias_table(store).to_pylist() == [{"alias": "http://a.example/x", "representative": "http://a.example/y"}]
+
+
+def test_changed_only_leaves_unchanged_ends_null():
+    batch = pa.table({"source": ["http://a/", "HTTP://A/", "x"], "target": ["http://b/", "http://b/", "http://b/"]})
+    rows = canonicalize_edges(batch, changed_only=True)
+    assert rows.column("source").to_pylist() == [None, "http://a/", None]
+    assert rows.column("target").to_pylist() == [None, None, None]
+    assert rows.column("reason").to_pylist()[:2] == [None, None] and rows.column("reason")[2].as_py()
