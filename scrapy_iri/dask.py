@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ._ladder import Rung
-from .arrow import CACHE_SIZE, _kernel, _rows, canonicalize_edges
+from .arrow import CACHE_SIZE, _arrow_rows, _kernel, _rows, canonicalize_edges
 
 __all__ = ["normalize_graph"]
 
@@ -31,7 +31,12 @@ def _partition(
     one = _kernel(options["rung"], options["keep_fragment"], options["lenient"], options["store"],
                   options["aliases"], options["cache_size"])
     keep_columns = {name: pa.Array.from_pandas(frame[name]) for name in keep}
-    rows = _rows(one, _values(frame[source]), _values(frame[target]), source, target, keep_columns)
+    sources, targets = _values(frame[source]), _values(frame[target])
+    try:  # strings and missing values only: the vectorized kernel
+        rows = _arrow_rows(one, pa.array(sources, pa.string()), pa.array(targets, pa.string()), source, target,
+                           keep_columns)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # other values too: each is judged (and reported) on its own
+        rows = _rows(one, sources, targets, source, target, keep_columns)
     return rows.to_pandas(types_mapper={pa.string(): pd.StringDtype("pyarrow")}.get)
 
 
