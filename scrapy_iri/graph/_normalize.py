@@ -8,7 +8,6 @@ import re
 import sys
 import time
 import zlib
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -164,27 +163,15 @@ class GraphNormalizer:
             return _Node(canon, error, show(canon) if show is not None and canon is not None else None)
 
         self._lookup = lru_cache(maxsize=cache_size)(compute) if cache_size > 0 else compute
-        self._show = show
-        self._cache_size = cache_size
-        self._known: OrderedDict[str, _Node] = OrderedDict()
+
+        def known(raw: str, canon: str) -> _Node:  # a node an engine computed (the LRU keeps its number)
+            return _Node(canon, None, show(canon) if show is not None else None)
+
+        self._node = lru_cache(maxsize=cache_size)(known) if cache_size > 0 else known
 
     def add(self, source: str, target: str) -> tuple[str, str] | None:
         pair = self._add(source, target)
         return None if pair is None else (pair[0].canon, pair[1].canon)  # type: ignore[return-value]
-
-    def _node(self, raw: str, canon: str) -> _Node:
-        """The node of ``raw`` whose canonical form an engine computed (an LRU, as large as the
-        local engine's cache, keeps its number)."""
-        known = self._known
-        node = known.get(raw)
-        if node is None:
-            show = self._show
-            node = known[raw] = _Node(canon, None, show(canon) if show is not None else None)
-            if len(known) > self._cache_size:
-                known.popitem(last=False)
-        else:
-            known.move_to_end(raw)
-        return node
 
     def _add_computed(self, source: str, target: str, s_canon: str, t_canon: str) -> tuple[_Node, _Node] | None:
         """:meth:`_add` for an edge whose ends an engine has canonicalized already."""
