@@ -141,3 +141,14 @@ def test_a_store_that_is_not_there_is_a_usage_error_never_created(client, capsys
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err and not missing.exists()
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_progress_says_when_the_engine_takes_over(client, capsys, tmp_path):
+    from scrapy_iri._cli import main
+
+    (tmp_path / "in.csv").write_text(messy_graph(100, 4), encoding="utf-8", newline="")
+    code = main(["graph", str(tmp_path / "in.csv"), str(tmp_path / "out.csv"), "--engine", "dask", "--progress"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "scrapy-iri: graph: read; canonicalizing on dask with " in err
+    assert "scrapy-iri: graph: 100 rows, " in err and "Traceback" not in err
