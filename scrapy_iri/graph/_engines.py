@@ -244,7 +244,7 @@ def engine_items(
     """Every row of ``rows`` in input order, canonicalized on ``engine`` (bad rows with their reasons)."""
     from ._parquet import _pyarrow
 
-    _pyarrow()  # a clear error when pyarrow is missing
+    _pyarrow(f"--engine {engine}", engine)  # a clear error when pyarrow is missing
     workers = workers or os.cpu_count() or 1
     directory = tempfile.mkdtemp(prefix="scrapy-iri-graph-")
     runner: Any = None

@@ -15,12 +15,12 @@ PART_ROWS = 1_000_000  # rows per part file of a Parquet directory OUT
 _BATCH = 65_536
 
 
-def _pyarrow() -> tuple[Any, Any]:
+def _pyarrow(what: str = "Parquet", extra: str = "arrow") -> tuple[Any, Any]:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise GraphError("Parquet needs pyarrow: pip install 'scrapy-iri[arrow]'") from None
+        raise GraphError(f"{what} needs pyarrow: pip install 'scrapy-iri[{extra}]'") from None
     return pa, pq
 
 

@@ -144,3 +144,19 @@ def test_workers_only_with_an_engine(tmp_path, capsys):
     assert code == 2 and "--workers" in err
     with pytest.raises(SystemExit):
         graph(capsys, tmp_path / "in.csv", tmp_path / "out.csv", "--engine", "ray")
+
+
+@pytest.mark.parametrize("missing", ["pyarrow", "distributed", "pyspark"])
+def test_an_engine_without_its_packages_is_one_clear_line(tmp_path, capsys, monkeypatch, missing):
+    import sys
+
+    monkeypatch.setitem(sys.modules, missing, None)  # as if it were not installed
+    for name in [m for m in sys.modules if m.startswith(f"{missing}.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    (tmp_path / "in.csv").write_text(CSV, encoding="utf-8")
+    engine = "spark" if missing == "pyspark" else "dask"
+    code, err = graph(capsys, tmp_path / "in.csv", tmp_path / "out.csv", "--engine", engine, "-q")
+    assert code == 2
+    assert err.count("\n") == 1 and "pip install 'scrapy-iri[" in err and "Traceback" not in err
+    assert not (tmp_path / "out.csv").exists()
+    assert graph(capsys, tmp_path / "in.csv", tmp_path / "out.csv", "-q")[0] == 0  # the local engine needs neither
