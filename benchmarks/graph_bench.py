@@ -23,9 +23,22 @@ then times
   interpreter start-up and imports included).
 
 and reports each as a ratio to ``canonicalize() alone`` (target <= 3x).
-Prints a table; writes benchmarks/results/graph.json.
+Prints a table; ``--json PATH`` also writes the figures there.
 
-    .venv/bin/python benchmarks/graph_bench.py [--edges N] [--repeat K]
+``--engines`` runs the engine comparison instead: one graph of
+1,500,000 edges from the real URL corpora (all four files of
+``realworld/``) with random aliases (other spellings of the same URL),
+given to ``scrapy-iri graph --engine local|dask|spark`` as subprocesses,
+each also with its identity kernel (the same job without
+canonicalization: the engine's own overhead). For each job: wall time,
+CPU seconds summed over the process tree (every process sampled every
+0.1 s: the driver, Dask's scheduler and workers, Spark's JVM and Python
+workers), the peak of the tree's summed RSS, and CPU microseconds per
+URL (two per edge). All jobs check that their output equals the local
+engine's, byte for byte.
+
+    .venv/bin/python benchmarks/graph_bench.py [--edges N] [--repeat K] [--json PATH]
+    nice .venv/bin/python benchmarks/graph_bench.py --engines [--edges N] [--json PATH]
 """
 
 from __future__ import annotations
@@ -50,7 +63,6 @@ from scrapy_iri.graph import DEFAULT_CACHE_SIZE, GraphNormalizer, normalize_grap
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = Path(os.environ.get("SCRAPY_IRI_CORPORA", ROOT.parent / "shared" / "corpora"))
-RESULTS = ROOT / "benchmarks" / "results" / "graph.json"
 SCRIPT = Path(sys.executable).parent / "scrapy-iri"
 SEED = 20240607
 
@@ -157,7 +169,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--edges", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement; the best is kept")
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the figures here")
+    parser.add_argument("--engines", action="store_true", help="compare the engines (see the module docstring)")
     args = parser.parse_args()
+    if args.engines:
+        return engines_main(args)
 
     edges, corpus_info = build_edges(args.edges)
     urls = [url for edge in edges for url in edge]
@@ -228,8 +244,10 @@ def main() -> int:
     verdict = "PASS" if script / alone <= 3.0 else "FAIL"
     print(f"target: scrapy-iri graph <= 3x canonicalize() alone: {script / alone:.2f}x {verdict}")
 
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
+    if args.json is None:
+        return 0 if verdict == "PASS" else 1
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(
         json.dumps(
             {
                 "benchmark": "graph",
@@ -263,8 +281,134 @@ def main() -> int:
         + "\n",
         encoding="utf-8",
     )
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
+    print(f"wrote {args.json}")
     return 0 if verdict == "PASS" else 1
+
+
+# --- the engines ------------------------------------------------------------------
+
+
+def corpus_urls() -> list[str]:
+    """Every URL of the four real-world corpora, in a fixed order, each once."""
+    urls = [u for u in _lines("realworld/ada_kasztp.txt") if u]
+    urls += [u for u in _lines("realworld/ada_userbait.txt") if u]
+    for line in _lines("realworld/citizenlab_test_lists_urls.tsv")[1:]:
+        fields = line.split("\t")
+        if len(fields) >= 2 and fields[1]:
+            urls.append(fields[1])
+    for line in _lines("realworld/oxiri_relative_urls_cc_10k.csv")[1:]:
+        base, sep, relative = line.partition(",")
+        if sep:
+            urls.append(base)
+            try:
+                urls.append(resolve(base, relative, lenient=True))
+            except IRIError:
+                pass
+    return list(dict.fromkeys(urls))
+
+
+def engine_graph(size: int, seed: int = SEED) -> list[tuple[str, str]]:
+    """``size`` edges over the corpus URLs: Zipf-like targets, and one edge in three naming an end by an alias."""
+    rng = random.Random(seed)
+    pages = corpus_urls()
+    rng.shuffle(pages)
+    cumulative = list(accumulate(1.0 / rank for rank in range(1, len(pages) + 1)))
+    total = cumulative[-1]
+    edges = []
+    for _ in range(size):
+        source = pages[rng.randrange(len(pages))]
+        target = pages[min(bisect(cumulative, rng.random() * total), len(pages) - 1)]
+        if rng.random() < 0.33:
+            target = _variant(target, rng)
+        if rng.random() < 0.1:
+            source = _variant(source, rng)
+        edges.append((source, target))
+    return edges
+
+
+def measure(command: list[str]) -> dict[str, float]:
+    """Run ``command``: wall seconds, CPU seconds over its process tree, peak summed RSS (sampled every 0.1 s)."""
+    import psutil
+
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    root = psutil.Process(process.pid)
+    cpu: dict[tuple[int, float], float] = {}
+    peak = 0
+    while process.poll() is None:
+        rss = 0
+        try:
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            tree = []
+        for proc in tree:
+            try:
+                with proc.oneshot():
+                    times = proc.cpu_times()
+                    cpu[(proc.pid, proc.create_time())] = times.user + times.system
+                    rss += proc.memory_info().rss
+            except psutil.Error:
+                continue
+        peak = max(peak, rss)
+        time.sleep(0.1)
+    wall = time.perf_counter() - started
+    stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
+    if process.returncode not in (0, 1):
+        sys.exit(f"graph_bench: {' '.join(command)} failed ({process.returncode}):\n{stderr[-3000:]}")
+    return {"wall_s": wall, "cpu_s": sum(cpu.values()), "peak_rss_mb": peak / 1e6}
+
+
+def engines_main(args: argparse.Namespace) -> int:
+    edges = engine_graph(args.edges if args.edges != 200_000 else 1_500_000)
+    urls = 2 * len(edges)
+    jobs = [
+        ("local", []),
+        ("dask, 1 worker", ["--engine", "dask", "--workers", "1"]),
+        ("dask, 2 workers", ["--engine", "dask", "--workers", "2"]),
+        ("spark local[2], mapInArrow", ["--engine", "spark", "--workers", "2"]),
+    ]
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        graph_in = Path(tmp) / "graph.csv"
+        with graph_in.open("w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f, lineterminator="\n")
+            writer.writerow(("source", "target"))
+            writer.writerows(edges)
+        print(f"engine graph: {len(edges):,} edges, {urls:,} URL occurrences, "
+              f"{len(set(u for e in edges for u in e)):,} distinct, {graph_in.stat().st_size / 1e6:.0f} MB CSV")
+        reference = None
+        print(f"{'job':<34}{'kernel':>10}{'wall s':>9}{'CPU s':>9}{'CPU µs/URL':>12}{'peak RSS MB':>13}")
+        for label, options in jobs:
+            for kernel in ("canonical", "identity"):
+                out = Path(tmp) / "out.csv"
+                command = [str(SCRIPT), "graph", str(graph_in), str(out), "-q", *options]
+                if kernel == "identity":
+                    command.append("--identity-kernel")
+                figures = measure(command)
+                if kernel == "canonical":
+                    content = out.read_bytes()
+                    if reference is None:
+                        reference = content
+                    elif content != reference:
+                        sys.exit(f"graph_bench: {label}: the output differs from the local engine's")
+                figures["cpu_us_per_url"] = figures["cpu_s"] / urls * 1e6
+                results.append({"job": label, "kernel": kernel, **{k: round(v, 3) for k, v in figures.items()}})
+                print(f"{label:<34}{kernel:>10}{figures['wall_s']:>9.1f}{figures['cpu_s']:>9.1f}"
+                      f"{figures['cpu_us_per_url']:>12.2f}{figures['peak_rss_mb']:>13,.0f}", flush=True)
+    local = next(r for r in results if r["job"] == "local" and r["kernel"] == "canonical")["cpu_us_per_url"]
+    verdicts = {}
+    for label, limit in (("dask, 2 workers", 1.5), ("dask, 1 worker", 1.5), ("spark local[2], mapInArrow", 3.0)):
+        mine = next(r for r in results if r["job"] == label and r["kernel"] == "canonical")["cpu_us_per_url"]
+        verdicts[label] = {"ratio": round(mine / local, 2), "target": limit, "pass": mine / local <= limit}
+        print(f"target: {label} CPU per URL <= {limit}x local: {mine / local:.2f}x "
+              f"{'PASS' if mine / local <= limit else 'FAIL'}")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"benchmark": "graph engines", "python": platform.python_version(),
+                                         "cpus": os.cpu_count(), "edges": len(edges), "url_occurrences": urls,
+                                         "jobs": results, "targets": verdicts}, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {args.json}")
+    return 0
 
 
 if __name__ == "__main__":

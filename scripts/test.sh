@@ -13,4 +13,13 @@ if ! command -v redis-server >/dev/null 2>&1; then
   fi
 fi
 
+# The Spark tests (tests/graph) need a Java runtime for Spark's JVM.
+if ! command -v java >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "installing openjdk-17-jre-headless (Debian package) for the Spark tests" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null) \
+      || echo "warning: could not install a Java runtime; the Spark tests will fail" >&2
+  fi
+fi
+
 exec .venv/bin/python -m pytest -q "$@"

@@ -1,9 +1,11 @@
 """Link graphs: every node in its canonical form, duplicate edges merged.
 
 ``scrapy-iri graph IN OUT`` reads a collected link graph (CSV or TSV with a
-``source`` and a ``target`` column, or JSON Lines objects with those keys),
-canonicalizes both ends of every edge at a rung of the comparison ladder and
-writes each distinct canonical edge once, in first-seen order, as CSV.
+``source`` and a ``target`` column, JSON Lines objects with those keys, or
+Parquet), canonicalizes both ends of every edge at a rung of the comparison
+ladder and writes each distinct canonical edge once, in first-seen order, as
+CSV or Parquet. ``--engine dask|spark`` canonicalizes on a local Dask
+cluster or Spark session and writes the same output (see ``_engines``).
 
 Memory grows with the distinct nodes and edges kept for de-duplication, not
 with the input: a node is a 16-byte BLAKE2b digest of its canonical form

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 from .._ladder import Rung
 from ..errors import GraphError
 from ._normalize import DEFAULT_CACHE_SIZE, GraphSummary, normalize_graph_file
+from ._engines import ENGINES
 from ._readers import FORMATS
 
 
@@ -33,20 +34,31 @@ def _count(value: str) -> int:
     return number
 
 
+def _positive(value: str) -> int:
+    number = _count(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
+    return number
+
+
 def register(subparsers: Any) -> None:
     """Add the ``graph`` subcommand to the ``scrapy-iri`` parser."""
     p = subparsers.add_parser(
         "graph",
         help="canonicalize every node of a link graph and merge duplicate edges",
         description=(
-            "Read a link graph (CSV or TSV with 'source' and 'target' header columns, or JSON Lines "
-            "objects with those keys), write CSV source,target with every node in its canonical form "
-            "and each distinct edge once, in first-seen order. Names ending in .gz are (de)compressed. "
+            "Read a link graph (CSV or TSV with 'source' and 'target' header columns, JSON Lines "
+            "objects with those keys, or Parquet: a file or a directory of part files), write "
+            "source,target with every node in its canonical form and each distinct edge once, in "
+            "first-seen order, as CSV (or Parquet: OUT named *.parquet, or a directory). Names ending "
+            "in .gz are (de)compressed. "
             "Exit codes: 0 ok, 1 some rows were bad (reported, skipped), 2 usage or fatal error."
         ),
     )
     p.add_argument("input", metavar="IN", help="the link graph; '-' reads stdin")
-    p.add_argument("output", metavar="OUT", help="where the CSV goes; '-' writes stdout")
+    p.add_argument(
+        "output", metavar="OUT", help="where the edges go: CSV, '-' for stdout; *.parquet or DIR/ for Parquet"
+    )
     p.add_argument("--format", choices=FORMATS, help="input format (default: from IN's name; CSV for '-')")
     p.add_argument(
         "--rung",
@@ -55,6 +67,22 @@ def register(subparsers: Any) -> None:
         help="rung: string, syntax, scheme or protocol (default: scheme; protocol with --store)",
     )
     p.add_argument("--store", metavar="URI", help="equivalence store for the protocol rung (sqlite:///path, memory:)")
+    p.add_argument(
+        "--form",
+        choices=("uri", "iri"),
+        default="uri",
+        help="write nodes as URIs (default) or in IRI form, 3987bis 3.7 (merging is the same)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="where nodes are canonicalized: this process (default), a local Dask cluster or a local Spark session",
+    )
+    p.add_argument(
+        "--workers", type=_positive, default=None, metavar="N", help="Dask or Spark workers (default: the CPUs)"
+    )
+    p.add_argument("--identity-kernel", action="store_true", help=argparse.SUPPRESS)  # engine overhead (benchmarks)
     p.add_argument("--keep-fragment", action="store_true", help="keep fragments (default: dropped)")
     p.add_argument("--strict", action="store_true", help="no 3987bis sec. 7 preprocessing of messy input")
     p.add_argument("--aliases", metavar="FILE", help="write CSV original,canonical for every original that changed")
@@ -135,18 +163,12 @@ def _isatty(stream: TextIO) -> bool:
 
 
 def _open_store(uri: str) -> Any:
+    """The store at ``uri`` (the syntax of ``IRI_STORE`` and ``store --store``); never creates one."""
+    from ..store import open_store
+
     try:
-        from ..store import open_store  # type: ignore[attr-defined]
-    except ImportError:
-        raise GraphError(
-            "--store needs scrapy_iri.store.open_store, which this installation does not have yet"
-        ) from None
-    try:
-        try:
-            return open_store(uri, create=False)  # a mistyped path must not become an empty store
-        except TypeError:  # a backend without the option
-            return open_store(uri)
-    except (ValueError, OSError) as exc:
+        return open_store(uri, create=False)  # a mistyped path must not become an empty store
+    except (ValueError, OSError) as exc:  # StoreError is a ValueError
         raise GraphError(f"--store {uri}: {exc}") from None
 
 
@@ -160,7 +182,10 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 2
     suffix = Path(args.output.lower().removesuffix(".gz")).suffix
     if suffix in (".tsv", ".tab", ".jsonl", ".ndjson"):
-        print(f"scrapy-iri: graph: OUT is always CSV: name it .csv, not {suffix}", file=err)
+        print(f"scrapy-iri: graph: OUT is CSV or Parquet: name it .csv or .parquet, not {suffix}", file=err)
+        return 2
+    if args.workers is not None and args.engine == "local":
+        print("scrapy-iri: graph: --workers is for --engine dask or spark", file=err)
         return 2
     name = "<stdin>" if args.input == "-" else args.input
     reported = 0
@@ -176,10 +201,18 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     progress = None if args.quiet else _Progress(err, args.progress)
     if progress is not None and not (progress.forced or progress.tty):
         progress = None
-    store = None
+    def on_stage(message: str) -> None:
+        if progress is not None:
+            progress.clear()
+            print(f"scrapy-iri: graph: {message}", file=err, flush=True)
+
+    store: Any = None
     try:
         if args.store:
             store = _open_store(args.store)
+            if args.engine != "local":  # every worker opens it from the URI: checked here first
+                store.close()
+                store = args.store
         summary = normalize_graph_file(
             args.input,
             args.output,
@@ -192,7 +225,12 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             aliases=args.aliases,
             bad_rows=args.bad_rows,
             fail_fast=args.fail_fast,
+            form=args.form,
+            engine=args.engine,
+            workers=args.workers,
+            identity=args.identity_kernel,
             on_bad=on_bad,
+            on_stage=on_stage,
             progress=progress,
             stdout=out,
         )
@@ -208,7 +246,7 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(f"scrapy-iri: {exc}", file=err)
         return 2
     finally:
-        if store is not None and hasattr(store, "close"):
+        if store is not None and not isinstance(store, str) and hasattr(store, "close"):
             store.close()
     if progress is not None:
         progress.done()

@@ -112,6 +112,25 @@ def _output(
         raise
 
 
+def _not_the_input(src: str, outputs: list[tuple[str, str]]) -> None:
+    """Refuse an output that is the input file itself (the same name, a symlink or a hard link to it)."""
+    if src == "-":
+        return
+    try:
+        info = os.stat(src)
+    except OSError:
+        return  # reading it fails with its own message
+    for label, name in outputs:
+        if name == "-":
+            continue
+        try:
+            same = os.path.samestat(os.stat(name), info)
+        except OSError:
+            continue  # a new file is no input
+        if same:
+            raise GraphError(f"{label} {name} is the input file {src}: it would be overwritten")
+
+
 def _same_files(outputs: list[tuple[str, str]]) -> None:
     """Refuse two outputs (label, name) that are one regular (or new) file: they would overwrite each other."""
     seen: dict[str, tuple[str, str]] = {}

@@ -14,8 +14,15 @@ from typing import Any, TextIO
 
 from ..errors import GraphError
 
-FORMATS = ("csv", "tsv", "jsonl")
-_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+FORMATS = ("csv", "tsv", "jsonl", "parquet")
+_SUFFIXES = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+}
 _BUFFER = 1 << 20
 
 
@@ -28,9 +35,12 @@ _EMPTY = "empty input: expected a header with 'source' and 'target' columns"
 
 
 def detect_format(name: str) -> str:
-    """``csv``, ``tsv`` or ``jsonl`` from a file name (``.gz`` looked through); ``-`` is CSV."""
+    """``csv``, ``tsv``, ``jsonl`` or ``parquet`` from a file name (``.gz`` looked through); ``-`` is
+    CSV, a directory Parquet part files."""
     if name == "-":
         return "csv"
+    if os.path.isdir(name):
+        return "parquet"
     path = Path(name.lower())
     if path.suffix == ".gz":
         path = path.with_suffix("")
@@ -202,6 +212,9 @@ def _jsonl_rows(lines: Iterator[str], name: str) -> tuple[str, Iterator[Row]]:
             except ValueError as exc:
                 if raw.strip():  # an empty line holds no edge
                     yield number, "", "", raw, f"invalid JSON: {exc}"
+                continue
+            except RecursionError:  # arrays or objects nested deeper than the parser goes
+                yield number, "", "", raw, "invalid JSON: nested too deeply"
                 continue
             if type(obj) is not dict:
                 yield number, "", "", raw, "not a JSON object"

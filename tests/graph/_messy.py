@@ -1,0 +1,90 @@
+"""A seeded generator of messy link graphs: spellings that merge, traps that must not, bad rows of every kind."""
+
+from __future__ import annotations
+
+import csv
+import io
+import random
+
+PAGES = [
+    "http://a.example/",
+    "http://a.example/x",
+    "http://a.example/a?x=1&y=2",
+    "http://a.example/a?y=2&x=1",  # trap: parameter order
+    "http://a.example/A",  # trap: path case
+    "http://a.example/p/",
+    "http://a.example/p",  # trap: trailing slash
+    "http://a.example/e?",  # trap: empty query
+    "https://a.example/x",  # trap: another scheme
+    "http://faß.example/",
+    "http://fass.example/",  # trap: IDNA2008 vs 2003
+    "http://例え.jp/パス",
+    "http://b.example/%7Euser/",
+    "http://b.example/a,b",  # a comma: quoted in CSV
+    'http://b.example/q"uote',
+    "http://b.example/%2F",
+    "http://b.example//",
+    "mailto:someone@example.org",
+    "urn:isbn:0451450523",
+]
+BAD_ENDS = ["relative/only", "", "   ", "http://[::1/", "http://a b.example:99999/", "//host/no-scheme", "http://exa mple.com/"]
+
+
+def spelling(url: str, rng: random.Random) -> str:
+    """Another spelling of ``url`` that the scheme rung merges (or ``url`` itself)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    host, slash, path = rest.partition("/")
+    choice = rng.randrange(6)
+    if choice == 0:
+        return f"{scheme.upper()}://{host.upper()}{slash}{path}"
+    if choice == 1:
+        return f"{scheme}://{host}{':80' if scheme == 'http' else ':443'}{slash}{path}"
+    if choice == 2 and "#" not in url:
+        return url + "#frag"
+    if choice == 3:
+        return f" {url}\t"
+    return url
+
+
+def messy_graph(rows: int, seed: int) -> str:
+    """CSV text (header source,target,anchor) with ``rows`` rows, some of them bad."""
+    rng = random.Random(seed)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["source", "target", "anchor"])
+    for _ in range(rows):
+        roll = rng.random()
+        source = spelling(rng.choice(PAGES), rng)
+        target = spelling(rng.choice(PAGES), rng)
+        if roll < 0.05:
+            source = rng.choice(BAD_ENDS)
+        elif roll < 0.1:
+            target = rng.choice(BAD_ENDS)
+        elif roll < 0.12:
+            out.write(f"{source},{target},x,extra\n")  # wrong field count
+            continue
+        elif roll < 0.13:
+            out.write(f'{source},"{target}"oops,x\n')  # malformed quoting
+            continue
+        anchor = rng.choice(["home", "a, b", 'say "hi"', "two\nlines", ""])
+        writer.writerow([source, target, anchor])
+    return out.getvalue()
+
+
+def run_cli(capsys, tmp_path, name: str, text: str, *options: str) -> dict[str, object]:
+    """``scrapy-iri graph`` on ``text`` (CSV) in process: exit code, stderr and every output file's bytes."""
+    from scrapy_iri._cli import main
+
+    src = tmp_path / "in.csv"
+    if not src.exists():
+        src.write_text(text, encoding="utf-8", newline="")
+    out, aliases, bad = (tmp_path / f"{name}-{kind}.csv" for kind in ("out", "aliases", "bad"))
+    code = main(["graph", str(src), str(out), "--aliases", str(aliases), "--bad-rows", str(bad), *options])
+    err = capsys.readouterr().err
+    lines = [  # the summary's first line has the time; a note names the --bad-rows file
+        line.replace(str(bad), "BAD") for line in err.splitlines() if not line.startswith("scrapy-iri: graph: ")
+    ]
+    return {"code": code, "err": lines, "out": out.read_bytes(), "aliases": aliases.read_bytes(),
+            "bad": bad.read_bytes()}

@@ -1,0 +1,154 @@
+"""Link graphs on a real local Dask cluster (2 worker processes): the same edges as the local engine."""
+
+from __future__ import annotations
+
+import dask
+import dask.dataframe as dd
+import pandas as pd
+import pytest
+from _messy import messy_graph, run_cli
+from distributed import Client, LocalCluster
+
+from scrapy_iri.dask import normalize_graph
+from scrapy_iri.graph import GraphNormalizer
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        with Client(cluster) as c:
+            yield c
+
+
+EDGES = [
+    ("HTTP://A.example:80/x", "http://b.example/#top"),
+    ("http://a.example/x", "http://b.example/"),  # the same edge, canonical
+    ("http://a.example/a?x=1&y=2", "http://faß.example/"),
+    ("http://a.example/a?y=2&x=1", "http://fass.example/"),  # traps: both stay
+    ("relative", "http://b.example/"),  # bad
+    (None, "http://b.example/"),  # bad: missing
+]
+
+
+def test_library_edges_and_bad_rows(client):
+    frame = pd.DataFrame(EDGES, columns=["src", "dst"])
+    frame["row"] = range(len(frame))
+    edges, bad = normalize_graph(dd.from_pandas(frame, npartitions=3), "src", "dst", keep=["row"])
+    edges, bad = dask.compute(edges, bad)
+    assert sorted(map(tuple, edges[["src", "dst"]].values.tolist())) == sorted(
+        [
+            ("http://a.example/x", "http://b.example/"),
+            ("http://a.example/a?x=1&y=2", "http://xn--fa-hia.example/"),
+            ("http://a.example/a?y=2&x=1", "http://fass.example/"),
+        ]
+    )
+    bad = bad.sort_values("row")
+    assert bad["row"].tolist() == [4, 5]
+    assert bad["src"].tolist()[0] == "relative"
+    assert pd.isna(bad["src"].tolist()[1])
+    assert bad["reason"].tolist()[0].startswith("source: scheme: a relative reference")
+    assert bad["reason"].tolist()[1] == "source: missing (null)"
+
+
+def test_library_equals_the_local_engine_on_a_messy_graph(client):
+    import csv
+    import io
+
+    rows = [r for r in csv.reader(io.StringIO(messy_graph(400, seed=7), newline="")) if len(r) == 3][1:]
+    pairs = [(s, t) for s, t, _ in rows]
+    local = GraphNormalizer()
+    expected = set()
+    bad_local = 0
+    for s, t in pairs:
+        try:
+            edge = local.add(s, t)
+        except ValueError:
+            bad_local += 1
+            continue
+        if edge is not None:
+            expected.add(edge)
+    frame = pd.DataFrame(pairs, columns=["source", "target"])
+    edges, bad = dask.compute(*normalize_graph(dd.from_pandas(frame, npartitions=4)))
+    assert set(map(tuple, edges.values.tolist())) == expected
+    assert len(edges) == len(expected)  # distinct
+    assert len(bad) == bad_local > 0
+
+
+@pytest.mark.parametrize("seed, part_rows", [(1, 250_000), (2, 37), (3, 5)])
+def test_cli_dask_equals_local_byte_for_byte(client, capsys, tmp_path, monkeypatch, seed, part_rows):
+    from scrapy_iri.graph import _engines
+
+    monkeypatch.setattr(_engines, "STAGE_ROWS", part_rows)  # many parts: the reader's bad rows fall between them
+    text = messy_graph(600, seed)
+    local = run_cli(capsys, tmp_path, "local", text)
+    on_dask = run_cli(capsys, tmp_path, "dask", text, "--engine", "dask", "--workers", "2")
+    assert local["code"] == on_dask["code"] == 1
+    assert on_dask == local
+    assert local["err"] and all("Traceback" not in line for line in local["err"])
+
+
+def test_cli_dask_iri_form_and_parquet_out(client, capsys, tmp_path):
+    import pyarrow.parquet as pq
+
+    text = messy_graph(200, 3)
+    (tmp_path / "in.csv").write_text(text, encoding="utf-8", newline="")
+    from scrapy_iri._cli import main
+
+    assert main(["graph", str(tmp_path / "in.csv"), str(tmp_path / "local.parquet"), "--form", "iri", "-q"]) == 1
+    assert main(["graph", str(tmp_path / "in.csv"), str(tmp_path / "parts") + "/", "--form", "iri", "-q",
+                 "--engine", "dask"]) == 1
+    capsys.readouterr()
+    local = pq.read_table(tmp_path / "local.parquet").to_pylist()
+    on_dask = pq.read_table(tmp_path / "parts").to_pylist()
+    assert on_dask == local
+    assert any("faß" in row["target"] or "例え" in row["target"] for row in local)
+
+
+def test_protocol_rung_from_a_sqlite_store_uri_on_every_engine(client, capsys, tmp_path):
+    from scrapy_iri.arrow import alias_table
+    from scrapy_iri.store import open_store
+
+    path = tmp_path / "crawl.sqlite"
+    store = open_store(f"sqlite:///{path}")
+    store.record_redirect("http://a.example/old", 301, "http://a.example/new")
+    store.close()
+    text = (
+        "source,target\n"
+        "HTTP://A.example:80/old#x,http://c.example/\n"
+        "http://a.example/new,http://c.example/\n"  # the same edge at the protocol rung
+        "http://a.example/other,http://c.example/\n"  # no alias: stays
+    )
+    local = run_cli(capsys, tmp_path, "local", text, "--store", f"sqlite:///{path}")
+    assert local["code"] == 0, local["err"]
+    assert local["out"] == b"source,target\nhttp://a.example/new,http://c.example/\nhttp://a.example/other,http://c.example/\n"
+    on_dask = run_cli(capsys, tmp_path, "dask", text, "--store", f"sqlite:///{path}", "--engine", "dask")
+    assert on_dask == local
+    table = alias_table(f"sqlite:///{path}")
+    assert table.to_pylist() == [{"alias": "http://a.example/old", "representative": "http://a.example/new"}]
+    frame = pd.DataFrame([("HTTP://A.example:80/old", "http://c.example/")], columns=["source", "target"])
+    edges, _ = dask.compute(*normalize_graph(dd.from_pandas(frame, npartitions=1), rung="protocol",
+                                             store=f"sqlite:///{path}"))
+    assert edges.values.tolist() == [["http://a.example/new", "http://c.example/"]]
+
+
+def test_a_store_that_is_not_there_is_a_usage_error_never_created(client, capsys, tmp_path):
+    (tmp_path / "in.csv").write_text("source,target\nhttp://a/,http://b/\n", encoding="utf-8")
+    from scrapy_iri._cli import main
+
+    missing = tmp_path / "nothing.sqlite"
+    code = main(["graph", str(tmp_path / "in.csv"), str(tmp_path / "out.csv"), "--store", f"sqlite:///{missing}",
+                 "--engine", "dask"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and not missing.exists()
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_progress_says_when_the_engine_takes_over(client, capsys, tmp_path):
+    from scrapy_iri._cli import main
+
+    (tmp_path / "in.csv").write_text(messy_graph(100, 4), encoding="utf-8", newline="")
+    code = main(["graph", str(tmp_path / "in.csv"), str(tmp_path / "out.csv"), "--engine", "dask", "--progress"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "scrapy-iri: graph: read; canonicalizing on dask with " in err
+    assert "scrapy-iri: graph: 100 rows, " in err and "Traceback" not in err

@@ -1,0 +1,91 @@
+"""Link graphs on a real Spark session (``local[2]``, one for the module): the same edges as the local engine."""
+
+from __future__ import annotations
+
+import csv
+import io
+import warnings
+
+import pytest
+from _messy import messy_graph, run_cli
+
+from scrapy_iri.graph import GraphNormalizer
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from scrapy_iri.spark import session
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = session(2)
+    yield s
+    s.stop()
+
+
+def local_edges(pairs):
+    normalizer = GraphNormalizer()
+    edges, bad = set(), 0
+    for s, t in pairs:
+        try:
+            edge = normalizer.add(s, t)
+        except ValueError:
+            bad += 1
+            continue
+        if edge is not None:
+            edges.add(edge)
+    return edges, bad
+
+
+def test_library_equals_the_local_engine(spark):
+    from scrapy_iri.spark import normalize_graph
+
+    rows = [r for r in csv.reader(io.StringIO(messy_graph(400, seed=11), newline="")) if len(r) == 3][1:]
+    pairs = [(s, t) for s, t, _ in rows] + [(None, "http://a.example/")]
+    df = spark.createDataFrame([(i, s, t) for i, (s, t) in enumerate(pairs)], "row long, source string, target string")
+    edges, bad = normalize_graph(df.repartition(3), keep=["row"])
+    expected, bad_count = local_edges(pairs)
+    got = [(r.source, r.target) for r in edges.collect()]
+    assert len(got) == len(set(got))
+    assert set(got) == expected
+    bad_rows = sorted(bad.collect(), key=lambda r: r.row)
+    assert len(bad_rows) == bad_count > 1
+    assert bad_rows[-1].row == len(pairs) - 1 and bad_rows[-1].reason == "source: missing (null)"
+
+
+def test_alias_table_and_store_uri_give_the_protocol_rung(spark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from scrapy_iri.spark import normalize_graph
+
+    table = tmp_path / "aliases.parquet"
+    pq.write_table(pa.table({"alias": ["http://old.example/a"], "representative": ["http://new.example/a"]}), table)
+    df = spark.createDataFrame(
+        [("HTTP://OLD.example:80/a#x", "http://c.example/"), ("http://new.example/a", "http://c.example/")],
+        "source string, target string",
+    )
+    edges, bad = normalize_graph(df, rung="protocol", aliases=str(table))
+    assert [(r.source, r.target) for r in edges.collect()] == [("http://new.example/a", "http://c.example/")]
+    assert bad.count() == 0
+
+
+@pytest.mark.parametrize("part_rows", [250_000, 70])
+def test_cli_spark_equals_local_byte_for_byte(spark, capsys, tmp_path, monkeypatch, part_rows):
+    from scrapy_iri.graph import _engines
+
+    monkeypatch.setattr(_engines, "STAGE_ROWS", part_rows)  # several parts and jobs: bad rows fall between them
+    text = messy_graph(600, 5)
+    local = run_cli(capsys, tmp_path, "local", text)
+    on_spark = run_cli(capsys, tmp_path, "spark", text, "--engine", "spark", "--workers", "2")
+    assert local["code"] == on_spark["code"] == 1
+    assert on_spark == local
+
+
+def test_the_spark_example_of_the_docs(spark, tmp_path):
+    from _docs import python_blocks, run_python
+
+    examples = python_blocks(with_spark=True)
+    assert examples
+    for block in examples:
+        run_python(block, tmp_path)
