@@ -16,6 +16,7 @@ from __future__ import annotations
 import codecs
 import logging
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
 from weakref import WeakKeyDictionary
 
 from lxml import etree
@@ -30,6 +31,8 @@ from w3lib.html import strip_html5_whitespace
 from w3lib.url import safe_url_string
 
 from scrapy_iri import IRIError, IRIReference, Rung, canonicalize, parse, resolve, to_uri
+
+from ._verbatim import remember
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -110,6 +113,8 @@ def request_url(iri: str, *, encoding: str | None = None, lenient: bool = True) 
         and not _is_unicode_charset(encoding)
     ):
         ref = ref._replace(query=_query_in_charset(ref.query, encoding or "utf-8"))
+    if ref.scheme != ref.scheme.lower():  # schemes are case-insensitive; Scrapy filters on lowercase
+        ref = ref._replace(scheme=ref.scheme.lower())
     uri = to_uri(ref.unsplit())
     host = ref.host
     if host and host.isascii() and ("%" in host or host != host.lower()):
@@ -226,27 +231,53 @@ class _IRIParserLinkExtractor(LxmlParserLinkExtractor):
         response_encoding: str,
         base_url: str,
     ) -> list[Link]:
+        """Every link of ``selector``, in document order; duplicates are dropped after filtering."""
         links: list[Link] = []
         for el, _, value in self._iter_links(selector.root):
             if self.strip:
                 value = strip_html5_whitespace(value)  # noqa: PLW2901
-            try:
-                absolute = resolve(base_url, value, lenient=True)
-            except IRIError as exc:
-                self.owner.invalid(value, exc)
-                continue
+            url = self._url(value, response_url, response_encoding, base_url)
+            if url is not None:
+                links.append(Link(url, _text_content(el) or "", nofollow=rel_has_nofollow(el.get("rel"))))
+        return links
+
+    def _url(self, value: str, response_url: str, encoding: str, base_url: str) -> str | None:
+        """The URI to request for an ``href``; ``None`` when ``process_value`` drops it.
+
+        A value that is not an IRI even leniently is counted and then
+        followed as Scrapy's extractor would (a drop-in never loses a link).
+        """
+        processed: Any = value
+        try:
+            absolute = resolve(base_url, value, lenient=True)
             processed = self.process_attr(absolute)
             if processed is None:
-                continue
-            try:
-                if processed is not absolute:  # process_value may return a relative reference
-                    processed = resolve(response_url, str(processed), lenient=True)
-                url = request_url(processed, encoding=response_encoding)
-            except IRIError as exc:
-                self.owner.invalid(processed, exc)
-                continue
-            links.append(Link(url, _text_content(el) or "", nofollow=rel_has_nofollow(el.get("rel"))))
-        return self._deduplicate_if_needed(links)
+                return None
+            if processed is not absolute:  # process_value may return a relative reference
+                processed = resolve(response_url, str(processed), lenient=True)
+            return _without_empty_fragment(request_url(processed, encoding=encoding))
+        except IRIError as exc:
+            self.owner.invalid(processed, exc)
+        return _scrapy_url(self.process_attr, value, processed, response_url, encoding, base_url)
+
+
+def _without_empty_fragment(url: str) -> str:
+    """``page#`` is ``page``: an empty fragment names no part of it (and Scrapy drops it too)."""
+    return url[:-1] if url.endswith("#") and url.index("#") == len(url) - 1 else url
+
+
+def _scrapy_url(
+    process: Any, value: str, processed: Any, response_url: str, encoding: str, base_url: str
+) -> str | None:
+    """The URL Scrapy's extractor makes of a value that is not an IRI (``None``: it skips it too)."""
+    try:
+        if processed is value:
+            processed = process(urljoin(base_url, value))
+            if processed is None:
+                return None
+        return urljoin(response_url, safe_url_string(processed, encoding=encoding))
+    except ValueError:
+        return None
 
 
 class IRILinkExtractor(LinkExtractor):
@@ -334,5 +365,6 @@ class IRILinkExtractor(LinkExtractor):
             links = self._extract_links(doc, response.url, response.encoding, base)
             all_links.extend(self._process_links(links))
         if self.link_extractor.unique:
-            return unique_list(all_links, key=self.link_key)
+            all_links = unique_list(all_links, key=self.link_key)
+        remember(response, all_links, base)
         return all_links
