@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 from weakref import WeakKeyDictionary
@@ -97,6 +98,9 @@ def _fetchable_host(ref: IRIReference) -> IRIReference:
     return ref if lowered == host else ref._replace(host=lowered)
 
 
+_NEEDS_HOST = frozenset({"http", "https", "ws", "wss", "ftp"})
+
+
 def request_url(iri: str, *, encoding: str | None = None, lenient: bool = True) -> str:
     """The ASCII URI to request for an absolute IRI (raises :class:`~scrapy_iri.IRIError`).
 
@@ -113,6 +117,8 @@ def request_url(iri: str, *, encoding: str | None = None, lenient: bool = True) 
         and not _is_unicode_charset(encoding)
     ):
         ref = ref._replace(query=_query_in_charset(ref.query, encoding or "utf-8"))
+    if not ref.host and ref.scheme.lower() in _NEEDS_HOST:
+        raise IRIError(f"a {ref.scheme.lower()} URL needs a host", "host", len(ref.scheme) + 1)
     if ref.scheme != ref.scheme.lower():  # schemes are case-insensitive; Scrapy filters on lowercase
         ref = ref._replace(scheme=ref.scheme.lower())
     uri = to_uri(ref.unsplit())
@@ -247,18 +253,43 @@ class _IRIParserLinkExtractor(LxmlParserLinkExtractor):
         A value that is not an IRI even leniently is counted and then
         followed as Scrapy's extractor would (a drop-in never loses a link).
         """
-        processed: Any = value
+        custom: Any = None  # what process_value made of the link, when it changed it
         try:
-            absolute = resolve(base_url, value, lenient=True)
+            absolute = resolve(base_url, _same_scheme_relative(value, base_url), lenient=True)
             processed = self.process_attr(absolute)
             if processed is None:
                 return None
             if processed is not absolute:  # process_value may return a relative reference
+                custom = processed
                 processed = resolve(response_url, str(processed), lenient=True)
             return _without_empty_fragment(request_url(processed, encoding=encoding))
         except IRIError as exc:
-            self.owner.invalid(processed, exc)
-        return _scrapy_url(self.process_attr, value, processed, response_url, encoding, base_url)
+            self.owner.invalid(value if custom is None else custom, exc)
+        return _scrapy_url(self.process_attr, value, custom, response_url, encoding, base_url)
+
+
+_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
+_SPECIAL = ("http:", "https:", "ftp:", "ws:", "wss:")
+
+
+def _same_scheme_relative(value: str, base: str) -> str:
+    """``http:page`` in an http page is ``page`` (RFC 3986 5.2.2's non-strict parsers, browsers, Scrapy).
+
+    Only for the hierarchical network schemes, and only without ``//``: with
+    an authority the reference is absolute anyway.
+    """
+    value = value.translate(_TAB_NEWLINE)  # lenient preprocessing drops them anyway (3987bis 7)
+    scheme, colon, rest = value.partition(":")
+    if (
+        colon
+        and not rest.startswith("//")
+        and f"{scheme.lower()}:" in _SPECIAL
+        and base[: len(scheme) + 1].lower() == f"{scheme.lower()}:"
+    ):
+        first_segment = re.split(r"[/?#]", rest, maxsplit=1)[0]
+        # "./" keeps a colon from reading as a scheme, and a leading space inside the reference
+        return f"./{rest}" if ":" in first_segment or rest[:1].isspace() else rest
+    return value
 
 
 def _without_empty_fragment(url: str) -> str:
@@ -267,15 +298,18 @@ def _without_empty_fragment(url: str) -> str:
 
 
 def _scrapy_url(
-    process: Any, value: str, processed: Any, response_url: str, encoding: str, base_url: str
+    process: Any, value: str, custom: Any, response_url: str, encoding: str, base_url: str
 ) -> str | None:
-    """The URL Scrapy's extractor makes of a value that is not an IRI (``None``: it skips it too)."""
+    """The URL Scrapy's extractor makes of a value that is not an IRI (``None``: it skips it too).
+
+    ``custom`` is what ``process_value`` returned for it, if it changed it.
+    """
     try:
-        if processed is value:
-            processed = process(urljoin(base_url, value))
-            if processed is None:
+        if custom is None:
+            custom = process(urljoin(base_url, value))
+            if custom is None:
                 return None
-        return urljoin(response_url, safe_url_string(processed, encoding=encoding))
+        return urljoin(response_url, safe_url_string(custom, encoding=encoding))
     except ValueError:
         return None
 
