@@ -130,6 +130,9 @@ def handle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 2
     try:
         return args.store_handler(store, args, out)
+    except StoreError as exc:
+        print(f"scrapy-iri store: {exc}", file=err)
+        return 2
     finally:
         store.close()
 
@@ -169,7 +172,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     forget = actions.add_parser("forget", help="forget what was learned from URLs or on hosts")
     forget.add_argument("urls", metavar="URL", nargs="*")
-    forget.add_argument("--host", action="append", default=[], help="forget every alias and rule of HOST")
+    forget.add_argument(
+        "--host", action="append", default=[], metavar="HOST",
+        help="forget every alias and rule of HOST (its default ports), HOST:PORT or HOST:* (every port)",
+    )
     forget.set_defaults(store_handler=cmd_forget)
 
     parser.set_defaults(handler=handle)

@@ -179,3 +179,49 @@ def test_the_current_projects_store_is_found(tmp_path: Path, monkeypatch: pytest
     assert code == 0 and "aliases\t1" in out
     code, _, err = run(capsys, "store", "--spider", "nope", "stats")
     assert code == 2 and "nope" in err
+
+
+def test_forget_host_understands_ports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    uri = f"sqlite:///{tmp_path / 'ports.db'}"
+    pairs = [
+        ("http://h.example/a", "http://h.example/b"),
+        ("https://h.example/a", "https://h.example/b"),
+        ("http://h.example:8080/a", "http://h.example:8080/b"),
+        ("http://h.example:9090/a", "http://h.example:9090/b"),
+        ("http://other.example/a", "http://other.example/b"),
+    ]
+
+    def sources() -> set[str]:
+        with open_store(uri) as store:
+            return {entry["source"] for entry in store.export() if entry["type"] == "alias"}
+
+    with open_store(uri) as store:
+        for source, target in pairs:
+            store.record_redirect(source, 301, target)
+    assert run(capsys, "store", "--store", uri, "forget", "--host", "h.example:8080")[0] == 0
+    assert sources() == {"http://h.example/a", "https://h.example/a", "http://h.example:9090/a", "http://other.example/a"}
+    run(capsys, "store", "--store", uri, "forget", "--host", "H.EXAMPLE:443")
+    assert sources() == {"http://h.example/a", "http://h.example:9090/a", "http://other.example/a"}
+    run(capsys, "store", "--store", uri, "forget", "--host", "h.example")  # default ports only
+    assert sources() == {"http://h.example:9090/a", "http://other.example/a"}
+    run(capsys, "store", "--store", uri, "forget", "--host", "h.example:*")
+    assert sources() == {"http://other.example/a"}
+    code, _, err = run(capsys, "store", "--store", uri, "forget", "--host", "h example:x")
+    assert code == 2 and "h example:x" in err and "Traceback" not in err
+
+
+def test_stats_and_export_use_one_vocabulary_for_rule_statuses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    uri = f"sqlite:///{tmp_path / 'words.db'}"
+    with open_store(uri) as store:
+        for i in range(1, 4):  # an active rule
+            store.record_redirect(f"http://a.example/t-{i}", 301, f"http://a.example/t-{i}/")
+        store.record_redirect("http://c.example/one", 301, "http://c.example/one/")  # a candidate
+    _, out, _ = run(capsys, "store", "--store", uri, "stats")
+    stats = {k: int(v) for k, v in (line.split("\t") for line in out.splitlines())}
+    _, out, _ = run(capsys, "store", "--store", uri, "export")
+    labels = [json.loads(line)["status"] for line in out.splitlines() if json.loads(line)["type"] == "rule"]
+    for label in set(labels):
+        key = "blocked_origins" if label == "blocked" else f"rules/{label}"
+        assert stats[key] == labels.count(label), (label, stats)
+    assert "active" in labels
+    assert set(labels) <= {"candidate", "active", "suspended", "refuted", "blocked", "unblocked"}
