@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import TextIO
 
-from . import StoreError, open_store, spider_store_name
+from . import REDIS_SCHEMES, StoreError, open_store, parse_store_uri, spider_store_name
 from ._base import EquivalenceStore
 from ._rules import LearningPolicy
 
@@ -74,11 +74,44 @@ def _project_store(spider: str | None, err: TextIO) -> str:
     return f"sqlite:///{found[0]}"
 
 
+def _redis_namespace(uri: str, err: TextIO) -> str:
+    """A Redis store URI with its namespace: the one the server holds, else an error listing them."""
+    from urllib.parse import urlencode
+
+    from ._redis.connection import client_from_url, split_uri
+
+    url, options = split_uri(uri)
+    if "namespace" in options:
+        return uri
+    client = client_from_url(url)
+    try:
+        suffix = b":store:epoch"
+        found = sorted(
+            key[: -len(suffix)].decode("utf-8", "replace")
+            for key in client.scan_iter(match="*:store:epoch", count=1000)
+            if key.endswith(suffix)
+        )
+    except Exception as exc:  # unreachable, refused, wrong password: one line, not a traceback
+        raise StoreError(f"cannot list the stores at {url}: {exc}") from None
+    finally:
+        client.close()
+    if len(found) == 1:
+        print(f"scrapy-iri store: using namespace {found[0]!r}", file=err)
+        return f"{uri}{'&' if '?' in uri else '?'}{urlencode({'namespace': found[0]})}"
+    if not found:
+        raise StoreError(f"no scrapy-iri store at {url} (no key *:store:epoch): give ?namespace=NS")
+    listed = ", ".join(repr(name) for name in found)
+    raise StoreError(f"several stores at {url}, give one with ?namespace=NS: {listed}")
+
+
 def _uri(args: argparse.Namespace, err: TextIO) -> str:
     uri = args.store or os.environ.get("IRI_STORE")
     if uri and args.spider is not None:
         raise StoreError("--spider picks a store of the current Scrapy project: give it without --store/IRI_STORE")
-    return uri or _project_store(args.spider, err)
+    if not uri:
+        return _project_store(args.spider, err)
+    parsed = parse_store_uri(uri)
+    return _redis_namespace(parsed.uri, err) if parsed.scheme in REDIS_SCHEMES else uri
 
 
 def _open(args: argparse.Namespace, err: TextIO, *, create: bool = False) -> EquivalenceStore:

@@ -225,3 +225,21 @@ def test_stats_and_export_use_one_vocabulary_for_rule_statuses(tmp_path: Path, c
         assert stats[key] == labels.count(label), (label, stats)
     assert "active" in labels
     assert set(labels) <= {"candidate", "active", "suspended", "refuted", "blocked", "unblocked"}
+
+
+def test_a_redis_uri_without_namespace_lists_the_stores(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "store", "--store", redis_url, "stats")
+    assert code == 2 and "no scrapy-iri store" in err and "namespace" in err
+    for namespace in ("scrapy-iri:books", "scrapy-iri:news"):
+        with open_store(f"{redis_url}?namespace={namespace}") as store:
+            store.record_redirect("http://a.example/x", 301, "http://a.example/y")
+    code, out, err = run(capsys, "store", "--store", redis_url, "stats")
+    assert (code, out) == (2, "")
+    assert "'scrapy-iri:books'" in err and "'scrapy-iri:news'" in err and "?namespace=" in err
+    code, out, _ = run(capsys, "store", "--store", f"{redis_url}?namespace=scrapy-iri:books", "stats")
+    assert code == 0 and "aliases\t1" in out
+
+
+def test_an_unreachable_redis_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "store", "--store", "redis://127.0.0.1:9/0", "stats")
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
