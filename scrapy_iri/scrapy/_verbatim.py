@@ -11,8 +11,9 @@ rewrite, under the URL Scrapy turns them into. :class:`VerbatimLinkMiddleware`
 (a spider middleware the add-on enables) looks at the requests a callback
 yields for that response: a request whose URL is such a rewritten form gets
 the link's URI back, with Scrapy's documented ``meta["verbatim_url"]`` so
-that ``Request`` keeps it as given. Requests the spider built itself
-(``iri_request``, or with ``verbatim_url`` already) are left alone.
+that ``Request`` keeps it as given. Requests the spider built itself with
+``verbatim_url`` (``iri_request``) are left alone, and the link they were
+built from is no longer pending.
 
 When a page links both ``/e?`` and ``/e``, both requests arrive as ``/e``:
 they are given the page's links in extraction order (matching
@@ -51,6 +52,14 @@ class _Pending:
         entries = self.by_form.setdefault(form, [])
         if (url, text) not in entries:
             entries.append((url, text))
+
+    def discard(self, url: str) -> None:
+        """A request already carries ``url`` as given (``iri_request``): its link is not up for grabs."""
+        for entries in self.by_form.values():
+            for index, (candidate, _) in enumerate(entries):
+                if candidate == url:
+                    del entries[index]
+                    return
 
     def take(self, form: str, text: str | None) -> str | None:
         entries = self.by_form.get(form)
@@ -100,10 +109,11 @@ class VerbatimLinkMiddleware(BaseSpiderMiddleware):
     """Give requests built from ``IRILinkExtractor`` links the link's URI (see module doc)."""
 
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
-        if response is None or request.meta.get("verbatim_url"):
-            return request
-        pending = _pending.get(response)
+        pending = _pending.get(response) if response is not None else None
         if pending is None:
+            return request
+        if request.meta.get("verbatim_url"):
+            pending.discard(request.url)
             return request
         url = pending.take(request.url, request.meta.get("link_text"))
         if url is None or url == request.url:
