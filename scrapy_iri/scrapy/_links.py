@@ -329,7 +329,9 @@ class IRILinkExtractor(LinkExtractor):
     ``"string"``), and ``stats``: a stats collector in which links that are
     not IRIs even after lenient preprocessing count as
     ``iri/links/invalid`` (see :meth:`from_crawler`). Such links are
-    skipped with a debug message; :attr:`invalid_count` counts them too.
+    logged at DEBUG, counted in :attr:`invalid_count` too, and then followed
+    as Scrapy's extractor would: every link Scrapy's follows, this one
+    follows, in the same order. Uniqueness is decided after filtering.
     """
 
     def __init__(
@@ -369,13 +371,16 @@ class IRILinkExtractor(LinkExtractor):
             return link.url
 
     def invalid(self, value: Any, error: Exception) -> None:
-        """Count and log a link that is not an IRI."""
+        """Count and log a link that is not an IRI (it is then followed as Scrapy would)."""
         self.invalid_count += 1
         if self.stats is None and self.crawler is not None:
             self.stats = self.crawler.stats
         if self.stats is not None:
             self.stats.inc_value(INVALID_STAT)
-        logger.debug("Skipping link that is not an IRI: %(value)r (%(error)s)", {"value": value, "error": error})
+        logger.debug(
+            "Link that is not an IRI, followed as Scrapy would: %(value)r (%(error)s)",
+            {"value": value, "error": error},
+        )
 
     def _process_links(self, links: list[Link]) -> list[Link]:
         links = [link for link in links if self._link_allowed(link)]

@@ -257,5 +257,7 @@ def test_crawl_of_the_simulated_web(user_env, web, spider, tmp_path):
 def test_a_missing_backend_stops_the_crawl_at_start_with_one_error(user_env, tmp_path):
     process, result = user_env.crawl("follow", "http://127.0.0.1:9/", tmp_path, IRI_STORE="redis://127.0.0.1:9/0")
     assert process.returncode != 0
-    assert "pip install 'scrapy-iri[redis]'" in process.stderr
+    last = process.stderr.strip().splitlines()[-1]
+    assert last.startswith("scrapy_iri.errors.IRISettingsError: IRI_STORE") and "pip install 'scrapy-iri[redis]'" in last
+    assert process.stderr.count("IRISettingsError:") == 1  # one error, before the crawl, not one per response
     assert result == {}  # the spider never ran
