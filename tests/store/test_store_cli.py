@@ -243,3 +243,25 @@ def test_a_redis_uri_without_namespace_lists_the_stores(redis_url: str, capsys: 
 def test_an_unreachable_redis_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "store", "--store", "redis://127.0.0.1:9/0", "stats")
     assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("value", ["store.db", "sqlite:///x.db?mode=ro", "SQLITE://host/x.db"])
+def test_one_error_for_a_bad_store_uri_in_store_graph_and_settings(value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from scrapy.settings import Settings
+
+    from scrapy_iri.scrapy._settings import IRISettings, IRISettingsError
+    from scrapy_iri.store import StoreError, parse_store_uri
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreError) as info:
+        parse_store_uri(value)
+    message = str(info.value)
+    (tmp_path / "in.csv").write_text("source,target\nhttp://a/,http://b/\n", encoding="utf-8")
+    code, _, err = run(capsys, "store", "--store", value, "stats")
+    assert code == 2 and message in err
+    code, _, err = run(capsys, "graph", "in.csv", "out.csv", "--store", value)
+    assert code == 2 and message in err
+    with pytest.raises(IRISettingsError) as settings_error:
+        IRISettings.from_settings(Settings({"IRI_STORE": value}))
+    assert message in str(settings_error.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
