@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             _say(sys.stderr, f"cannot write the output: {getattr(error, 'strerror', None) or error}")
             _silence_stdout()
             return 2
-        return exc.code if isinstance(exc.code, int) else 2
+        raise
     except (OSError, ValueError) as exc:  # --help or --version into a full disk or a closed pipe
         _say(sys.stderr, f"cannot write the output: {getattr(exc, 'strerror', None) or exc}")
         _silence_stdout()

@@ -153,9 +153,11 @@ def test_spider_names_never_escape_the_store_directory() -> None:
      ("--rule-ttl", "x"), ("--min-observations", "0"), ("--min-observations", "-3"), ("--min-observations", "1.5")],
 )
 def test_bad_numbers_are_usage_errors(option: str, value: str, store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "store", "--store", f"sqlite:///{store_path}", f"{option}={value}", "stats")
-    assert (code, out) == (2, "")
-    assert option in err and "Traceback" not in err
+    with pytest.raises(SystemExit) as info:  # argparse's usage error
+        main(["store", "--store", f"sqlite:///{store_path}", f"{option}={value}", "stats"])
+    captured = capsys.readouterr()
+    assert (info.value.code, captured.out) == (2, "")
+    assert option in captured.err and "Traceback" not in captured.err
 
 
 def test_the_current_projects_store_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
