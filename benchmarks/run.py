@@ -3,8 +3,10 @@
     .venv/bin/python benchmarks/run.py            # the full run (a few minutes)
     .venv/bin/python benchmarks/run.py --quick    # smaller inputs, fewer repeats (~1 minute)
 
-Writes ``benchmarks/results/latest.json`` (every figure), ``latest.md`` (the
-tables, with the machine) and ``latest.svg`` (a chart). Not part of the test
+Writes ``latest.json`` (every figure), ``latest.md`` (the tables, with the
+machine) and ``latest.svg`` (a chart) into ``$TMPDIR/scrapy-iri-bench/``;
+``--save`` writes them into the tracked ``benchmarks/results/`` instead
+(``--output DIR`` anywhere else). Not part of the test
 suite: nothing here asserts a timing; the targets of issue 7 are reported as
 met or not.
 
@@ -473,17 +475,29 @@ SECTIONS: dict[str, Callable[..., dict[str, Any]]] = {
 }
 
 
+#: where results go unless --save or --output says otherwise: never a tracked file
+UNTRACKED = Path(tempfile.gettempdir()) / "scrapy-iri-bench"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller inputs and fewer repeats")
     parser.add_argument("--only", choices=sorted(SECTIONS), action="append", help="run only these sections")
-    parser.add_argument("--output", type=Path, default=HERE / "results", help="directory of latest.{json,md,svg}")
+    parser.add_argument(
+        "--output", type=Path, default=None,
+        help=f"directory of latest.{{json,md,svg}} (default: {UNTRACKED}; with --save: benchmarks/results)",
+    )
+    parser.add_argument("--save", action="store_true", help="write the tracked benchmarks/results/ files")
     parser.add_argument("--name", default="latest", help="base name of the output files")
     parser.add_argument(
         "--baseline", metavar="GITREF",
         help="also time the core as of this commit (e.g. HEAD~1), side by side in section 1",
     )
     args = parser.parse_args(argv)
+    if args.output is None:
+        args.output = HERE / "results" if args.save else UNTRACKED
+    elif args.save:
+        parser.error("--save writes benchmarks/results/: give --output or --save, not both")
     with tempfile.TemporaryDirectory() as tmp:
         try:
             baseline = (args.baseline, load_baseline(args.baseline, Path(tmp))) if args.baseline else None

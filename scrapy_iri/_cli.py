@@ -2,13 +2,16 @@
 
 Exit codes: 0 success (``compare``: equivalent); 1 ``canon``, ``display``: some input was
 not a valid IRI (reported on stderr, the other lines still printed),
-``compare``: different at every rung asked; 2 usage error or, for
+``compare``: different at every rung asked; 2 usage error, the output could
+not be written (full disk, closed pipe: one line on stderr) or, for
 ``compare``, an invalid IRI.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from typing import TextIO
@@ -18,6 +21,54 @@ from ._display import to_display
 from ._ladder import Rung, canonicalize, lowest_common_rung
 
 RUNG_NAMES = [r.name.lower() for r in Rung]
+_BOM = codecs.BOM_UTF8.decode("utf-8")
+
+
+class OutputError(Exception):
+    """Writing the command's output failed (full disk, closed pipe)."""
+
+
+class _Output:
+    """A text stream whose write errors become :class:`OutputError` (not confused with reading errors)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError) as exc:
+            raise OutputError(exc) from exc
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (OSError, ValueError) as exc:
+            raise OutputError(exc) from exc
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that failing to write help or version text is an error, not silence."""
+
+    def _print_message(self, message: str, file: TextIO | None = None) -> None:
+        if message:
+            stream = file or sys.stderr
+            if stream is not None:
+                stream.write(message)
+                if stream is sys.stdout:
+                    stream.flush()
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("scrapy-iri")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def _rung(value: str) -> Rung:
@@ -36,6 +87,8 @@ def _inputs(urls: list[str], stdin: TextIO) -> Iterator[tuple[str, str]]:
         source = getattr(stdin, "buffer", None)
         lines = (raw.decode("utf-8", "surrogateescape") for raw in source) if source is not None else stdin
         for number, line in enumerate(lines, 1):
+            if number == 1:
+                line = line.removeprefix(_BOM)  # noqa: PLW2901 an encoding signature, not part of the URL
             yield f"line {number}", line.rstrip("\r\n")
     else:
         for number, url in enumerate(urls, 1):
@@ -85,9 +138,10 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="scrapy-iri", description="Canonicalize and compare URLs and IRIs (draft-ietf-iri-3987bis)."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(p: argparse.ArgumentParser, highest: bool = False) -> None:
@@ -138,18 +192,57 @@ def _plugins() -> Iterable:
             continue
 
 
+def _silence_stdout() -> None:
+    """After a failed write, point stdout at /dev/null so that the exit-time flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _say(err: TextIO | None, message: str) -> None:
+    if err is not None:
+        try:
+            print(f"scrapy-iri: {message}", file=err)
+        except (OSError, ValueError):
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    if sys.stdout is None:  # started with stdout closed (>&-)
+        _say(sys.stderr, "cannot write the output: standard output is closed")
+        return 2
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors: argparse has written its text
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError) as error:
+            _say(sys.stderr, f"cannot write the output: {getattr(error, 'strerror', None) or error}")
+            _silence_stdout()
+            return 2
+        raise
+    except (OSError, ValueError) as exc:  # --help or --version into a full disk or a closed pipe
+        _say(sys.stderr, f"cannot write the output: {getattr(exc, 'strerror', None) or exc}")
+        _silence_stdout()
+        return 2
     if getattr(args, "rung", None) is Rung.PROTOCOL and args.command in ("canon", "compare"):
         parser.error("the protocol rung needs a store: use 'scrapy-iri store explain'")
+    out = _Output(sys.stdout)
     try:
-        return args.handler(args, sys.stdout, sys.stderr)
-    except BrokenPipeError:  # e.g. piped into head
-        sys.stderr.close()
-        return 0
+        status = args.handler(args, out, sys.stderr)
+        out.flush()
+    except OutputError as exc:
+        cause = exc.__cause__
+        reason = getattr(cause, "strerror", None) or str(cause)
+        _say(sys.stderr, f"cannot write the output: {reason}")
+        _silence_stdout()
+        return 2
     except KeyboardInterrupt:
         return 130
+    return status
 
 
 if __name__ == "__main__":

@@ -24,6 +24,17 @@ FINGERPRINTER = "scrapy_iri.IRIRequestFingerprinter"
 PIPELINE = "scrapy_iri.CanonicalizeURLsPipeline"
 
 
+def _missing(module: str, distribution: str) -> list[tuple[str, str]]:
+    """``[(module, what to pip install)]`` when ``module`` cannot be imported, else ``[]``."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    return [] if found else [(module, distribution)]
+
+
 class Addon:
     """Scrapy add-on enabling IRI identity in a crawl.
 
@@ -33,6 +44,10 @@ class Addon:
       pipelines then share the dupefilter's identity);
     - :class:`~scrapy_iri.scrapy._location.IRILocationMiddleware` in
       :setting:`DOWNLOADER_MIDDLEWARES`, so redirects to IRIs reach the right host;
+    - :class:`~scrapy_iri.scrapy._verbatim.VerbatimLinkMiddleware` in
+      :setting:`SPIDER_MIDDLEWARES`, so ``response.follow(link)`` and
+      ``CrawlSpider`` rules request :class:`~scrapy_iri.IRILinkExtractor`
+      links as extracted (``/e?`` stays ``/e?``);
     - :class:`~scrapy_iri.CanonicalizeURLsPipeline` in
       :setting:`ITEM_PIPELINES` when ``IRI_URL_FIELDS`` is set.
 
@@ -64,6 +79,7 @@ class Addon:
             "IRI_FALLBACK_REQUEST_FINGERPRINTER_CLASS",
         )
         self._add_location_middleware(settings, config)
+        self._add_verbatim_middleware(settings)
         if config.url_fields:
             pipeline = load_object(PIPELINE)
             settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", pipeline, config.url_pipeline_order)
@@ -89,12 +105,20 @@ class Addon:
 
     @staticmethod
     def _check_store(config: IRISettings) -> None:
-        if not config.needs_store:
-            return
-        try:
-            import scrapy_iri.store  # noqa: F401
-        except ImportError as exc:
-            raise IRISettingsError(f"IRI_RUNG = 'protocol' needs the equivalence store: {exc}") from exc
+        """Stop before the crawl starts when a configured feature's package is missing."""
+        from ._redis_config import is_redis_uri
+
+        missing = []
+        if config.needs_store:
+            missing += _missing("publicsuffixlist", "scrapy-iri")
+        if is_redis_uri(config.store):
+            missing += _missing("redis", "'scrapy-iri[redis]'")
+        if missing:
+            needs = "IRI_STORE = %r" % config.store if is_redis_uri(config.store) else "IRI_RUNG = 'protocol'"
+            raise IRISettingsError(
+                f"{needs} needs the package(s) {', '.join(name for name, _ in missing)}:"
+                f" install them with: pip install {' '.join(sorted({dist for _, dist in missing}))}"
+            )
 
     @staticmethod
     def _add_location_middleware(settings: Settings, config: IRISettings) -> None:
@@ -102,6 +126,13 @@ class Addon:
         from ._location import ORDER, IRILocationMiddleware
 
         settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", IRILocationMiddleware, ORDER)
+
+    @staticmethod
+    def _add_verbatim_middleware(settings: Settings) -> None:
+        """``response.follow(link)`` and ``CrawlSpider`` rules request ``IRILinkExtractor`` links as extracted."""
+        from ._verbatim import ORDER, VerbatimLinkMiddleware
+
+        settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", VerbatimLinkMiddleware, ORDER)
 
     def _update_protocol_settings(self, settings: Settings, config: IRISettings) -> Any:
         """Components of the protocol rung (redirect learning, store) go here.

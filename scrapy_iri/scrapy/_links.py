@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import codecs
 import logging
+import re
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
 from weakref import WeakKeyDictionary
 
 from lxml import etree
@@ -30,6 +32,8 @@ from w3lib.html import strip_html5_whitespace
 from w3lib.url import safe_url_string
 
 from scrapy_iri import IRIError, IRIReference, Rung, canonicalize, parse, resolve, to_uri
+
+from ._verbatim import remember
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -94,6 +98,9 @@ def _fetchable_host(ref: IRIReference) -> IRIReference:
     return ref if lowered == host else ref._replace(host=lowered)
 
 
+_NEEDS_HOST = frozenset({"http", "https", "ws", "wss", "ftp"})
+
+
 def request_url(iri: str, *, encoding: str | None = None, lenient: bool = True) -> str:
     """The ASCII URI to request for an absolute IRI (raises :class:`~scrapy_iri.IRIError`).
 
@@ -110,6 +117,10 @@ def request_url(iri: str, *, encoding: str | None = None, lenient: bool = True) 
         and not _is_unicode_charset(encoding)
     ):
         ref = ref._replace(query=_query_in_charset(ref.query, encoding or "utf-8"))
+    if not ref.host and ref.scheme.lower() in _NEEDS_HOST:
+        raise IRIError(f"a {ref.scheme.lower()} URL needs a host", "host", len(ref.scheme) + 1)
+    if ref.scheme != ref.scheme.lower():  # schemes are case-insensitive; Scrapy filters on lowercase
+        ref = ref._replace(scheme=ref.scheme.lower())
     uri = to_uri(ref.unsplit())
     host = ref.host
     if host and host.isascii() and ("%" in host or host != host.lower()):
@@ -226,27 +237,81 @@ class _IRIParserLinkExtractor(LxmlParserLinkExtractor):
         response_encoding: str,
         base_url: str,
     ) -> list[Link]:
+        """Every link of ``selector``, in document order; duplicates are dropped after filtering."""
         links: list[Link] = []
         for el, _, value in self._iter_links(selector.root):
             if self.strip:
                 value = strip_html5_whitespace(value)  # noqa: PLW2901
-            try:
-                absolute = resolve(base_url, value, lenient=True)
-            except IRIError as exc:
-                self.owner.invalid(value, exc)
-                continue
+            url = self._url(value, response_url, response_encoding, base_url)
+            if url is not None:
+                links.append(Link(url, _text_content(el) or "", nofollow=rel_has_nofollow(el.get("rel"))))
+        return links
+
+    def _url(self, value: str, response_url: str, encoding: str, base_url: str) -> str | None:
+        """The URI to request for an ``href``; ``None`` when ``process_value`` drops it.
+
+        A value that is not an IRI even leniently is counted and then
+        followed as Scrapy's extractor would (a drop-in never loses a link).
+        """
+        custom: Any = None  # what process_value made of the link, when it changed it
+        try:
+            absolute = resolve(base_url, _same_scheme_relative(value, base_url), lenient=True)
             processed = self.process_attr(absolute)
             if processed is None:
-                continue
-            try:
-                if processed is not absolute:  # process_value may return a relative reference
-                    processed = resolve(response_url, str(processed), lenient=True)
-                url = request_url(processed, encoding=response_encoding)
-            except IRIError as exc:
-                self.owner.invalid(processed, exc)
-                continue
-            links.append(Link(url, _text_content(el) or "", nofollow=rel_has_nofollow(el.get("rel"))))
-        return self._deduplicate_if_needed(links)
+                return None
+            if processed is not absolute:  # process_value may return a relative reference
+                custom = processed
+                processed = resolve(response_url, str(processed), lenient=True)
+            return _without_empty_fragment(request_url(processed, encoding=encoding))
+        except IRIError as exc:
+            self.owner.invalid(value if custom is None else custom, exc)
+        return _scrapy_url(self.process_attr, value, custom, response_url, encoding, base_url)
+
+
+_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
+_SPECIAL = ("http:", "https:", "ftp:", "ws:", "wss:")
+
+
+def _same_scheme_relative(value: str, base: str) -> str:
+    """``http:page`` in an http page is ``page`` (RFC 3986 5.2.2's non-strict parsers, browsers, Scrapy).
+
+    Only for the hierarchical network schemes, and only without ``//``: with
+    an authority the reference is absolute anyway.
+    """
+    value = value.translate(_TAB_NEWLINE)  # lenient preprocessing drops them anyway (3987bis 7)
+    scheme, colon, rest = value.partition(":")
+    if (
+        colon
+        and not rest.startswith("//")
+        and f"{scheme.lower()}:" in _SPECIAL
+        and base[: len(scheme) + 1].lower() == f"{scheme.lower()}:"
+    ):
+        first_segment = re.split(r"[/?#]", rest, maxsplit=1)[0]
+        # "./" keeps a colon from reading as a scheme, and a leading space inside the reference
+        return f"./{rest}" if ":" in first_segment or rest[:1].isspace() else rest
+    return value
+
+
+def _without_empty_fragment(url: str) -> str:
+    """``page#`` is ``page``: an empty fragment names no part of it (and Scrapy drops it too)."""
+    return url[:-1] if url.endswith("#") and url.index("#") == len(url) - 1 else url
+
+
+def _scrapy_url(
+    process: Any, value: str, custom: Any, response_url: str, encoding: str, base_url: str
+) -> str | None:
+    """The URL Scrapy's extractor makes of a value that is not an IRI (``None``: it skips it too).
+
+    ``custom`` is what ``process_value`` returned for it, if it changed it.
+    """
+    try:
+        if custom is None:
+            custom = process(urljoin(base_url, value))
+            if custom is None:
+                return None
+        return urljoin(response_url, safe_url_string(custom, encoding=encoding))
+    except ValueError:
+        return None
 
 
 class IRILinkExtractor(LinkExtractor):
@@ -264,7 +329,9 @@ class IRILinkExtractor(LinkExtractor):
     ``"string"``), and ``stats``: a stats collector in which links that are
     not IRIs even after lenient preprocessing count as
     ``iri/links/invalid`` (see :meth:`from_crawler`). Such links are
-    skipped with a debug message; :attr:`invalid_count` counts them too.
+    logged at DEBUG, counted in :attr:`invalid_count` too, and then followed
+    as Scrapy's extractor would: every link Scrapy's follows, this one
+    follows, in the same order. Uniqueness is decided after filtering.
     """
 
     def __init__(
@@ -304,13 +371,16 @@ class IRILinkExtractor(LinkExtractor):
             return link.url
 
     def invalid(self, value: Any, error: Exception) -> None:
-        """Count and log a link that is not an IRI."""
+        """Count and log a link that is not an IRI (it is then followed as Scrapy would)."""
         self.invalid_count += 1
         if self.stats is None and self.crawler is not None:
             self.stats = self.crawler.stats
         if self.stats is not None:
             self.stats.inc_value(INVALID_STAT)
-        logger.debug("Skipping link that is not an IRI: %(value)r (%(error)s)", {"value": value, "error": error})
+        logger.debug(
+            "Link that is not an IRI, followed as Scrapy would: %(value)r (%(error)s)",
+            {"value": value, "error": error},
+        )
 
     def _process_links(self, links: list[Link]) -> list[Link]:
         links = [link for link in links if self._link_allowed(link)]
@@ -334,5 +404,6 @@ class IRILinkExtractor(LinkExtractor):
             links = self._extract_links(doc, response.url, response.encoding, base)
             all_links.extend(self._process_links(links))
         if self.link_extractor.unique:
-            return unique_list(all_links, key=self.link_key)
+            all_links = unique_list(all_links, key=self.link_key)
+        remember(response, all_links, base)
         return all_links

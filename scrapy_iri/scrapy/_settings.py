@@ -130,12 +130,15 @@ def _fields(settings: BaseSettings) -> tuple[str, ...]:
 
 
 def _store(value: Any) -> str | None:
+    """A store URI in the one syntax of ``scrapy_iri.store.parse_store_uri`` (the CLI's ``--store`` too)."""
     if value in (None, ""):
         return None
-    if not isinstance(value, str) or ":" not in value:
-        raise IRISettingsError(
-            f"IRI_STORE: expected a store URI such as 'sqlite:///path/store.db' or 'memory:', got {value!r}"
-        )
+    from scrapy_iri.store import StoreError, parse_store_uri
+
+    try:
+        parse_store_uri(value)
+    except StoreError as exc:
+        raise IRISettingsError(f"IRI_STORE: {exc}") from None
     return value
 
 
@@ -238,7 +241,9 @@ def store_uri(settings: BaseSettings, spider_name: str | None, *, createdir: boo
         from scrapy.utils.project import data_path
 
         directory = Path(data_path("iri"))
-        name = f"{spider_name or 'default'}.sqlite"
+        from scrapy_iri.store import spider_store_name
+
+        name = spider_store_name(spider_name)  # never a path out of .scrapy/iri/
     if createdir:
         directory.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{(directory / name).resolve()}"

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from .._schemes import SCHEMES
 from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
 from ._forms import has_userinfo, scheme_form, sink_key, source_key, split_form, split_fragment
@@ -115,6 +116,44 @@ def _host(url: str) -> str:
     if host.startswith("["):
         return host.partition("]")[0] + "]"
     return host.partition(":")[0]
+
+
+def _authority_matcher(given: str) -> Callable[[str], bool]:
+    """A test on stored (scheme-form) URLs for ``host``, ``host:port`` or ``host:*``."""
+    from .._ladder import canonicalize
+    from .._parse import parse
+
+    any_port = given.endswith(":*")
+    text = given[:-2] if any_port else given
+    try:
+        ref = parse(canonicalize(f"http://{text.strip()}/", "scheme"))
+    except ValueError as exc:
+        raise StoreError(f"{given!r}: not a host, host:port or host:* ({exc})") from None
+    name, port = ref.host or "", ref.port  # port None: given without one, or the default 80
+
+    def matches(url: str) -> bool:
+        authority = split_form(url).authority or ""
+        host = authority.rpartition("@")[2]
+        if host.startswith("["):
+            stored_name, _, rest = host.partition("]")
+            stored_name += "]"
+            stored_port = rest[1:] or None
+        else:
+            stored_name, _, stored_port = host.partition(":")
+            stored_port = stored_port or None
+        if stored_name.rstrip(".") != name.rstrip("."):
+            return False
+        if any_port:
+            return True
+        if ":" in text.rpartition("]")[2] and port is None:  # given as host:80: http's default
+            default = SCHEMES.get(split_form(url).scheme.lower())
+            return stored_port is None and default is not None and default.default_port == 80
+        if port is None:
+            return stored_port is None
+        default = SCHEMES.get(split_form(url).scheme.lower())
+        return stored_port == port or (stored_port is None and default is not None and str(default.default_port) == port)
+
+    return matches
 
 
 def _origin(url: str) -> str:
@@ -523,26 +562,44 @@ class EquivalenceStore(ABC):
         return removed + self._drop_evidence(form)
 
     def forget_host(self, host: str) -> int:
-        """Forget every alias, rule and sink learned on ``host``. Returns entries removed."""
-        host = host.lower().rstrip(".")
+        """Forget every alias, rule and sink learned on ``host``. Returns entries removed.
+
+        ``host`` is ``name`` (its default ports: what URLs without a port
+        reach), ``name:port`` (that port only) or ``name:*`` (every port).
+        """
+        on_host = _authority_matcher(host)
         removed = 0
         for alias in list(self._iter_aliases()):
-            if _host(alias.source) == host:
+            if on_host(alias.source):
                 self._drop_alias(alias.source)
                 removed += 1
         for record in list(self._iter_rules()):
-            if _host(record.key.origin + "/") == host:
+            if on_host(record.key.origin + "/"):
                 self._drop_rule(record.key)
                 removed += 1
         for target, _ in list(self._iter_fanin()):
-            if _host(target) == host:
+            if on_host(target):
                 self._drop_fanin(target)
                 removed += 1
         for declared in list(self._iter_declared_cases()):
-            if _host(declared) == host:
+            if on_host(declared):
                 self._drop_declared_case(declared)
                 removed += 1
         return removed
+
+    def rule_label(self, record: RuleRecord) -> str:
+        """The one word ``stats`` and ``export`` use for a rule record.
+
+        ``candidate``, ``active``, ``suspended`` (a rule a counterexample
+        stopped), ``refuted`` (counterexamples only: never a rule); for an
+        origin block, ``blocked`` (in force) or ``unblocked`` (expired).
+        """
+        status = self.rule_status(record)
+        if record.key.kind == BLOCK:
+            return "blocked" if status is RuleStatus.SUSPENDED else "unblocked"
+        if status is RuleStatus.SUSPENDED and not record.support:
+            return "refuted"
+        return status.value
 
     def stats(self) -> dict[str, int]:
         """Counts of what the store holds."""
@@ -551,13 +608,11 @@ class EquivalenceStore(ABC):
         counts.update(dict.fromkeys(("rules/active", "rules/candidate", "rules/suspended", "rules/refuted"), 0))
         counts["blocked_origins"] = 0
         for record in self._iter_rules():
-            status = self.rule_status(record)
-            if record.key.kind == BLOCK:
-                counts["blocked_origins"] += status is RuleStatus.SUSPENDED
-            elif status is RuleStatus.SUSPENDED and not record.support:
-                counts["rules/refuted"] += 1  # counterexamples only: never a rule
-            else:
-                counts[f"rules/{status.value}"] += 1
+            label = self.rule_label(record)
+            if label == "blocked":
+                counts["blocked_origins"] += 1
+            elif label != "unblocked":
+                counts[f"rules/{label}"] += 1
         counts["sinks"] = sum(1 for _, n in self._iter_fanin() if n >= self.policy.sink_fanin)
         counts["declared_cases"] = sum(1 for _ in self._iter_declared_cases())
         counts["evidence"] = self._count_evidence()
@@ -575,7 +630,7 @@ class EquivalenceStore(ABC):
                 "origin": record.key.origin,
                 "kind": record.key.kind,
                 "scope": record.key.scope,
-                "status": self.rule_status(record).value,
+                "status": self.rule_label(record),
                 "support": record.support,
                 "against": record.against,
                 "first_seen": record.first_seen,

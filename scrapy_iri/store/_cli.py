@@ -1,9 +1,12 @@
 """``scrapy-iri store stats|explain|export|forget``: look into an equivalence store.
 
-The store is named by ``--store URI`` (``sqlite:///path``; a plain file path
-is read as a SQLite store), else by the ``IRI_STORE`` environment variable.
-Exit codes: 0 success (``explain A B``: merged), 1 ``explain A B``: not
-merged, 2 usage error or no such store.
+The store is named by ``--store URI`` (the store-URI syntax of
+``IRI_STORE``: ``sqlite:///path``, ``redis://...``; see
+:func:`scrapy_iri.store.parse_store_uri`), else by the ``IRI_STORE``
+environment variable, else it is the one a crawl in the current Scrapy
+project wrote (``.scrapy/iri/<spider>.sqlite`` next to ``scrapy.cfg``;
+``--spider NAME`` picks one). Exit codes: 0 success (``explain A B``:
+merged), 1 ``explain A B``: not merged, 2 usage error or no such store.
 """
 
 from __future__ import annotations
@@ -11,25 +14,108 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
+from pathlib import Path
 from typing import TextIO
 
-from . import StoreError, open_store
+from . import REDIS_SCHEMES, StoreError, open_store, parse_store_uri, spider_store_name
 from ._base import EquivalenceStore
 from ._rules import LearningPolicy
 
 
-def _uri(value: str | None) -> str:
-    uri = value or os.environ.get("IRI_STORE")
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+    return number
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {value!r}") from None
+    if not math.isfinite(number) or number <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds above 0, got {value!r}")
+    return number
+
+
+def _project_store(spider: str | None, err: TextIO) -> str:
+    """The store a crawl in the current Scrapy project wrote: ``.scrapy/iri/<spider>.sqlite``."""
+    from scrapy.utils.conf import closest_scrapy_cfg
+
+    cfg = closest_scrapy_cfg()
+    if not cfg:
+        raise StoreError(
+            "no store given: use --store URI (or set IRI_STORE), or run this inside a Scrapy project"
+            f" (no scrapy.cfg in {os.getcwd()} or above)"
+        )
+    directory = Path(cfg).parent / ".scrapy" / "iri"
+    if spider is not None:
+        path = directory / spider_store_name(spider)
+        if not path.exists():
+            raise StoreError(f"no store for spider {spider!r}: looked for {path}")
+        found = [path]
+    else:
+        found = sorted(directory.glob("*.sqlite"))
+    if not found:
+        raise StoreError(
+            f"no store given and no crawl's store in {directory}: use --store URI (a crawl with JOBDIR"
+            " keeps its store in JOBDIR/iri-store.sqlite)"
+        )
+    if len(found) > 1:
+        names = ", ".join(path.stem for path in found)
+        raise StoreError(f"several crawls' stores in {directory} ({names}): pick one with --spider NAME")
+    print(f"scrapy-iri store: using {found[0]}", file=err)
+    return f"sqlite:///{found[0]}"
+
+
+def _redis_namespace(uri: str, err: TextIO) -> str:
+    """A Redis store URI with its namespace: the one the server holds, else an error listing them."""
+    from urllib.parse import urlencode
+
+    from ._redis.connection import client_from_url, split_uri
+
+    url, options = split_uri(uri)
+    if "namespace" in options:
+        return uri
+    client = client_from_url(url)
+    try:
+        suffix = b":store:epoch"
+        found = sorted(
+            key[: -len(suffix)].decode("utf-8", "replace")
+            for key in client.scan_iter(match="*:store:epoch", count=1000)
+            if key.endswith(suffix)
+        )
+    except Exception as exc:  # unreachable, refused, wrong password: one line, not a traceback
+        raise StoreError(f"cannot list the stores at {url}: {exc}") from None
+    finally:
+        client.close()
+    if len(found) == 1:
+        print(f"scrapy-iri store: using namespace {found[0]!r}", file=err)
+        return f"{uri}{'&' if '?' in uri else '?'}{urlencode({'namespace': found[0]})}"
+    if not found:
+        raise StoreError(f"no scrapy-iri store at {url} (no key *:store:epoch): give ?namespace=NS")
+    listed = ", ".join(repr(name) for name in found)
+    raise StoreError(f"several stores at {url}, give one with ?namespace=NS: {listed}")
+
+
+def _uri(args: argparse.Namespace, err: TextIO) -> str:
+    uri = args.store or os.environ.get("IRI_STORE")
+    if uri and args.spider is not None:
+        raise StoreError("--spider picks a store of the current Scrapy project: give it without --store/IRI_STORE")
     if not uri:
-        raise StoreError("no store given: use --store sqlite:///path (or set IRI_STORE)")
-    if ":" not in uri.partition("/")[0] or len(uri.partition(":")[0]) == 1:  # a path (C:\\ included)
-        uri = "sqlite:" + uri
-    return uri
+        return _project_store(args.spider, err)
+    parsed = parse_store_uri(uri)
+    return _redis_namespace(parsed.uri, err) if parsed.scheme in REDIS_SCHEMES else uri
 
 
-def _open(args: argparse.Namespace, *, create: bool = False) -> EquivalenceStore:
-    store = open_store(_uri(args.store), create=create)  # judged with the policy the crawl recorded
+def _open(args: argparse.Namespace, err: TextIO, *, create: bool = False) -> EquivalenceStore:
+    store = open_store(_uri(args, err), create=create)  # judged with the policy the crawl recorded
     overrides = {
         name: value
         for name, value in (("min_observations", args.min_observations), ("rule_ttl", args.rule_ttl))
@@ -71,12 +157,15 @@ def handle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print("scrapy-iri store forget: give URLs or --host HOST", file=err)
         return 2
     try:
-        store = _open(args)
+        store = _open(args, err)
     except StoreError as exc:
         print(f"scrapy-iri store: {exc}", file=err)
         return 2
     try:
         return args.store_handler(store, args, out)
+    except StoreError as exc:
+        print(f"scrapy-iri store: {exc}", file=err)
+        return 2
     finally:
         store.close()
 
@@ -84,15 +173,20 @@ def handle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add the ``store`` command to the ``scrapy-iri`` parser."""
     parser = subparsers.add_parser("store", help="inspect or edit a protocol-rung equivalence store")
-    parser.add_argument("--store", metavar="URI", help="sqlite:///path or a file path (default: $IRI_STORE)")
+    parser.add_argument(
+        "--store", metavar="URI",
+        help="sqlite:///path, redis://host:port/db?namespace=NS... (default: $IRI_STORE, else the current"
+        " Scrapy project's .scrapy/iri/<spider>.sqlite)",
+    )
+    parser.add_argument("--spider", metavar="NAME", help="the store of spider NAME in the current Scrapy project")
     defaults = LearningPolicy()
     parser.add_argument(
-        "--min-observations", type=int, default=None, metavar="K",
+        "--min-observations", type=_positive_int, default=None, metavar="K",
         help="judge rules as a crawl with IRI_RULE_MIN_OBSERVATIONS = K does "
         f"(default: the crawl's, recorded in the store, else {defaults.min_observations})",
     )
     parser.add_argument(
-        "--rule-ttl", type=float, default=None, metavar="SECONDS",
+        "--rule-ttl", type=_positive_seconds, default=None, metavar="SECONDS",
         help="judge rules as a crawl with IRI_RULE_TTL = SECONDS does (default: the crawl's, else 30 days)",
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -111,7 +205,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
     forget = actions.add_parser("forget", help="forget what was learned from URLs or on hosts")
     forget.add_argument("urls", metavar="URL", nargs="*")
-    forget.add_argument("--host", action="append", default=[], help="forget every alias and rule of HOST")
+    forget.add_argument(
+        "--host", action="append", default=[], metavar="HOST",
+        help="forget every alias and rule of HOST (its default ports), HOST:PORT or HOST:* (every port)",
+    )
     forget.set_defaults(store_handler=cmd_forget)
 
     parser.set_defaults(handler=handle)

@@ -85,3 +85,55 @@ def test_canon_stdin_with_bytes_that_are_not_utf8_reports_that_line_and_goes_on(
 def test_an_absurdly_long_port_is_an_ordinary_error():
     result = run("canon", "http://a:" + "1" * 5000 + "/")
     assert result.returncode == 1 and "port:" in result.stderr and "Traceback" not in result.stderr
+
+
+# -- output that cannot be written, --version, a BOM
+
+
+def _shell(command: str) -> subprocess.CompletedProcess[str]:
+    if SCRIPT is None:
+        pytest.fail("the scrapy-iri console script is not installed (pip install -e .)")
+    return subprocess.run(["bash", "-c", command.replace("scrapy-iri", SCRIPT)], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+@pytest.mark.parametrize(
+    "args",
+    ["canon http://a/", "canon -", "compare http://a/ http://b/", "--version", "--help", "canon --help",
+     "store --store memory: stats"],
+)
+def test_a_full_disk_is_one_line_and_exit_2(args):
+    result = _shell(f"yes http://a/ | head -n 20000 | scrapy-iri {args} > /dev/full; echo status=$? >&2")
+    lines = result.stderr.splitlines()
+    assert lines[-1] == "status=2", result.stderr
+    assert lines[:-1] == ["scrapy-iri: cannot write the output: No space left on device"]
+
+
+@pytest.mark.parametrize("args", ["canon http://a/", "--version", "store --store memory: stats"])
+def test_a_closed_stdout_is_one_line_and_exit_2(args):
+    result = _shell(f"scrapy-iri {args} >&-; echo status=$? >&2")
+    assert result.stderr.splitlines() == ["scrapy-iri: cannot write the output: standard output is closed", "status=2"]
+
+
+def test_a_broken_pipe_is_one_line_and_exit_2():
+    result = _shell("yes http://a/ | head -n 200000 | scrapy-iri canon - | head -n 1; echo \"status=${PIPESTATUS[2]}\" >&2")
+    assert result.stdout == "http://a/\n"
+    assert result.stderr.splitlines() == ["scrapy-iri: cannot write the output: Broken pipe", "status=2"]
+
+
+def test_version():
+    from importlib.metadata import version
+
+    result = run("--version")
+    assert (result.returncode, result.stdout) == (0, f"scrapy-iri {version('scrapy-iri')}\n")
+
+
+@pytest.mark.parametrize("lenient", [[], ["--lenient"]])
+def test_canon_stdin_accepts_a_utf8_bom_on_line_1_only(lenient):
+    if SCRIPT is None:
+        pytest.fail("the scrapy-iri console script is not installed")
+    data = "\ufeffhttp://A/\n\ufeffhttp://B/\n".encode()
+    result = subprocess.run([SCRIPT, "canon", *lenient, "-"], input=data, capture_output=True, timeout=60)
+    assert result.stdout.decode().splitlines() == ["http://a/"]
+    assert result.returncode == 1  # U+FEFF inside the stream is a character, not a signature
+    assert result.stderr.decode().startswith("scrapy-iri: line 2: ") and b"line 1" not in result.stderr

@@ -64,7 +64,7 @@ def test_pipeline_is_enabled_only_with_url_fields(make_crawler):
         ("IRI_URL_RUNG", "w3lib", "IRI_URL_RUNG: unknown rung"),
         ("IRI_COMPAT", "scrapy", "IRI_COMPAT: unknown mode 'scrapy'"),
         ("IRI_KEEP_FRAGMENTS", "maybe", "IRI_KEEP_FRAGMENTS"),
-        ("IRI_STORE", "/tmp/store.db", "IRI_STORE: expected a store URI"),
+        ("IRI_STORE", "/tmp/store.db", "IRI_STORE: '/tmp/store.db' is not a store URI: for a SQLite file write 'sqlite:////tmp/store.db'"),
         ("IRI_URL_FIELDS", 42, "IRI_URL_FIELDS"),
     ],
 )

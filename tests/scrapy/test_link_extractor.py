@@ -81,11 +81,16 @@ def test_query_uses_a_non_unicode_document_charset():
     assert urls(IRILinkExtractor().extract_links(not_encodable)) == ["http://xn--bcher-kva.example/s?q=%26%238364%3B"]
 
 
-def test_invalid_links_are_skipped_and_counted():
+def test_invalid_links_are_counted_and_followed_as_scrapy_would():
+    """A drop-in never loses a link: what is not an IRI is counted, then treated as Scrapy does."""
     crawler = get_crawler()
     response = page('<a href="http://[::1">a</a><a href="http://☃.example/">b</a><a href="ok">c</a>')
     extractor = IRILinkExtractor.from_crawler(crawler)
-    assert urls(extractor.extract_links(response)) == ["http://xn--bcher-kva.example/dir/ok"]
+    assert urls(extractor.extract_links(response)) == urls(LinkExtractor().extract_links(response))
+    assert urls(extractor.extract_links(response))[-1] == "http://xn--bcher-kva.example/dir/ok"
+    extractor.invalid_count = 0
+    crawler.stats.set_value("iri/links/invalid", 0)
+    extractor.extract_links(response)
     assert extractor.invalid_count == 2
     assert crawler.stats.get_value("iri/links/invalid") == 2
 

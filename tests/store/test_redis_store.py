@@ -489,3 +489,22 @@ def test_the_learning_policy_is_recorded(redis_url):
     again = open_store(f"{redis_url}?namespace=pol")
     assert again.policy.min_observations == 5
     again.close()
+
+
+def test_clear_leaves_namespaces_that_extend_this_one_alone(make_store, redis_server):
+    """Namespace ``a`` and ``a:store:rules:x``: key names of one extend the other's; clear() is by the sets."""
+    names = ("a", "a:store:rules:http://h.example", "a:store:fanin:http://t.example/", "a:store:deferred:x")
+    stores = {}
+    for namespace in names:
+        stores[namespace] = store = make_store(namespace)
+        learn_slash_rule(store, "http://h.example")
+        store.flush()
+    client = redis_server.client()
+    before = {k for k in client.keys("*") if not k.startswith(b"a:store:")}
+    others = sorted(k for k in client.keys("a:store:*") if k.decode().startswith(tuple(f"{n}:" for n in names[1:])))
+    stores["a"].clear()
+    assert sorted(k for k in client.keys("a:store:*") if k.decode().startswith(tuple(f"{n}:" for n in names[1:]))) == others
+    for namespace in names[1:]:
+        assert make_store(namespace).representative("http://h.example/d77") == "http://h.example/d77/"
+    assert make_store("a").representative("http://h.example/d77") == "http://h.example/d77"
+    assert before <= set(client.keys("*"))

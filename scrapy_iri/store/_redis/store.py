@@ -6,6 +6,7 @@ import dataclasses
 import json
 import logging
 import time
+import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -42,6 +43,8 @@ from .scripts import BATCH, SYNC, TAKE
 from .sync import RedisSync
 
 logger = logging.getLogger("scrapy_iri.store._redis")
+#: the id of a batch or a take: a uuid4 hex
+_BATCH_ID = re.compile(r"[0-9a-f]{32}")
 
 
 class RedisStore(RedisSync, RedisJournal, MemoryStore):
@@ -234,9 +237,19 @@ class RedisStore(RedisSync, RedisJournal, MemoryStore):
             keys = [self.keys.epoch, self.keys.version, self.keys.changes, self.keys.aliases, self.keys.cases]
             keys += [self.keys.store + "answered"]
             keys += [self.keys.origins, self.keys.fanins, self.keys.evidence, self.keys.deferreds]
+            # Sub-keys by the sets that list them, not by a SCAN pattern: a namespace may
+            # extend another one's key names ("a" vs "a:store:rules:x"), never its sets.
+            for members, key_of in (
+                (self.keys.origins, self.keys.rules),
+                (self.keys.fanins, self.keys.fanin),
+                (self.keys.deferreds, self.keys.deferred),
+            ):
+                keys += [key_of(_text(member)) for member in self.client.smembers(members)]
             prefix = _glob_escape(self.keys.store)
-            for pattern in ("rules:*", "fanin:*", "deferred:*", "batch:*", "taken:*"):
-                keys += list(self.client.scan_iter(match=prefix + pattern, count=1000))
+            for kind in ("batch:", "taken:"):  # uuid hex ids; they expire on their own anyway
+                for key in self.client.scan_iter(match=prefix + kind + "*", count=1000):
+                    if _BATCH_ID.fullmatch(_text(key)[len(self.keys.store) + len(kind) :]):
+                        keys.append(key)
             for chunk in _chunks(keys, 500):
                 self.client.delete(*chunk)
             self.client.set(self.keys.epoch, uuid.uuid4().hex)

@@ -1,0 +1,263 @@
+"""scrapy-iri as a new user meets it: a wheel, a fresh venv without extras, ``scrapy startproject``.
+
+One venv per test session (pip's cache keeps the install short): the wheel
+built from this checkout, installed with its dependencies only. The project
+gets the README's one line (``ADDONS``) and two spiders written the way
+Scrapy's tutorial writes them: one with ``response.follow(link)``, one a
+``CrawlSpider`` with ``Rule(IRILinkExtractor())``. Each is crawled with
+``scrapy crawl`` against ``python -m http.server`` (its 301s to the slash
+form of directories) and against the simulated web. Every crawl: every
+resource fetched exactly once (``/e?`` and ``/e`` both), no ERROR logged,
+no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from scrapy_iri import canonicalize
+from simweb import SimulatedWeb, demo_sites
+
+REPO = Path(__file__).resolve().parents[2]
+README_LINE = 'ADDONS = {"scrapy_iri.Addon": 0}'
+
+SPIDERS = '''
+import json
+
+import scrapy
+from scrapy.spiders import CrawlSpider, Rule
+
+from scrapy_iri import IRILinkExtractor
+
+
+class Recorder:
+    def __init__(self, start="", out="", **kwargs):
+        super().__init__(**kwargs)
+        self.start_urls = start.split()
+        self.out = out
+        self.parsed = []
+
+    def closed(self, reason):
+        with open(self.out, "w", encoding="utf-8") as f:
+            json.dump({"parsed": self.parsed, "stats": self.crawler.stats.get_stats()}, f, default=str)
+
+
+class FollowSpider(Recorder, scrapy.Spider):
+    name = "follow"
+
+    def parse(self, response):
+        self.parsed.append(response.url)
+        if isinstance(response, scrapy.http.TextResponse):
+            for link in IRILinkExtractor().extract_links(response):
+                yield response.follow(link, callback=self.parse)
+
+
+class RulesSpider(Recorder, CrawlSpider):
+    name = "rules"
+    rules = (Rule(IRILinkExtractor(), callback="parse_item", follow=True),)
+
+    def parse_start_url(self, response):
+        self.parsed.append(response.url)
+        return []
+
+    def parse_item(self, response):
+        self.parsed.append(response.url)
+'''
+
+
+def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kwargs)
+
+
+@dataclass
+class UserEnv:
+    venv: Path
+    project: Path
+
+    def bin(self, name: str) -> str:
+        return str(self.venv / "bin" / name)
+
+    def crawl(self, spider: str, start: str, tmp: Path, env: dict[str, str] | None = None, **settings: str):
+        out = tmp / f"{spider}.json"
+        cmd = [self.bin("scrapy"), "crawl", spider, "-a", f"start={start}", "-a", f"out={out}"]
+        for name, value in {"TELNETCONSOLE_ENABLED": "False", "REMOTE_CONTROL_ENABLED": "False", "LOG_LEVEL": "INFO", **settings}.items():
+            cmd += ["-s", f"{name}={value}"]
+        process = _run(cmd, cwd=self.project, env={**_clean_env(), **(env or {})})
+        result = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+        return process, result
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment without this checkout on the path and without proxies."""
+    skip = {"PYTHONPATH", "VIRTUAL_ENV", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY"}
+    return {k: v for k, v in os.environ.items() if k not in skip}
+
+
+@pytest.fixture(scope="session")
+def user_env(tmp_path_factory: pytest.TempPathFactory) -> UserEnv:
+    root = tmp_path_factory.mktemp("user")
+    wheels = root / "wheels"
+    source = root / "scrapy-iri"  # a copy: building writes build/ and *.egg-info next to the sources
+    shutil.copytree(REPO / "scrapy_iri", source / "scrapy_iri", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
+    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(source)])
+    if built.returncode != 0:
+        pytest.skip(f"cannot build the wheel (no access to PyPI for the build backend?): {built.stderr[-500:]}")
+    venv = root / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)]).check_returncode()
+    wheel = next(wheels.glob("scrapy_iri-*.whl"))
+    installed = _run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], env=_clean_env())
+    if installed.returncode != 0:
+        pytest.skip(f"pip install of the wheel failed (no access to PyPI?): {installed.stderr[-500:]}")
+    created = _run([str(venv / "bin" / "scrapy"), "startproject", "userproj"], cwd=root, env=_clean_env())
+    assert created.returncode == 0, created.stderr
+    project = root / "userproj"
+    settings = project / "userproj" / "settings.py"
+    settings.write_text(settings.read_text(encoding="utf-8") + f"\n{README_LINE}\n", encoding="utf-8")
+    (project / "userproj" / "spiders" / "users.py").write_text(SPIDERS, encoding="utf-8")
+    return UserEnv(venv, project)
+
+
+def test_install_has_no_extras_and_the_core_does_not_import_scrapy(user_env):
+    check = "import sys, scrapy_iri; scrapy_iri.canonicalize('http://a/'); print('scrapy' in sys.modules)"
+    process = _run([user_env.bin("python"), "-c", check], env=_clean_env())
+    assert process.stdout.strip() == "False", process.stderr
+    listed = _run([user_env.bin("pip"), "list", "--format=freeze"], env=_clean_env()).stdout.lower()
+    assert "publicsuffixlist==" in listed and "scrapy==" in listed
+    assert "redis==" not in listed  # an extra, not installed
+
+
+# -- python -m http.server
+
+
+INDEX = """<html><body>
+<a href="sub">a directory, no slash (301)</a>
+<a href="e.html?">empty query</a> <a href="e.html">no query</a>
+<a href="?">this page, empty query</a> <a href="#">this page</a> <a href="index.html#top">index</a>
+<a href="HTTP://127.0.0.1:{port}/upper.html">upper-case scheme</a>
+<a href="http://127.0.0.1:{port}/%75pper.html">the same, escaped</a>
+<a href="./a/../page2.html">dot segments</a> <a href="  page3.html ">spaces</a>
+</body></html>"""
+SUB = """<html><body><a href="../index.html">up</a> <a href="x.html">x</a> <a href="deep">deep (301)</a>
+<a href="deep/">deep</a> <a href="x.html?">x?</a> <a href="/sub/">self</a></body></html>"""
+LEAF = "<html><body><a href='/'>home</a></body></html>"
+
+#: request target as http.server logs it -> times served (robots.txt aside). Two things are Scrapy's:
+#: start requests are ``dont_filter``, so "/" linked from itself is fetched again; and Scrapy's default
+#: (Twisted) download handler sends ``/e.html?`` as ``/e.html`` on a direct connection (Twisted's
+#: ``URI.originForm`` drops an empty query; through a proxy the request line keeps it, see the
+#: simulated-web crawls). The crawl itself requests ``/e.html?`` (checked on the Scrapy side).
+HTTP_SERVER_TRUTH = {
+    "/": 2 + 1,  # start, its self-link, "/?" on the wire
+    "/e.html": 1 + 1,  # and "/e.html?" on the wire
+    "/index.html": 1 + 1,  # and "/index.html?"
+    "/sub/x.html": 1 + 1,  # and "/sub/x.html?"
+    "/sub": 1, "/sub/": 1, "/upper.html": 1, "/page2.html": 1, "/page3.html": 1, "/sub/deep": 1, "/sub/deep/": 1,
+}
+#: what the spider's callbacks received, without fragments: each resource once (the start URL twice, as above)
+PARSED_TRUTH = {
+    "/": 2, "/?": 1, "/e.html": 1, "/e.html?": 1, "/index.html": 1, "/index.html?": 1, "/sub/": 1,
+    "/sub/x.html": 1, "/sub/x.html?": 1, "/sub/deep/": 1, "/upper.html": 1, "/page2.html": 1, "/page3.html": 1,
+}
+
+
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    tree = tmp_path_factory.mktemp("site")
+    log = tree.parent / f"{tree.name}.log"
+    with log.open("w") as err:
+        server = subprocess.Popen(
+            [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", str(tree)],
+            stdout=subprocess.PIPE, stderr=err, text=True,
+        )
+    try:
+        line = server.stdout.readline()
+        port = int(re.search(r"port (\d+)", line).group(1))
+        for name, body in {
+            "index.html": INDEX.format(port=port), "e.html": LEAF, "upper.html": LEAF, "page2.html": LEAF,
+            "page3.html": LEAF, "sub/index.html": SUB, "sub/x.html": LEAF, "sub/deep/index.html": LEAF,
+        }.items():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            (tree / name).write_text(body, encoding="utf-8")
+        yield f"http://127.0.0.1:{port}/", log
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _served(log: Path, since: int) -> Counter:
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()[since:]
+    return Counter(m.group(1) for line in lines if (m := re.search(r'"GET (\S+) HTTP/1\.[01]"', line)))
+
+
+@pytest.mark.parametrize("spider", ["follow", "rules"])
+def test_crawl_of_python_http_server(user_env, http_server, spider, tmp_path):
+    start, log = http_server
+    since = len(log.read_text(encoding="utf-8").splitlines())
+    process, result = user_env.crawl(spider, start, tmp_path)
+    assert process.returncode == 0, process.stderr[-3000:]
+    time.sleep(0.2)
+    served = _served(log, since)
+    served.pop("/robots.txt", None)
+    assert dict(served) == HTTP_SERVER_TRUTH, process.stderr[-3000:]
+    origin = start.rstrip("/")
+    parsed = Counter(url.partition("#")[0].removeprefix(origin) for url in result["parsed"])
+    assert dict(parsed) == PARSED_TRUTH
+    assert result["stats"].get("log_count/ERROR", 0) == 0, process.stderr[-3000:]
+    assert "Traceback" not in process.stderr
+    assert result["stats"].get("iri/links/verbatim", 0) >= 4  # /e.html?, /?, /index.html?, /sub/x.html?
+    store = user_env.project / ".scrapy" / "iri" / f"{spider}.sqlite"
+    assert store.exists()
+
+
+# -- the simulated web
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[SimulatedWeb]:
+    with SimulatedWeb(demo_sites()) as simulated:
+        yield simulated
+
+
+@pytest.mark.parametrize("spider", ["follow", "rules"])
+def test_crawl_of_the_simulated_web(user_env, web, spider, tmp_path):
+    web.reset_counts()
+    process, result = user_env.crawl(
+        spider, " ".join(web.start_urls()), tmp_path, env=web.proxy_env(), IRI_STORE="memory:", ROBOTSTXT_OBEY="False"
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    fetches = web.fetch_counts()
+    assert web.resource_ids() - set(fetches) == set(), process.stderr[-3000:]
+    assert "news:p-empty-query" in fetches  # /p? through response.follow / a CrawlSpider rule
+    # a resource served under several aliases is fetched once per alias the web never announced
+    # (a missed merge costs one fetch); one URL, up to the scheme rung, is fetched once
+    forms: Counter = Counter()
+    for url, count in web.url_counts().items():
+        forms[canonicalize(url, "scheme", keep_fragment=False)] += count
+    starts = {canonicalize(url, "scheme") for url in web.start_urls()}  # dont_filter: linked back, fetched again
+    assert {form: n for form, n in forms.items() if n > (2 if form in starts else 1)} == {}, process.stderr[-3000:]
+    assert result["stats"].get("log_count/ERROR", 0) == 0, process.stderr[-3000:]
+    assert "Traceback" not in process.stderr
+
+
+def test_a_missing_backend_stops_the_crawl_at_start_with_one_error(user_env, tmp_path):
+    process, result = user_env.crawl("follow", "http://127.0.0.1:9/", tmp_path, IRI_STORE="redis://127.0.0.1:9/0")
+    assert process.returncode != 0
+    last = process.stderr.strip().splitlines()[-1]
+    assert last.startswith("scrapy_iri.errors.IRISettingsError: IRI_STORE") and "pip install 'scrapy-iri[redis]'" in last
+    assert process.stderr.count("IRISettingsError:") == 1  # one error, before the crawl, not one per response
+    assert result == {}  # the spider never ran
