@@ -111,6 +111,10 @@ class IRIDupeFilter(BaseDupeFilter):
         identity = self.fingerprinter.identity(request)
         if identity.error is not None:
             self._count_invalid(request, identity)
+        if identity.fingerprint in identity.chain:
+            # a hop of the request's own redirect chain, landing where the request was filed
+            self.crawler.stats.inc_value("iri/own_chain")
+            return False
         key = self._key(request, identity)
         found = self.seen.add(key, identity.tag)
         if found is None:

@@ -31,13 +31,11 @@ def test_a_filing_under_another_representative_is_fetched(monkeypatch: pytest.Mo
     monkeypatch.setattr(middleware, "_crawl", crawled.append)
 
     u = Request("http://h.example/d-7")
-    middleware.request_scheduled(u)
     assert not dupefilter.request_seen(u)
     assert store.record_response("https://h.example/d-8", 200).contradicted
     out = middleware.process_request(u)
     assert out is not None and out.url == "https://h.example/d-7"
     r1 = Request("https://h.example/d-7/")
-    middleware.request_scheduled(r1)
     assert dupefilter.request_seen(r1)  # a later link to R1 is dropped ...
     assert [r.url for r in crawled] == ["https://h.example/d-7/"]  # ... but R1 is fetched on its own
     assert crawled[0].dont_filter
