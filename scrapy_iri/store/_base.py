@@ -29,7 +29,9 @@ from ._evidence import USERINFO, Alias, Evidence
 from ._forms import has_userinfo, scheme_form, sink_key, source_key, split_form, split_fragment
 from ._psl import same_site
 from ._rules import (
+    ANYWHERE,
     BLOCK,
+    KINDS_BY_NAME,
     DECLARED_CASE,
     PERMANENT,
     REDIRECTS,
@@ -39,8 +41,10 @@ from ._rules import (
     RuleStatus,
     Verdict,
     case_key,
+    generalized,
     judge,
     kind_order,
+    path_prefix,
     predict,
     predictions,
 )
@@ -406,7 +410,7 @@ class EquivalenceStore(ABC):
         if path.lower() == path.upper():  # nothing a case could change
             return False
         origin = _origin(url)
-        record = self._rules_at(origin).get(RuleKey(origin, DECLARED_CASE))
+        record = self._rules_at(origin).get(RuleKey(origin, DECLARED_CASE, path_prefix(path.lower())))
         if record is None or not record.support or now - record.last_support > self.policy.rule_ttl:
             return False
         if self.rule_status(record) is RuleStatus.SUSPENDED:
@@ -449,6 +453,27 @@ class EquivalenceStore(ABC):
             outcome.activated.append(key)
         elif was is RuleStatus.ACTIVE and verdict is Verdict.SUPPORT:
             outcome.confirmed.append(key)
+        self._count_generalized(key, verdict, record.support == 1, now, note, outcome)
+
+    def _count_generalized(
+        self, key: RuleKey, verdict: Verdict, first: bool, now: float, note: str, outcome: Outcome
+    ) -> None:
+        """A directory's rule of a server-wide kind speaks for the origin-wide rule too.
+
+        The origin-wide rule (scope :data:`~._rules.ANYWHERE`) gains one
+        support from the first support under each first-level directory
+        (``first``), and every counterexample under any directory counts
+        against it: it applies everywhere once ``min_observations``
+        directories have supported it and none has refuted it.
+        """
+        kind = KINDS_BY_NAME.get(key.kind)
+        if kind is None or not kind.generalizes or key.scope.startswith(ANYWHERE):
+            return
+        wide = RuleKey(key.origin, key.kind, generalized(key.scope))
+        if verdict is Verdict.AGAINST:
+            self._count(wide, Verdict.AGAINST, now, note, outcome)
+        elif verdict is Verdict.SUPPORT and first:
+            self._count(wide, Verdict.SUPPORT, now, note, outcome)
 
     # -- deferred requests ------------------------------------------------
 

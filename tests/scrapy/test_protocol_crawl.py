@@ -30,13 +30,15 @@ SAVEABLE = {"slash", "index", "https", "www", "moves", "case", "chain_short"}
 EXPECTED_RULES = {
     "http://slash.example add-slash /topic-#",
     "http://noslash.example remove-slash /note-#/",
-    "http://index.example index-to-directory index.html",
-    "http://secure.example http-to-https",
-    "http://secure308.example http-to-https",
-    "http://store.example apex-to-www",
-    "http://www.blog.example www-to-apex",
+    # one index.html per directory: learned under three directories, it holds under every one
+    "http://index.example index-to-directory * index.html",
+    # the series are at the root: the rules hold there (other directories learn on their own)
+    "http://secure.example http-to-https /",
+    "http://secure308.example http-to-https /",
+    "http://store.example apex-to-www /",
+    "http://www.blog.example www-to-apex /",
     "http://twin.example add-slash /dir-#",
-    "http://iis.example declared-case",
+    "http://iis.example declared-case /docs/",
 }
 
 

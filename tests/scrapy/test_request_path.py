@@ -65,7 +65,7 @@ def test_a_filed_prediction_is_rewritten_past_the_filter() -> None:
     store = _store_with_rules()
     decision = plan("http://www.x.example/p", "https://www.x.example/p", store.resolve("http://www.x.example/p"), _never)
     assert (decision.action, decision.target, decision.filed) == (REWRITE, "https://www.x.example/p", True)
-    assert decision.rules == (RuleKey("http://www.x.example", "http-to-https"),)
+    assert decision.rules == (RuleKey("http://www.x.example", "http-to-https", "/"),)
 
 
 def test_a_rule_learned_after_the_filing_lets_the_filter_judge_the_target() -> None:
