@@ -317,6 +317,8 @@ class EquivalenceStore(ABC):
         src, tgt = scheme_form(source), scheme_form(target)
         if src is None or tgt is None:
             return Outcome(ignored="not a valid URL")
+        if not _host(src) or not _host(tgt):  # no site: nothing to learn about
+            return Outcome(ignored="a URI without a host")
         flags = frozenset(context)
         if has_userinfo(src) or has_userinfo(tgt):  # credentials in the URL: who asked matters, always
             flags |= {USERINFO}

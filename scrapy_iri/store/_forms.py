@@ -70,9 +70,20 @@ def scheme_form(url: str) -> str | None:
         return None
 
 
+_PARAMS = re.compile(r";[^/]*")
+
+
 def sink_key(url: str) -> str:
-    """The page a redirect lands on, query ignored (``/login?next=...`` is ``/login``)."""
-    return url.partition("#")[0].partition("?")[0]
+    """The page a redirect lands on, normalized so that one sink has one key.
+
+    The query and ``;params`` of each segment are ignored, and so are a
+    trailing slash and the case of the path: ``/login?next=...``,
+    ``/login;jsessionid=...``, ``/login/`` and ``/LOGIN`` are one page to
+    count sources for (the key only counts; nothing is merged by it).
+    """
+    form = split_form(url.partition("#")[0])
+    path = _PARAMS.sub("", form.path).rstrip("/").lower() or "/"
+    return form._replace(path=path, query=None).unsplit()
 
 
 def source_key(url: str) -> str:

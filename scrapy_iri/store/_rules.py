@@ -29,7 +29,7 @@ from enum import Enum
 from typing import NamedTuple
 
 from ._forms import Form, split_form
-from ._psl import WWW, www_partner
+from ._psl import WWW, is_ip_host, www_partner
 
 #: statuses that make the source an exact alias of the target (RFC 9110 15.4)
 PERMANENT = frozenset({301, 308})
@@ -285,8 +285,11 @@ class Prediction(NamedTuple):
 def predictions(url: str, known: Known = _nothing) -> Iterator[Prediction]:
     """Every rule that covers a scheme form, with the URL it predicts."""
     form = split_form(url)
-    if form.scheme not in _SCHEMES or form.authority is None or "@" in form.authority:
+    if form.scheme not in _SCHEMES or not form.authority or "@" in form.authority:
         return
+    host = form.authority if form.authority.startswith("[") else form.authority.partition(":")[0]
+    if is_ip_host(host):
+        return  # an IP literal is a site of its own: no convention generalizes there
     origin = form.origin
     for kind in KINDS:
         found = kind.predict(form, known)

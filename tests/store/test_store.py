@@ -460,3 +460,49 @@ def test_one_directory_that_disagrees_stops_the_origin_wide_rule(store: Equivale
     assert RuleKey("http://half.example", "http-to-https", "*") in outcome.contradicted
     assert rep(store, "http://half.example/legacy/page") == "http://half.example/legacy/page"
     assert rep(store, "http://half.example/new/page") == "http://half.example/new/page"
+
+
+# -- site boundaries ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spelling", ["0300.0250.0.1", "0xc0.0xa8.0.1", "3232235521", "192.168.1", "192.168.0.1"])
+def test_an_ipv4_host_is_one_site_in_any_spelling(spelling: str) -> None:
+    from scrapy_iri.store._psl import same_site, site_of
+
+    assert site_of(spelling) == "192.168.0.1"
+    assert same_site(spelling, "192.168.0.1")
+    assert not same_site(spelling, "012.0.0.1")  # 10.0.0.1: another address, another site
+
+
+def test_no_rule_is_learned_or_applied_on_ip_hosts(store: EquivalenceStore) -> None:
+    for k in (1, 2, 3):
+        store.record_redirect(f"http://0300.0250.0.1/d-{k}", 301, f"http://0300.0250.0.1/d-{k}/")
+    assert rep(store, "http://0300.0250.0.1/d-1") == "http://0300.0250.0.1/d-1/"  # the exact alias
+    assert rep(store, "http://0300.0250.0.1/d-9") == "http://0300.0250.0.1/d-9"
+    assert not list(store.rules())
+
+
+def test_ipv4_spellings_of_two_addresses_are_two_sites(store: EquivalenceStore) -> None:
+    """0300.0250.0.1 (192.168.0.1) and 012.0.0.1 (10.0.0.1) once counted as one site ("0.1")."""
+    store.record_redirect("http://0300.0250.0.1/old", 301, "http://012.0.0.1/new")
+    assert rep(store, "http://0300.0250.0.1/old") == "http://0300.0250.0.1/old"  # cross-site: no alias by default
+
+
+def test_a_uri_without_a_host_teaches_nothing(store: EquivalenceStore) -> None:
+    assert store.record_redirect("mailto:a@b.example", 301, "mailto:c@b.example").ignored
+    assert store.record_redirect("http://a.example/contact", 301, "mailto:c@a.example").ignored
+    assert rep(store, "http://a.example/contact") == "http://a.example/contact"
+    assert not list(store.aliases())
+
+
+@pytest.mark.parametrize(
+    "spelling", ["/login;jsessionid={k}", "/login/", "/LOGIN", "/Login;jsessionid={k}?next=/p-{k}"]
+)
+def test_a_sink_is_one_page_whatever_its_spelling(store: EquivalenceStore, spelling: str) -> None:
+    fanin = store.policy.sink_fanin
+    for k in range(fanin):
+        store.record_redirect(f"http://s.example/p-{k}", 301, "http://s.example" + spelling.format(k=k))
+    assert store.stats()["sinks"] == 1
+    target = "http://s.example" + spelling.format(k=fanin)
+    store.record_redirect(f"http://s.example/p-{fanin}", 301, target)
+    assert rep(store, f"http://s.example/p-{fanin}") == f"http://s.example/p-{fanin}"
