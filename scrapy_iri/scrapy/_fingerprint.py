@@ -305,7 +305,7 @@ class IRIRequestFingerprinter:
         if self._store is None:
             if self._crawler is None:
                 raise ValueError("the protocol rung needs a crawler (to find its equivalence store)")
-            from ._settings import crawler_store
+            from ._resources import CrawlResources
 
-            self._store = crawler_store(self._crawler)
+            self._store = CrawlResources.of(self._crawler).store
         return self._store

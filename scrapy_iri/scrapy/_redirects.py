@@ -58,7 +58,7 @@ from ._fingerprint import (
 )
 from ._location import redirect_target
 from ._plan import REWRITE, SEND, VERIFY, Flight, plan, verifies_by_hash
-from ._settings import IRISettings, crawler_store
+from ._resources import CrawlResources
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -128,16 +128,19 @@ class RedirectLearningMiddleware:
     under ``IRI_COMPAT`` or at a lower rung.
     """
 
-    def __init__(self, crawler: Crawler, store: EquivalenceStore) -> None:
+    def __init__(
+        self, crawler: Crawler, store: EquivalenceStore, fingerprinter: IRIRequestFingerprinter | None = None
+    ) -> None:
         self.crawler = crawler
         self.store = store
         self.stats = crawler.stats
-        config = IRISettings.from_settings(crawler.settings)
+        config = CrawlResources.of(crawler).config
         self.verify_share = config.verify_share
         self.rewrite = config.rewrite
-        fingerprinter = crawler.request_fingerprinter
-        if not isinstance(fingerprinter, IRIRequestFingerprinter):
-            fingerprinter = IRIRequestFingerprinter(crawler)
+        if fingerprinter is None:
+            fingerprinter = crawler.request_fingerprinter
+            if not isinstance(fingerprinter, IRIRequestFingerprinter):
+                fingerprinter = IRIRequestFingerprinter(crawler)
         self.fingerprinter = fingerprinter
         self.held: dict[str, Request] = {}
         #: scheme forms fetched as they are, or on their way to the downloader: never twice
@@ -145,10 +148,10 @@ class RedirectLearningMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = IRISettings.from_settings(crawler.settings)
-        if not config.needs_store or config.rung is not Rung.PROTOCOL:
+        resources = CrawlResources.of(crawler)
+        if not resources.config.needs_store or resources.config.rung is not Rung.PROTOCOL:
             raise NotConfigured("IRI_RUNG is not 'protocol'")
-        middleware = cls(crawler, crawler_store(crawler))
+        middleware = cls(crawler, resources.store)
         crawler.signals.connect(middleware.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(middleware.request_dropped, signal=signals.request_dropped)
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)

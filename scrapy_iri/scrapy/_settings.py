@@ -10,16 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
 from scrapy_iri import Rung
 from scrapy_iri.errors import IRISettingsError
 
 if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
-    from scrapy_iri._ladder import EquivalenceStore
     from scrapy_iri.store import LearningPolicy
 
 #: The settings of the Scrapy components and their defaults.
@@ -242,35 +239,3 @@ def store_uri(settings: BaseSettings, spider_name: str | None, *, createdir: boo
     if createdir:
         directory.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{(directory / name).resolve()}"
-
-
-def crawler_store(crawler: Crawler) -> EquivalenceStore:
-    """The crawler's equivalence store (``IRI_STORE``), opened on first use and shared.
-
-    Every component of a crawl uses this one store, with the learning
-    policy of the crawl's ``IRI_*`` settings from the start. Components find
-    it lazily: the request fingerprinter is built before the engine and the
-    spider exist. It is closed when the engine stops.
-    """
-    store = _stores.get(crawler)
-    if store is None:
-        from scrapy import signals
-
-        from scrapy_iri.store import open_store
-
-        policy = learning_policy(crawler.settings)
-        uri = store_uri(crawler.settings, getattr(crawler.spidercls, "name", None), createdir=True)
-        if uri.partition(":")[0].lower() in ("redis", "rediss", "unix"):  # Redis hook (issue 6): per-crawl namespace
-            from ._redis_seen import open_crawler_store
-
-            store = open_crawler_store(crawler)
-            store.policy = policy  # before any use: the Redis hook opens it with the default policy
-        else:
-            store = open_store(uri, policy=policy)
-        _stores[crawler] = store
-        # last of all: pipelines, the dupefilter and middlewares may use it until then
-        crawler.signals.connect(store.close, signal=signals.engine_stopped)
-    return store
-
-
-_stores: WeakKeyDictionary[Crawler, EquivalenceStore] = WeakKeyDictionary()

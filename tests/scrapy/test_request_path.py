@@ -20,7 +20,7 @@ from scrapy_iri.scrapy._dupefilter import IRIDupeFilter
 from scrapy_iri.scrapy._fingerprint import META_IDENTITY, RequestIdentity
 from scrapy_iri.scrapy._plan import REWRITE, SEND, VERIFY, plan
 from scrapy_iri.scrapy._redirects import RedirectLearningMiddleware
-from scrapy_iri.scrapy._settings import crawler_store
+from scrapy_iri.scrapy._resources import crawler_store
 from scrapy_iri.store import MemoryStore, RuleKey
 
 
@@ -193,3 +193,24 @@ def test_invariant_2_a_filing_the_chain_missed_is_fetched_once() -> None:
     assert [r.url for r in crawled] == ["http://s.example/d-7/"]
     middleware.response_downloaded(HtmlResponse(head.url, body=b"<html>file</html>"), head)
     assert len(crawled) == 1  # once
+
+
+def test_the_dupefilter_imports_no_redis_code_unless_redis_is_configured(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from scrapy.core.scheduler import Scheduler\n"
+        "from scrapy.utils.misc import build_from_crawler\n"
+        "from scrapy.utils.test import get_crawler\n"
+        "from scrapy import Spider, Request\n"
+        "class S(Spider): name = 's'\n"
+        f"c = get_crawler(S, {{'ADDONS': {{'scrapy_iri.Addon': 0}}, 'IRI_STORE': 'sqlite:///{tmp_path / 's.db'}'}})\n"
+        "df = build_from_crawler(Scheduler, c).df\n"
+        "df.request_seen(Request('http://a.example/'))\n"
+        "bad = sorted(m for m in sys.modules if 'redis' in m)\n"
+        "assert not bad, bad\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
