@@ -57,7 +57,7 @@ from ._fingerprint import (
     protocol_rewritable,
 )
 from ._location import redirect_target
-from ._plan import REWRITE, SEND, VERIFY, Flight, plan, verifies_by_hash
+from ._plan import REWRITE, SEND, VERIFY, Flight, plan, verification_share, verifies_by_hash
 from ._resources import CrawlResources
 
 if TYPE_CHECKING:
@@ -201,8 +201,8 @@ class RedirectLearningMiddleware:
             self.fetched.add(identity.form)
 
     def _verifies(self, form: str, rule: RuleKey) -> bool:
-        """Whether this prediction is checked by fetching the original (a stable share of URLs)."""
-        return verifies(form, self.verify_share)
+        """Whether this prediction is checked by fetching the original (see :func:`._plan.verification_share`)."""
+        return verifies(form, verification_share(self.store.confirmations(rule), self.verify_share))
 
     # -- after download: learn ---------------------------------------------------
 

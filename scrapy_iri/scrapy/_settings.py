@@ -31,7 +31,7 @@ DEFAULTS: dict[str, Any] = {
     # learning from redirects (protocol rung, RedirectLearningMiddleware)
     "IRI_RULE_MIN_OBSERVATIONS": 3,
     "IRI_RULE_TTL": 30 * 86400,
-    "IRI_VERIFY_SHARE": 0.1,
+    "IRI_VERIFY_SHARE": 0.01,
     "IRI_SINK_FANIN": 5,
     "IRI_MAX_ALIAS_CHAIN": 20,
     "IRI_CROSS_SITE_ALIASES": False,
@@ -152,7 +152,7 @@ class IRISettings:
     url_pipeline_order: int = 300
     rule_min_observations: int = 3
     rule_ttl: float = 30 * 86400.0
-    verify_share: float = 0.1
+    verify_share: float = 0.01
     sink_fanin: int = 5
     max_alias_chain: int = 20
     cross_site_aliases: bool = False

@@ -466,7 +466,8 @@ class EquivalenceStore(ABC):
         support from the first support under each first-level directory
         (``first``), and every counterexample under any directory counts
         against it: it applies everywhere once ``min_observations``
-        directories have supported it and none has refuted it.
+        directories have supported it and none has refuted it. Once active,
+        every confirmation under any directory counts for it.
         """
         kind = KINDS_BY_NAME.get(key.kind)
         if kind is None or not kind.generalizes or key.scope.startswith(ANYWHERE):
@@ -474,8 +475,19 @@ class EquivalenceStore(ABC):
         wide = RuleKey(key.origin, key.kind, generalized(key.scope))
         if verdict is Verdict.AGAINST:
             self._count(wide, Verdict.AGAINST, now, note, outcome)
-        elif verdict is Verdict.SUPPORT and first:
+        elif verdict is Verdict.SUPPORT and (first or self._is_active(wide, now)):
             self._count(wide, Verdict.SUPPORT, now, note, outcome)
+
+    def _is_active(self, key: RuleKey, now: float) -> bool:
+        record = self._rules_at(key.origin).get(key)
+        return record is not None and record.status(self.policy, now) is RuleStatus.ACTIVE
+
+    def confirmations(self, key: RuleKey) -> int:
+        """How many consistent observations an active rule has (0 if it is not active): what verification decays with."""
+        record = self._rules_at(key.origin).get(key)
+        if record is None or record.status(self.policy, self.clock()) is not RuleStatus.ACTIVE:
+            return 0
+        return record.support
 
     # -- deferred requests ------------------------------------------------
 

@@ -214,3 +214,23 @@ def test_the_dupefilter_imports_no_redis_code_unless_redis_is_configured(tmp_pat
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_verification_decays_with_confirmations_and_keeps_its_floor() -> None:
+    from scrapy_iri.scrapy._plan import verification_share
+
+    assert verification_share(3, 0.0) == 1.0  # just learned: every prediction is checked
+    assert verification_share(30, 0.0) == pytest.approx(0.1)  # 95% bound on the error rate: about 3/30
+    assert verification_share(300, 0.0) == pytest.approx(0.01)
+    assert verification_share(3000, 0.05) == 0.05  # IRI_VERIFY_SHARE is the floor
+    assert verification_share(30, 1.0) == 1.0
+
+
+def test_confirmations_count_only_for_active_rules() -> None:
+    store = _store_with_rules()
+    rule = RuleKey("http://www.x.example", "http-to-https", "/")
+    assert store.confirmations(rule) == 3
+    store.record_redirect("http://www.x.example/d-4", 301, "https://www.x.example/d-4")
+    assert store.confirmations(rule) == 4
+    store.record_response("http://www.x.example/q", 200)
+    assert store.confirmations(rule) == 0  # suspended at once
