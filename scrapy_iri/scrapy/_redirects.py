@@ -136,6 +136,7 @@ class RedirectLearningMiddleware:
         self.stats = crawler.stats
         config = CrawlResources.of(crawler).config
         self.verify_share = config.verify_share
+        self.verify_adaptive = config.verify_adaptive
         self.rewrite = config.rewrite
         if fingerprinter is None:
             fingerprinter = crawler.request_fingerprinter
@@ -202,6 +203,8 @@ class RedirectLearningMiddleware:
 
     def _verifies(self, form: str, rule: RuleKey) -> bool:
         """Whether this prediction is checked by fetching the original (see :func:`._plan.verification_share`)."""
+        if not self.verify_adaptive:
+            return verifies(form, self.verify_share)
         return verifies(form, verification_share(self.store.confirmations(rule), self.verify_share))
 
     # -- after download: learn ---------------------------------------------------

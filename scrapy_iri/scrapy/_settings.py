@@ -32,6 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "IRI_RULE_MIN_OBSERVATIONS": 3,
     "IRI_RULE_TTL": 30 * 86400,
     "IRI_VERIFY_SHARE": 0.01,
+    "IRI_VERIFY_ADAPTIVE": True,
     "IRI_SINK_FANIN": 5,
     "IRI_MAX_ALIAS_CHAIN": 20,
     "IRI_CROSS_SITE_ALIASES": False,
@@ -153,6 +154,7 @@ class IRISettings:
     rule_min_observations: int = 3
     rule_ttl: float = 30 * 86400.0
     verify_share: float = 0.01
+    verify_adaptive: bool = True
     sink_fanin: int = 5
     max_alias_chain: int = 20
     cross_site_aliases: bool = False
@@ -182,6 +184,7 @@ class IRISettings:
             rule_min_observations=_int(settings, "IRI_RULE_MIN_OBSERVATIONS", 1),
             rule_ttl=_number(settings, "IRI_RULE_TTL", positive=True),
             verify_share=_number(settings, "IRI_VERIFY_SHARE", at_most=1.0),
+            verify_adaptive=_bool(settings, "IRI_VERIFY_ADAPTIVE"),
             sink_fanin=_int(settings, "IRI_SINK_FANIN", 2),
             max_alias_chain=_int(settings, "IRI_MAX_ALIAS_CHAIN", 1),
             cross_site_aliases=_bool(settings, "IRI_CROSS_SITE_ALIASES"),
