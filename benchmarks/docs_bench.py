@@ -130,14 +130,14 @@ def _cpu_of(run: Any) -> tuple[CrawlResult, float]:
     return result, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def measure(web: SimulatedWeb, result: CrawlResult, cpu: float, baseline: CrawlResult | None) -> dict[str, Any]:
+def measure(pages: set[str], result: CrawlResult, cpu: float, baseline: CrawlResult | None) -> dict[str, Any]:
     if result.returncode != 0:
         raise SystemExit(f"docs_bench: a crawl failed:\n{result.log[-3000:]}")
     fetched = result.counts["resources"]
     reference = baseline.counts["resources"] if baseline else fetched
     return {
         "pages": len(result.resource_ids),
-        "missed": sorted(web.resource_ids() - result.resource_ids),
+        "missed": sorted(pages - result.resource_ids),
         "duplicates_beyond_scrapy": sum(max(0, n - reference.get(rid, 1)) for rid, n in fetched.items()),
         "redirects": sum(result.counts["redirects"].values()),
         "requests": result.counts["requests"],
@@ -148,6 +148,7 @@ def measure(web: SimulatedWeb, result: CrawlResult, cpu: float, baseline: CrawlR
 
 
 def run_once(web: SimulatedWeb, starts: list[str], concurrency: int) -> dict[str, Any]:
+    pages = {resource.id for site in web.sites for resource in site.resources}
     base = {"CONCURRENT_REQUESTS": concurrency, "LOG_LEVEL": "INFO", "CLOSESPIDER_PAGECOUNT": 0}
     with tempfile.TemporaryDirectory(prefix="docs-bench-") as workdir:
         store = {"IRI_STORE": f"sqlite:///{Path(workdir) / 'store.db'}"}
@@ -161,7 +162,7 @@ def run_once(web: SimulatedWeb, starts: list[str], concurrency: int) -> dict[str
         scrapy = None
         for name, settings in crawls.items():
             result, cpu = _cpu_of(lambda s=settings: run_crawl(web, start_urls=starts, settings=s, timeout=900))
-            out[name] = measure(web, result, cpu, scrapy)
+            out[name] = measure(pages, result, cpu, scrapy)
             scrapy = scrapy or result
     for name in ("scheme", "cold", "warm"):
         out[name]["saved"] = 1 - out[name]["redirects"] / out["scrapy"]["redirects"]
@@ -202,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     site, starts = docs_site(tree(args.cache))
     report: dict[str, Any] = {"benchmark": "protocol rung on PostgreSQL 15's HTML docs", "runs": {}}
     with SimulatedWeb([site]) as web:
-        print(f"{len(web.resource_ids())} pages, {len(starts)} start URLs")
+        print(f"{len(site.resources)} pages, {len(starts)} start URLs")
         for concurrency in args.concurrency:
             for i in range(args.repeat):
                 run = run_once(web, starts, concurrency)
