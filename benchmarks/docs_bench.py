@@ -29,7 +29,7 @@ saved against Scrapy's, and the CPU time of the crawling process (user +
 system, from ``getrusage`` of the children: the server runs in this
 process, not in theirs).
 
-    nice .venv/bin/python benchmarks/docs_bench.py [--concurrency 1 8] [--repeat N] [--out PATH]
+    nice .venv/bin/python benchmarks/docs_bench.py [--concurrency 1 8] [--repeat N] [--out PATH] [--set NAME=VALUE]
 
 Targets: zero pages missed, zero duplicate fetches, and the protocol rung
 costing at most 10% CPU over the scheme rung.
@@ -147,16 +147,16 @@ def measure(pages: set[str], result: CrawlResult, cpu: float, baseline: CrawlRes
     }
 
 
-def run_once(web: SimulatedWeb, starts: list[str], concurrency: int) -> dict[str, Any]:
+def run_once(web: SimulatedWeb, starts: list[str], concurrency: int, extra: dict[str, Any]) -> dict[str, Any]:
     pages = {resource.id for site in web.sites for resource in site.resources}
     base = {"CONCURRENT_REQUESTS": concurrency, "LOG_LEVEL": "INFO", "CLOSESPIDER_PAGECOUNT": 0}
     with tempfile.TemporaryDirectory(prefix="docs-bench-") as workdir:
         store = {"IRI_STORE": f"sqlite:///{Path(workdir) / 'store.db'}"}
         crawls = {
             "scrapy": base,
-            "scheme": {**base, **ADDON, "IRI_RUNG": "scheme"},
-            "cold": {**base, **ADDON, **store},
-            "warm": {**base, **ADDON, **store},
+            "scheme": {**base, **ADDON, **extra, "IRI_RUNG": "scheme"},
+            "cold": {**base, **ADDON, **store, **extra},
+            "warm": {**base, **ADDON, **store, **extra},
         }
         out: dict[str, Any] = {}
         scrapy = None
@@ -199,14 +199,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8], metavar="N")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE",
+        help="a setting of the add-on's crawls (JSON value), e.g. --set IRI_VERIFY_SHARE=1",
+    )
     args = parser.parse_args(argv)
+    extra: dict[str, Any] = {}
+    for item in args.set:
+        name, _, value = item.partition("=")
+        try:
+            extra[name] = json.loads(value)
+        except json.JSONDecodeError:
+            extra[name] = value
     site, starts = docs_site(tree(args.cache))
-    report: dict[str, Any] = {"benchmark": "protocol rung on PostgreSQL 15's HTML docs", "runs": {}}
+    report: dict[str, Any] = {"benchmark": "protocol rung on PostgreSQL 15's HTML docs", "settings": extra, "runs": {}}
     with SimulatedWeb([site]) as web:
         print(f"{len(site.resources)} pages, {len(starts)} start URLs")
         for concurrency in args.concurrency:
             for i in range(args.repeat):
-                run = run_once(web, starts, concurrency)
+                run = run_once(web, starts, concurrency, extra)
                 report["runs"][f"c={concurrency} #{i + 1}"] = run
                 print(f"\n== concurrency {concurrency}, run {i + 1} ==")
                 print_run(run)
