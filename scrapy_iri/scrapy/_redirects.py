@@ -173,7 +173,8 @@ class RedirectLearningMiddleware:
         if not self.rewrite or not protocol_rewritable(request):
             self._send(request, identity, Flight(dont_filter, SEND))
             return None
-        decision = plan(identity.form, identity.representative or identity.form, self.store.resolve(identity.form), self._verifies)
+        filed_as = identity.representative or identity.form
+        decision = plan(identity.form, filed_as, self.store.resolve(identity.form), self._verifies)
         if decision.action == VERIFY:
             self.stats.inc_value("iri/verify")
             self._send(request, identity, Flight(dont_filter, VERIFY, tuple(str(r) for r in decision.rules)))
@@ -188,7 +189,8 @@ class RedirectLearningMiddleware:
         if decision.orphan is not None and self.store.representative(decision.orphan) != decision.target:
             self._fetch_filing(request, decision.orphan)
         rules = tuple(str(rule) for rule in decision.rules)
-        meta = {**request.meta, META_REWRITTEN_FROM: request.url, _FLIGHT: Flight(dont_filter, REWRITE, rules, request.url)}
+        flight = Flight(dont_filter, REWRITE, rules, request.url)
+        meta = {**request.meta, META_REWRITTEN_FROM: request.url, _FLIGHT: flight}
         if decision.filed:  # the dupefilter holds it under the target already: it must pass
             meta[META_IDENTITY] = identity.sent_as(decision.target)
             return request.replace(url=decision.target, dont_filter=True, meta=meta)
