@@ -1,6 +1,6 @@
 """The equivalence store: the interface every backend offers, and the learning logic they share.
 
-Backends (:mod:`.memory`, :mod:`.sqlite`, later Redis) implement a few
+Backends (:mod:`._memory`, :mod:`._sqlite`, :mod:`._redis`) implement a few
 storage primitives (the ``_``-prefixed abstract methods); everything else,
 what evidence means and how a URL finds its representative, lives here once.
 
@@ -11,8 +11,10 @@ Safety properties, each with a test in ``tests/store`` and ``tests/scrapy``:
   chain resolves to the URL itself (no merge);
 * only clean permanent redirects within one registrable domain make
   aliases; cookies, credentials, ``Set-Cookie`` and ``Vary`` disqualify;
-* rules are keyed by origin and only ever predict URLs of their own origin
-  (or its ``www.``/``https`` partner inside one registrable domain);
+* rules are keyed by origin and scope (a first-level directory, a numbered
+  path family, or the whole origin once several directories agree) and only
+  ever predict URLs of their own origin (or its ``www.``/``https`` partner
+  inside one registrable domain); never on IP hosts or URIs without a host;
 * a suspended rule stops applying at once.
 """
 
