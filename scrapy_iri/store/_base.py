@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
-from ._forms import has_userinfo, scheme_form, sink_key, source_key, split_form, split_fragment
+from ._forms import has_userinfo, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
 from ._psl import same_site
 from ._rules import (
     ANYWHERE,
@@ -328,8 +328,12 @@ class EquivalenceStore(ABC):
         outcome = Outcome()
         notes: list[str] = []
         # distinct sources by path and query (/item?id=1 and /item?id=2 are two pages); the
-        # target without its query (/login?next=... is /login)
-        sources = self._add_fanin(sink_key(tgt), source_key(src), self.policy.sink_fanin)
+        # target without its query (/login?next=... is /login); a redirect that only fixes
+        # the spelling of a page (scheme, www., case, slash, index.html) is no sign of a sink
+        if spelling_key(src) == spelling_key(tgt):
+            sources = []
+        else:
+            sources = self._add_fanin(sink_key(tgt), source_key(src), self.policy.sink_fanin)
         outcome.sink = len(sources) >= self.policy.sink_fanin
         cross_site = not same_site(_host(src), _host(tgt))
 

@@ -506,3 +506,19 @@ def test_a_sink_is_one_page_whatever_its_spelling(store: EquivalenceStore, spell
     target = "http://s.example" + spelling.format(k=fanin)
     store.record_redirect(f"http://s.example/p-{fanin}", 301, target)
     assert rep(store, f"http://s.example/p-{fanin}") == f"http://s.example/p-{fanin}"
+
+
+def test_spelling_fixes_into_one_page_are_no_sink(store: EquivalenceStore) -> None:
+    """Every alias spelling of a docs index redirects to it: one page, not a login sink."""
+    target = "https://docs.example/docs/15/"
+    for source in (
+        "http://docs.example/docs/15/",
+        "http://www.docs.example/docs/15/",
+        "https://www.docs.example/docs/15/index.html",
+        "https://docs.example/docs/15/index.html",
+        "https://docs.example/docs/15",
+        "http://docs.example/Docs/15/Index.html",
+    ):
+        store.record_redirect(source, 301, target)
+    assert store.stats()["sinks"] == 0
+    assert rep(store, "https://docs.example/docs/15/index.html") == target
