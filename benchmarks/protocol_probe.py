@@ -8,7 +8,7 @@ line ``{"url", "status", "why"}`` to the file named by the
 ``PROTOCOL_PROBE_FILE`` setting, ``why`` being:
 
 * ``verification``: a rule's prediction checked by fetching the original
-  (``IRI_VERIFY_SHARE``, or a suspicious landing);
+  (adaptive verification above ``IRI_VERIFY_SHARE``, or a suspicious landing);
 * ``in_flight``: the store already merged the URL when the answer came: it
   learned the alias or the rule while the request was on its way;
 * ``learning``: a rule not yet active (fewer than ``IRI_RULE_MIN_OBSERVATIONS``
@@ -31,8 +31,9 @@ from typing import IO, TYPE_CHECKING, Any
 from scrapy import signals
 
 from scrapy_iri import IRIError, Rung, canonicalize
-from scrapy_iri.scrapy._redirects import ORDER, location_url
-from scrapy_iri.scrapy._settings import crawler_store
+from scrapy_iri.scrapy._plan import VERIFY, Flight
+from scrapy_iri.scrapy._redirects import _FLIGHT, ORDER, location_url
+from scrapy_iri.scrapy._resources import crawler_store
 from scrapy_iri.store import RuleStatus
 from scrapy_iri.store._rules import REDIRECTS, predictions
 
@@ -45,8 +46,6 @@ if TYPE_CHECKING:
 PROBE_ORDER = ORDER - 1
 #: the setting naming the JSON-lines file
 SETTING = "PROTOCOL_PROBE_FILE"
-#: the learning middleware's internal meta key (its state for a request in flight)
-_STATE = "_iri_protocol"
 
 
 def _form(url: str) -> str | None:
@@ -79,8 +78,8 @@ class RedirectProbe:
         self.out.write(json.dumps({"url": request.url, "status": response.status, "why": why}) + "\n")
 
     def why(self, request: Request, target: str) -> str:
-        state = request.meta.get(_STATE)
-        if state is not None and state[0] == "verify":
+        flight = request.meta.get(_FLIGHT)
+        if isinstance(flight, Flight) and flight.action == VERIFY:
             return "verification"
         source, destination = _form(request.url), _form(target)
         if source is None or destination is None:

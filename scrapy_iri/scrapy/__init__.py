@@ -1,10 +1,14 @@
 """The Scrapy components of scrapy-iri (importing them imports Scrapy).
 
-- :mod:`.addon`: ``Addon``, which turns everything on;
-- :mod:`.dupefilter`: ``IRIDupeFilter``, with the compact seen set of :mod:`.seen`;
-- :mod:`.fingerprint`: ``IRIRequestFingerprinter`` and request identity;
-- :mod:`.links`: ``IRILinkExtractor``, ``iri_request``;
-- :mod:`.pipelines`: ``CanonicalizeURLsPipeline``;
-- :mod:`.compat`: Scrapy's present identity, for migrating users;
-- :mod:`.settings`: the ``IRI_*`` settings and their defaults.
+- :mod:`._addon`: ``Addon``, which turns everything on;
+- :mod:`._settings`: the ``IRI_*`` settings and their defaults, parsed once;
+- :mod:`._resources`: what one crawl's components share (settings, store, Redis);
+- :mod:`._fingerprint`: ``IRIRequestFingerprinter`` and the identity each request carries;
+- :mod:`._dupefilter`: ``IRIDupeFilter``, with the compact seen set of :mod:`._seen`;
+- :mod:`._redirects`: the protocol rung's middleware, adapting Scrapy's hooks to :mod:`._plan`;
+- :mod:`._location`: ``IRILocationMiddleware`` (redirects to IRIs);
+- :mod:`._links`: ``IRILinkExtractor``, ``iri_request``;
+- :mod:`._pipelines`: ``CanonicalizeURLsPipeline``;
+- :mod:`._compat`: Scrapy's present identity, for migrating users;
+- :mod:`._redis_config`, :mod:`._redis_crawl`, :mod:`._redis_seen`: crawls shared through Redis.
 """

@@ -67,7 +67,7 @@ class Addon:
         return cls(crawler)
 
     def update_settings(self, settings: Settings) -> None:
-        # protocol rung (issue 5): the add-on's default rung is "protocol"
+        # the add-on's default rung is "protocol"
         settings.setdefault("IRI_RUNG", "protocol", "addon")
         config = IRISettings.from_settings(settings)
         self._check_store(config)
@@ -135,13 +135,7 @@ class Addon:
         settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", VerbatimLinkMiddleware, ORDER)
 
     def _update_protocol_settings(self, settings: Settings, config: IRISettings) -> Any:
-        """Components of the protocol rung (redirect learning, store) go here.
-
-        The protocol-rung issue adds its downloader middleware
-        (``scrapy_iri.scrapy._redirects``) in this method, with
-        ``settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", ...)``.
-        """
-        # protocol rung (issue 5): redirect learning and rewriting before download
+        """At the protocol rung: the redirect-learning middleware (learning, rewriting before download)."""
         if config.needs_store and config.rung is Rung.PROTOCOL:
             from ._redirects import ORDER, RedirectLearningMiddleware
 

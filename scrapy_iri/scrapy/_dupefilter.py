@@ -15,10 +15,10 @@ from scrapy.utils.request import referer_str
 
 from scrapy_iri import Rung
 
-from . import _redis_seen as redis_seen
 from ._fingerprint import IRIRequestFingerprinter, RequestIdentity, merging_rung
-from ._seen import KEY_SIZE, RECORD_SIZE, SeenSet
-from ._settings import SCRAPY_DUPEFILTER_CLASS, IRISettings, IRISettingsError, fallback_class
+from ._resources import CrawlResources
+from ._seen import KEY_SIZE, RECORD_SIZE, SEEN_ELSEWHERE, SeenSet
+from ._settings import SCRAPY_DUPEFILTER_CLASS, IRISettingsError, fallback_class
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -55,7 +55,8 @@ class IRIDupeFilter(BaseDupeFilter):
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.config = IRISettings.from_settings(crawler.settings)
+        resources = CrawlResources.of(crawler)
+        self.config = resources.config
         self.debug = crawler.settings.getbool("DUPEFILTER_DEBUG")
         self.logdupes = True
         self.logger = logger
@@ -82,9 +83,8 @@ class IRIDupeFilter(BaseDupeFilter):
         path = job_dir(crawler.settings)
         if path:
             self.file = self._open_seen_file(Path(path, SEEN_FILE))
-        # Redis hook (issue 6): with IRI_STORE = "redis://..." the seen set is shared by every process.
-        if redis_seen.uses_redis(crawler.settings):
-            self.seen = redis_seen.redis_seen_set(crawler, self.seen)
+        # with IRI_STORE = "redis://..." the seen set is shared by every process
+        self.seen = resources.seen_set(self.seen)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -92,15 +92,17 @@ class IRIDupeFilter(BaseDupeFilter):
 
     @classmethod
     def from_spider(cls, spider: Spider) -> Self:
-        """Redis hook (issue 6): the constructor scrapy-redis's scheduler calls; the seen set is in Redis."""
-        return redis_seen.dupefilter_from_spider(cls, spider)
+        """The constructor scrapy-redis's scheduler calls: the seen set is in Redis."""
+        from ._redis_seen import dupefilter_from_spider
+
+        return dupefilter_from_spider(cls, spider)
 
     def clear(self) -> None:
-        """Redis hook (issue 6): forget every seen request (scrapy-redis's scheduler flush)."""
-        if isinstance(self.seen, redis_seen.RedisSeenSet):
-            self.seen.clear()
-        else:
+        """Forget every seen request (scrapy-redis's scheduler flush)."""
+        if isinstance(self.seen, SeenSet):
             self.seen = SeenSet()
+        else:  # the set shared through Redis
+            self.seen.clear()
 
     # the dupefilter interface
 
@@ -111,13 +113,17 @@ class IRIDupeFilter(BaseDupeFilter):
         identity = self.fingerprinter.identity(request)
         if identity.error is not None:
             self._count_invalid(request, identity)
+        if identity.fingerprint in identity.chain:
+            # a hop of the request's own redirect chain, landing where the request was filed
+            self.crawler.stats.inc_value("iri/own_chain")
+            return False
         key = self._key(request, identity)
         found = self.seen.add(key, identity.tag)
         if found is None:
             if self.file is not None:
                 self.file.write(SeenSet.record(key, identity.tag))
             return False
-        if found != redis_seen.SEEN_ELSEWHERE:  # Redis hook (issue 6): another process's tag is unknown
+        if found != SEEN_ELSEWHERE:  # another process's tag is unknown
             self._merged[request] = merging_rung(found, identity.tag, identity.rung)
         return True
 

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
 from scrapy_iri import IRIError, Rung, canonicalize
 
@@ -45,22 +44,80 @@ FINGERPRINT_SIZE = 20
 _PERSON = b"scrapy-iri/1"
 
 
-@dataclass(frozen=True, slots=True)
+#: ``request.meta`` key holding the request's :class:`RequestIdentity` (picklable)
+META_IDENTITY = "iri_identity"
+
+#: redirect statuses (a request that handles them itself is never merged by the protocol rung)
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
+@dataclass(frozen=True)
 class RequestIdentity:
-    """What the fingerprinter learned about one request.
+    """A request's identity, computed once when it is scheduled and carried in ``request.meta``.
 
     ``fingerprint`` covers the method, the URL's form at ``rung`` and the
-    body. ``rung`` is the configured rung, or the string rung when the URL
-    could not be canonicalized (``error`` says why). ``tag`` packs a
-    short hash of the URL's form at each rung below the configured one, so
-    that the dupefilter can tell which rung merged a duplicate without
-    keeping any URL (see :func:`merging_rung`).
+    body; it is what the dupefilter files the request under. ``rung`` is the
+    configured rung, or the string rung when the URL could not be
+    canonicalized (``error`` says why). ``tag`` packs a short hash of the
+    URL's form at each rung below the configured one (see
+    :func:`merging_rung`).
+
+    At the protocol rung, ``form`` is the URL's scheme form (no fragment),
+    ``representative`` the URL the store resolved it to when the request was
+    scheduled and ``rules`` the rules that merge relies on (their ``str``).
+
+    ``url`` is the URL the request is sent as; ``chain`` holds the
+    fingerprints filed by the earlier hops of its redirect chain and
+    ``filings`` the representatives they were filed under when those were
+    not their own URL: a hop landing on one of them is the same request, not
+    a duplicate.
     """
 
+    url: str
     fingerprint: bytes
     rung: Rung
     tag: int
     error: str | None = None
+    form: str | None = None
+    representative: str | None = None
+    rules: tuple[str, ...] = ()
+    chain: tuple[bytes, ...] = ()
+    filings: tuple[str, ...] = ()
+    config: tuple[Any, ...] = ()
+
+    @property
+    def merged(self) -> bool:
+        """Whether the protocol rung filed the request under another URL than its own."""
+        return self.representative is not None and self.representative != self.form
+
+    def sent_as(self, url: str) -> RequestIdentity:
+        """The same identity for the request rewritten to ``url`` (it stays filed where it was)."""
+        return replace(self, url=url)
+
+
+def protocol_mergeable(request: Request) -> bool:
+    """Whether the protocol rung may file this request under its representative.
+
+    GET/HEAD requests whose redirects Scrapy follows: the chain of one that
+    is sent as it is passes the dupefilter wherever it lands on its own
+    identity. Other requests keep the identity of their scheme form.
+    """
+    meta = request.meta
+    if request.method not in ("GET", "HEAD") or meta.get("dont_redirect") or meta.get("handle_httpstatus_all"):
+        return False
+    return not _REDIRECTS.intersection(meta.get("handle_httpstatus_list", ()))
+
+
+def protocol_rewritable(request: Request) -> bool:
+    """Whether the protocol rung may send this request to its representative instead of its URL."""
+    meta = request.meta
+    return protocol_mergeable(request) and not meta.get("verbatim_url") and not meta.get("iri_dont_rewrite")
+
+
+def _redirected_from(request: Request, carried: RequestIdentity) -> bool:
+    """Whether ``request`` is a redirect hop of the request ``carried`` was computed for."""
+    hops = request.meta.get("redirect_urls")
+    return bool(hops) and hops[-1] == carried.url and request.url not in hops
 
 
 def _tag_bits(rung: Rung) -> int:
@@ -116,36 +173,19 @@ def string_form(url: str, keep_fragment: bool) -> str:
     return url if keep_fragment else url.partition("#")[0]
 
 
-def url_forms(
-    url: str,
-    rung: Rung,
-    *,
-    keep_fragment: bool,
-    lenient: bool,
-    store: EquivalenceStore | None = None,
-) -> list[str]:
-    """The URL's canonical forms from the string rung up to ``rung``; raises :class:`IRIError`.
+def url_forms(url: str, rung: Rung, *, keep_fragment: bool, lenient: bool) -> list[str]:
+    """The URL's canonical forms from the string rung up to ``rung`` (at most the scheme rung); raises :class:`IRIError`.
 
     Each form is computed from the one below it (the scheme form of ``x`` is
     the scheme form of the syntax form of ``x``), so the ladder is climbed
-    once.
+    once. The protocol form is the store's representative of the scheme form.
     """
     forms = [string_form(url, keep_fragment)]
     if rung >= Rung.SYNTAX:
         forms.append(canonicalize(url, Rung.SYNTAX, keep_fragment=keep_fragment, lenient=lenient))
     if rung >= Rung.SCHEME:
         forms.append(canonicalize(forms[-1], Rung.SCHEME))
-    if rung >= Rung.PROTOCOL:
-        if store is None:
-            raise ValueError("the protocol rung needs an equivalence store")
-        # forms[-1] already is the scheme form: the protocol form is its representative
-        forms.append(store.representative(forms[-1]))
     return forms
-
-
-# request -> {configuration: identity}; shared by every fingerprinter of the
-# process with the same configuration, and dropped with the request.
-_cache: WeakKeyDictionary[Request, dict[tuple[Any, ...], RequestIdentity]] = WeakKeyDictionary()
 
 
 class IRIRequestFingerprinter:
@@ -196,37 +236,76 @@ class IRIRequestFingerprinter:
         return self.identity(request).fingerprint
 
     def identity(self, request: Request) -> RequestIdentity:
-        """The request's identity at the configured rung (cached while the request lives)."""
-        store = self._get_store() if self.rung is Rung.PROTOCOL else None
-        key = (self.rung, self.config.keep_fragments, self.config.lenient, id(store))
-        per_request = _cache.setdefault(request, {})
-        identity = per_request.get(key)
-        if identity is None:
-            identity = self._compute(request, store)
-            per_request[key] = identity
+        """The request's identity: the one it carries, else computed now and attached to it.
+
+        A request carries its identity in ``request.meta[META_IDENTITY]``
+        from the moment it is first scheduled; a redirect of it (whose meta
+        is a copy) gets its own identity, which remembers the chain's.
+        """
+        carried = request.meta.get(META_IDENTITY)
+        if isinstance(carried, RequestIdentity):
+            if carried.url == request.url and carried.config == self._config_key and not request.body:
+                return carried
+            if not _redirected_from(request, carried):
+                carried = None
+        else:
+            carried = None
+        identity = self._compute(request)
+        if carried is not None:
+            filings = carried.filings + ((carried.representative,) if carried.merged else ())
+            identity = replace(identity, chain=(*carried.chain, carried.fingerprint), filings=filings)
+        if not request.body:
+            request.meta[META_IDENTITY] = identity
         return identity
 
-    def _compute(self, request: Request, store: EquivalenceStore | None) -> RequestIdentity:
+    @property
+    def _config_key(self) -> tuple[Any, ...]:
+        return (self.rung, self.config.keep_fragments, self.config.lenient)
+
+    def _compute(self, request: Request) -> RequestIdentity:
         rung = self.rung
         keep_fragment = self.config.keep_fragments
+        url = request.url
         if rung is Rung.STRING:
-            form = string_form(request.url, keep_fragment)
-            return RequestIdentity(digest(request.method, form, request.body), Rung.STRING, 0)
+            form = string_form(url, keep_fragment)
+            return RequestIdentity(url, digest(request.method, form, request.body), Rung.STRING, 0, config=self._config_key)
         # Scrapy sends a verbatim_url request exactly as written: no lenient
         # preprocessing ('\\' -> '/', trimming) may merge it with another URL.
         lenient = self.config.lenient and not request.meta.get("verbatim_url")
         try:
-            forms = url_forms(request.url, rung, keep_fragment=keep_fragment, lenient=lenient, store=store)
+            forms = url_forms(url, rung, keep_fragment=keep_fragment, lenient=lenient)
         except IRIError as exc:
-            form = string_form(request.url, keep_fragment)
-            return RequestIdentity(digest(request.method, form, request.body), Rung.STRING, 0, str(exc))
-        return RequestIdentity(digest(request.method, forms[-1], request.body), rung, pack_tag(forms, rung))
+            form = string_form(url, keep_fragment)
+            fingerprint = digest(request.method, form, request.body)
+            return RequestIdentity(url, fingerprint, Rung.STRING, 0, str(exc), config=self._config_key)
+        if rung is not Rung.PROTOCOL:
+            fingerprint = digest(request.method, forms[-1], request.body)
+            return RequestIdentity(url, fingerprint, rung, pack_tag(forms, rung), config=self._config_key)
+        scheme_form = forms[-1]
+        base, _, fragment = scheme_form.partition("#")
+        if protocol_mergeable(request):
+            resolution = self._get_store().resolve(base)
+            representative, rules = resolution.representative, tuple(str(rule) for rule in resolution.rules)
+        else:
+            representative, rules = base, ()
+        protocol = representative + ("#" + fragment if keep_fragment and fragment else "")
+        forms.append(protocol)
+        return RequestIdentity(
+            url,
+            digest(request.method, protocol, request.body),
+            rung,
+            pack_tag(forms, rung),
+            form=base,
+            representative=representative,
+            rules=rules,
+            config=self._config_key,
+        )
 
     def _get_store(self) -> EquivalenceStore:
         if self._store is None:
             if self._crawler is None:
                 raise ValueError("the protocol rung needs a crawler (to find its equivalence store)")
-            from ._settings import crawler_store
+            from ._resources import CrawlResources
 
-            self._store = crawler_store(self._crawler)
+            self._store = CrawlResources.of(self._crawler).store
         return self._store

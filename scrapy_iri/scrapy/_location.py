@@ -51,12 +51,20 @@ def map_location(base: str, location: bytes) -> str | None:
         return None
 
 
+#: internal meta: ``(Location as sent, map_location's answer)`` for the response being handled,
+#: so that the header is mapped once per hop (the learning middleware maps it first)
+META_LOCATION = "_iri_location"
+
+
 def redirect_target(request: Request, location: bytes) -> str:
     """The absolute URL a redirect to ``location`` is followed to, with this middleware on.
 
-    The IRI mapping where it applies, else what Scrapy's RedirectMiddleware computes.
+    The IRI mapping where it applies, else what Scrapy's RedirectMiddleware
+    computes. The mapping is kept in the request's meta for this
+    middleware's ``process_response``.
     """
     mapped = map_location(request.url, location)
+    request.meta[META_LOCATION] = (location, mapped)
     if mapped is not None:
         return mapped
     url = safe_url_string(location)
@@ -79,7 +87,8 @@ class IRILocationMiddleware:
         raw = response.headers.get(b"Location")
         if raw is None or not 300 <= response.status < 400:
             return response
-        uri = map_location(request.url, raw)
+        known = request.meta.pop(META_LOCATION, None)
+        uri = known[1] if known is not None and known[0] == raw else map_location(request.url, raw)
         if uri is None or uri.encode("ascii") == raw:
             return response
         headers = response.headers.copy()

@@ -106,7 +106,7 @@ class CanonicalizeURLsPipeline:
 
     def _get_store(self) -> EquivalenceStore:
         if self._store is None:
-            from ._settings import crawler_store
+            from ._resources import crawler_store
 
             self._store = crawler_store(self.crawler)
         return self._store

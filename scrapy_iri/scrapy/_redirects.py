@@ -5,6 +5,9 @@ the :class:`~scrapy_iri.Addon` at priority :data:`ORDER` when ``IRI_RUNG`` is
 ``"protocol"`` (the add-on's default). It shares the crawler's equivalence
 store (``IRI_STORE``) with the dupefilter and:
 
+* reads the identity the request carries (``request.meta["iri_identity"]``,
+  computed once when it was scheduled: see :mod:`._fingerprint`) and leaves
+  the decisions to :func:`._plan.plan`;
 * observes every raw response through the ``response_downloaded`` signal,
   before ``RedirectMiddleware`` turns a 3xx into a new request: each hop
   (source, status, Location, target), including hops whose target the
@@ -13,17 +16,13 @@ store (``IRI_STORE``) with the dupefilter and:
 * rewrites a request whose URL has another representative (an exact alias or
   an active rule) to that representative in ``process_request``, before any
   other middleware (robots.txt, auth, cookies) sees it, so the round trip is
-  saved. The dupefilter keys on the protocol form, so it filed the request
-  under that representative already: the rewritten request passes it
-  (``dont_filter=True``; the original flag is restored before a redirect of
-  it is built). If the store learned the rewrite only after the request was
-  filed, the dupefilter judges the target instead. A share
-  (``IRI_VERIFY_SHARE``) of rule predictions is not rewritten but verified
-  by fetching the original;
-* honours every filing: a request filed under a representative but fetched
-  as it is (a verification, a rule suspended meanwhile) lets its redirect to
-  that representative through the filter once, or has the representative
-  fetched on its own, so a later link to it is never dropped unfetched;
+  saved. A share (``IRI_VERIFY_SHARE``) of rule predictions is not rewritten
+  but verified by fetching the original: each hop of its redirect chain that
+  lands on its own identity passes the dupefilter;
+* honours every filing: when a chain ends (a document, an error) elsewhere
+  than a representative it was filed under, and nothing fetched that
+  representative, it is fetched on its own, so a later link to it, dropped
+  as a duplicate, is never lost;
 * keeps every request a rule merged away (rewritten, or dropped by the
   dupefilter as a duplicate of its predicted target) in the store and in
   memory. When a rule is contradicted those requests are scheduled again:
@@ -39,19 +38,27 @@ fetches), ``iri/deferred``, ``iri/rescheduled``.
 from __future__ import annotations
 
 import logging
-import zlib
 from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
-from scrapy_iri import IRIError, Rung, canonicalize
+from scrapy_iri import Rung
 from scrapy_iri.store import EquivalenceStore, Outcome, RuleKey, context_flags
+from scrapy_iri.store._forms import scheme_form
 from scrapy_iri.store._rules import REDIRECTS
 
+from ._fingerprint import (
+    META_IDENTITY,
+    IRIRequestFingerprinter,
+    RequestIdentity,
+    protocol_mergeable,
+    protocol_rewritable,
+)
 from ._location import redirect_target
-from ._settings import IRISettings, crawler_store, learning_policy
+from ._plan import REWRITE, SEND, VERIFY, Flight, plan, verification_share, verifies_by_hash
+from ._resources import CrawlResources
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -68,11 +75,8 @@ ORDER = 40
 META_REWRITTEN_FROM = "iri_rewritten_from"
 #: meta key a request can set to be sent as it is
 META_DONT_REWRITE = "iri_dont_rewrite"
-#: internal meta: ("rewrite", original dont_filter, rule keys), ("verify", rule key)
-#: or ("restore", original dont_filter)
-_STATE = "_iri_protocol"
-#: internal meta: the representative the dupefilter filed a request under, when not its own URL
-_FILED_AS = "_iri_filed_as"
+#: internal meta: the :class:`~._plan.Flight` of a request the middleware planned
+_FLIGHT = "_iri_flight"
 #: requests held in memory for re-scheduling (beyond it only their URLs are kept)
 HELD_MAX = 100_000
 #: answers to a rule-rewritten request that make the middleware check the original
@@ -85,7 +89,6 @@ __all__ = [
     "ORDER",
     "RedirectLearningMiddleware",
     "exchange_context",
-    "learning_policy",
     "location_url",
     "verifies",
 ]
@@ -93,7 +96,7 @@ __all__ = [
 
 def verifies(form: str, share: float) -> bool:
     """Whether the prediction for the scheme form ``form`` is verified: a stable ``share`` of URLs, by hash."""
-    return zlib.crc32(form.encode("utf-8")) % 1000 < round(share * 1000)
+    return verifies_by_hash(form, share)
 
 
 def exchange_context(request: Request, response: Response) -> frozenset[str]:
@@ -118,13 +121,6 @@ def location_url(request: Request, location: bytes) -> str:
     return redirect_target(request, location)
 
 
-def _form(url: str) -> str | None:
-    try:
-        return canonicalize(url, Rung.SCHEME, lenient=True)
-    except IRIError:
-        return None
-
-
 class RedirectLearningMiddleware:
     """Downloader middleware of the protocol rung (see the module docstring).
 
@@ -132,108 +128,96 @@ class RedirectLearningMiddleware:
     under ``IRI_COMPAT`` or at a lower rung.
     """
 
-    def __init__(self, crawler: Crawler, store: EquivalenceStore) -> None:
+    def __init__(
+        self, crawler: Crawler, store: EquivalenceStore, fingerprinter: IRIRequestFingerprinter | None = None
+    ) -> None:
         self.crawler = crawler
         self.store = store
         self.stats = crawler.stats
-        config = IRISettings.from_settings(crawler.settings)
+        config = CrawlResources.of(crawler).config
         self.verify_share = config.verify_share
+        self.verify_adaptive = config.verify_adaptive
         self.rewrite = config.rewrite
+        if fingerprinter is None:
+            fingerprinter = crawler.request_fingerprinter
+            if not isinstance(fingerprinter, IRIRequestFingerprinter):
+                fingerprinter = IRIRequestFingerprinter(crawler)
+        self.fingerprinter = fingerprinter
         self.held: dict[str, Request] = {}
-        #: scheme forms fetched as they are, or scheduled to be (past the dupefilter): never twice
+        #: scheme forms fetched as they are, or on their way to the downloader: never twice
         self.fetched: set[str] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = IRISettings.from_settings(crawler.settings)
-        if not config.needs_store or config.rung is not Rung.PROTOCOL:
+        resources = CrawlResources.of(crawler)
+        if not resources.config.needs_store or resources.config.rung is not Rung.PROTOCOL:
             raise NotConfigured("IRI_RUNG is not 'protocol'")
-        middleware = cls(crawler, crawler_store(crawler))
-        crawler.signals.connect(middleware.request_scheduled, signal=signals.request_scheduled)
+        middleware = cls(crawler, resources.store)
         crawler.signals.connect(middleware.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(middleware.request_dropped, signal=signals.request_dropped)
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(middleware.spider_idle, signal=signals.spider_idle)
         return middleware
 
-    # -- scheduling: remember where the dupefilter files a request ---------------
-
-    def request_scheduled(self, request: Request, spider: Spider | None = None) -> None:
-        """Note the representative a request is filed under (the dupefilter asks next, same store)."""
-        request.meta.pop(_FILED_AS, None)
-        if request.dont_filter or request.method not in ("GET", "HEAD") or request.meta.get("verbatim_url"):
-            return
-        form = _form(request.url)
-        if form is not None:
-            representative = self.store.representative(form)
-            if representative != form:
-                request.meta[_FILED_AS] = representative
-
     # -- before download: rewrite or verify -------------------------------------
 
     def process_request(self, request: Request, spider: Spider | None = None) -> Request | None:
-        if not self.rewrite or _STATE in request.meta or not self._rewritable(request):
+        flight = request.meta.get(_FLIGHT)
+        if isinstance(flight, Flight) and flight.action:
+            self.fetched.add(scheme_form(request.url) or request.url)
+            return None  # planned already (a rewritten request, a check, a retry)
+        identity = self.fingerprinter.identity(request)
+        if identity.form is None:  # an invalid URL: compared as given, never merged
             return None
-        form = _form(request.url)
-        if form is None:
+        dont_filter = flight.dont_filter if isinstance(flight, Flight) else request.dont_filter
+        if not self.rewrite or not protocol_rewritable(request):
+            self._send(request, identity, Flight(dont_filter, SEND))
             return None
-        resolution = self.store.resolve(form)
-        if not resolution.merged:
-            return None
-        first = resolution.steps[0]
-        if first.rule is not None and self._verifies(form):
-            request.meta[_STATE] = ("verify", str(first.rule))
+        filed_as = identity.representative or identity.form
+        decision = plan(identity.form, filed_as, self.store.resolve(identity.form), self._verifies)
+        if decision.action == VERIFY:
             self.stats.inc_value("iri/verify")
+            self._send(request, identity, Flight(dont_filter, VERIFY, tuple(str(r) for r in decision.rules)))
             return None
+        if decision.action == SEND:
+            self._send(request, identity, Flight(dont_filter, SEND))
+            return None
+        assert decision.target is not None
         self.stats.inc_value("iri/rewritten")
-        rules = resolution.rules
-        if rules:
-            self._hold(request, rules)
-        meta = {
-            **request.meta,
-            META_REWRITTEN_FROM: request.url,
-            _STATE: ("rewrite", request.dont_filter, tuple(str(rule) for rule in rules)),
-        }
-        # Filed under this representative already: the filter must let it pass. Filed
-        # under its own URL (the store learned meanwhile): the filter judges the target.
-        filed_as = request.meta.get(_FILED_AS)
-        filed = request.dont_filter or filed_as == resolution.representative
-        if filed_as is not None and filed_as != resolution.representative:
-            # Filed under another representative (a rule of the filing was contradicted
-            # meanwhile): that URL is seen but would never be fetched. Fetch it on its own,
-            # unless it now leads where this request goes (the store learned a longer chain).
-            meta.pop(_FILED_AS, None)
-            if self.store.representative(filed_as) != resolution.representative:
-                self._fetch_filing(request, filed_as)
-        return request.replace(url=resolution.representative, dont_filter=filed, meta=meta)
+        if decision.rules:
+            self._hold(request, decision.rules)
+        if decision.orphan is not None and self.store.representative(decision.orphan) != decision.target:
+            self._fetch_filing(request, decision.orphan)
+        rules = tuple(str(rule) for rule in decision.rules)
+        flight = Flight(dont_filter, REWRITE, rules, request.url)
+        meta = {**request.meta, META_REWRITTEN_FROM: request.url, _FLIGHT: flight}
+        if decision.filed:  # the dupefilter holds it under the target already: it must pass
+            meta[META_IDENTITY] = identity.sent_as(decision.target)
+            return request.replace(url=decision.target, dont_filter=True, meta=meta)
+        # filed under its own URL (the store learned meanwhile): the dupefilter judges the target
+        meta.pop(META_IDENTITY, None)
+        return request.replace(url=decision.target, dont_filter=dont_filter, meta=meta)
 
-    @staticmethod
-    def _rewritable(request: Request) -> bool:
-        """GET/HEAD requests that neither ask to see redirects themselves nor to be sent verbatim."""
-        meta = request.meta
-        if request.method not in ("GET", "HEAD") or meta.get(META_DONT_REWRITE) or meta.get("dont_redirect"):
-            return False
-        if meta.get("verbatim_url"):  # sent and fingerprinted exactly as given
-            return False
-        if meta.get("handle_httpstatus_all"):
-            return False
-        return not REDIRECTS.intersection(meta.get("handle_httpstatus_list", ()))
+    def _send(self, request: Request, identity: RequestIdentity, flight: Flight) -> None:
+        request.meta[_FLIGHT] = flight
+        if identity.form is not None:
+            self.fetched.add(identity.form)
 
-    def _verifies(self, form: str) -> bool:
-        """Whether this prediction is checked by fetching the original (a stable share of URLs)."""
-        return verifies(form, self.verify_share)
+    def _verifies(self, form: str, rule: RuleKey) -> bool:
+        """Whether this prediction is checked by fetching the original (see :func:`._plan.verification_share`)."""
+        if not self.verify_adaptive:
+            return verifies(form, self.verify_share)
+        return verifies(form, verification_share(self.store.confirmations(rule), self.verify_share))
 
     # -- after download: learn ---------------------------------------------------
 
     def response_downloaded(self, response: Response, request: Request, spider: Spider | None = None) -> None:
         """Record one raw exchange (runs before any middleware's ``process_response``)."""
-        state = request.meta.pop(_STATE, None)
-        filed_as = request.meta.pop(_FILED_AS, None)
-        fetched = _form(request.url)
-        if fetched is not None:
-            self.fetched.add(fetched)
-        if state is not None and state[0] in ("rewrite", "restore"):
-            request.dont_filter = state[1]  # a redirect of it is filtered as usual
+        flight = request.meta.pop(_FLIGHT, None)
+        if isinstance(flight, Flight):
+            request.dont_filter = flight.dont_filter  # a redirect of it is filtered as usual
+        else:
+            flight = None
         status = response.status
         context = exchange_context(request, response)
         location = response.headers.get(b"Location") if status in REDIRECTS else None
@@ -248,47 +232,54 @@ class RedirectLearningMiddleware:
         else:
             outcome = Outcome()
         self._account(outcome)
-        if filed_as is not None:
-            self._honor_filing(request, filed_as, target)
-        if state is not None and state[0] == "verify" and RuleKey.parse(state[1]) in outcome.confirmed:
-            self.stats.inc_value("iri/verified")
-        if state is not None and state[0] == "rewrite" and state[2] and status in _SUSPICIOUS:
-            self._check_original(request, RuleKey.parse(state[2][0]))
+        followed = target is not None and protocol_mergeable(request)
+        if not followed:
+            self._honor_filings(request)
+        if flight is not None and flight.action == VERIFY and flight.rules:
+            if RuleKey.parse(flight.rules[0]) in outcome.confirmed:
+                self.stats.inc_value("iri/verified")
+        if flight is not None and flight.action == REWRITE and flight.rules and status in _SUSPICIOUS:
+            self._check_original(request, flight, RuleKey.parse(flight.rules[0]))
         for rule in outcome.contradicted:
             self._reschedule(rule)
 
-    def _honor_filing(self, request: Request, filed_as: str, target: str | None) -> None:
-        """Make sure the URL the dupefilter filed ``request`` under gets fetched.
+    def _honor_filings(self, request: Request) -> None:
+        """The chain of ``request`` ends here: fetch what it was filed under and nothing fetched.
 
-        The request was not rewritten (verified, or its rule was suspended
-        meanwhile), so the dupefilter holds its representative as seen. If
-        the answer redirects there, that redirect must pass the filter once;
-        otherwise the representative is fetched on its own, or a later link
-        to it would be dropped as already seen.
+        A request fetched as it is (verified, or its rule fell meanwhile) was
+        filed under its representative: the dupefilter drops later links to
+        it as seen. If the chain did not end there, it is fetched on its own.
         """
-        if target is not None and self._rewritable(request):  # RedirectMiddleware follows it
-            form = _form(target)
-            if form is not None and self.store.representative(form) == filed_as:
-                request.meta[_STATE] = ("restore", request.dont_filter)
-                request.dont_filter = True
-                return
-        if _form(request.url) != filed_as:
+        identity = request.meta.get(META_IDENTITY)
+        if not isinstance(identity, RequestIdentity) or identity.url != request.url:
+            return
+        pending = identity.filings + ((identity.representative,) if identity.merged else ())
+        if not pending:
+            return
+        here = scheme_form(request.url)
+        landed = self.store.representative(here) if here is not None else None
+        for filed_as in pending:
+            if filed_as in (here, landed) or self.store.representative(filed_as) in (here, landed):
+                continue
             self._fetch_filing(request, filed_as)
 
     def _fetch_filing(self, request: Request, filed_as: str) -> None:
-        """Fetch ``filed_as``, the URL the dupefilter holds as seen for ``request``, unless already fetched."""
+        """Fetch ``filed_as``, a URL the dupefilter holds as seen for ``request``, unless already fetched."""
         if filed_as in self.fetched:
             return
         self.fetched.add(filed_as)
-        meta = {k: v for k, v in request.meta.items() if k not in (_STATE, META_REWRITTEN_FROM, _FILED_AS)}
+        drop = (_FLIGHT, META_REWRITTEN_FROM, META_IDENTITY, "redirect_urls", "redirect_reasons", "redirect_times")
+        meta = {k: v for k, v in request.meta.items() if k not in drop}
+        meta[_FLIGHT] = Flight(False)
+        self.stats.inc_value("iri/filings_fetched")
         self._crawl(request.replace(url=filed_as, dont_filter=True, meta=meta))
 
     def process_exception(self, request: Request, exception: Exception, spider: Spider | None = None) -> None:
         """A rule-rewritten request that cannot be downloaded (after retries): check the original."""
-        state = request.meta.get(_STATE)
-        if state is not None and state[0] == "rewrite" and state[2]:
-            del request.meta[_STATE]
-            self._check_original(request, RuleKey.parse(state[2][0]))
+        flight = request.meta.get(_FLIGHT)
+        if isinstance(flight, Flight) and flight.action == REWRITE and flight.rules:
+            del request.meta[_FLIGHT]
+            self._check_original(request, flight, RuleKey.parse(flight.rules[0]))
 
     def _account(self, outcome: Outcome) -> None:
         if outcome.learned_alias:
@@ -302,26 +293,24 @@ class RedirectLearningMiddleware:
             for rule in outcome.contradicted:
                 logger.info("Rule contradicted, suspended: %(rule)s", {"rule": str(rule)})
 
-    def _check_original(self, rewritten: Request, rule: RuleKey) -> None:
+    def _check_original(self, rewritten: Request, flight: Flight, rule: RuleKey) -> None:
         """Fetch the URL a rule rewrote, as it was, when its prediction led to an error."""
-        original = rewritten.meta.get(META_REWRITTEN_FROM)
+        original = flight.rewritten_from
         if not original:
             return
-        meta = {k: v for k, v in rewritten.meta.items() if k != META_REWRITTEN_FROM}
-        meta.update({_STATE: ("verify", str(rule)), "dont_redirect": True})
+        meta = {k: v for k, v in rewritten.meta.items() if k not in (META_REWRITTEN_FROM, META_IDENTITY)}
+        meta.update({_FLIGHT: Flight(flight.dont_filter, VERIFY, (str(rule),)), "dont_redirect": True})
         self.stats.inc_value("iri/verify")
+        self.fetched.add(scheme_form(original) or original)
         self._crawl(rewritten.replace(url=original, dont_filter=True, meta=meta))
 
     # -- requests merged away by rules -------------------------------------------
 
     def request_dropped(self, request: Request, spider: Spider | None = None) -> None:
         """A duplicate the dupefilter dropped: keep it if a rule made it one."""
-        form = _form(request.url)
-        if form is None:
-            return
-        rules = self.store.resolve(form).rules
-        if rules:
-            self._hold(request, rules)
+        identity = request.meta.get(META_IDENTITY)
+        if isinstance(identity, RequestIdentity) and identity.url == request.url and identity.rules:
+            self._hold(request, tuple(RuleKey.parse(rule) for rule in identity.rules))
 
     def _hold(self, request: Request, rules: tuple[RuleKey, ...]) -> None:
         self.store.defer(request.url, rules)
@@ -334,16 +323,21 @@ class RedirectLearningMiddleware:
         """Schedule again what ``rule`` merged away (its own callback, or the spider's default)."""
         for url in self.store.take_deferred(rule):
             held = self.held.pop(url, None)
-            form = _form(url)
+            form = scheme_form(url)
             if form is not None:
                 # Fetched (or on its way) as it is, or as what it resolves to now: done.
                 if form in self.fetched or self.store.representative(form) in self.fetched:
                     continue
                 self.fetched.add(form)
-            # A fresh object (the fingerprinter caches identities per request object), past
-            # the dupefilter: it filed this request already (under what the rule predicted,
-            # or under its own URL before a rewrite), so it would drop it as seen.
-            request = held.replace(dont_filter=True) if held is not None else Request(url, dont_filter=True)
+            # Past the dupefilter: it filed this request already (under what the rule
+            # predicted, or under its own URL before a rewrite), so it would drop it as seen.
+            # Its identity is computed afresh: the rule it carried has fallen.
+            if held is not None:
+                drop = (_FLIGHT, META_REWRITTEN_FROM, META_IDENTITY)
+                meta = {k: v for k, v in held.meta.items() if k not in drop}
+                request = held.replace(dont_filter=True, meta={**meta, _FLIGHT: Flight(held.dont_filter)})
+            else:
+                request = Request(url, dont_filter=True, meta={_FLIGHT: Flight(False)})
             self.stats.inc_value("iri/rescheduled")
             self._crawl(request)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from scrapy_iri.store._redis import SCHEMES, redact
 
-from ._settings import IRISettingsError
+from scrapy_iri.errors import IRISettingsError
 
 #: the Redis settings of scrapy-iri and their defaults
 SETTINGS: dict[str, Any] = {

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
 
-    from ._redis_seen import RedisSeenSet
 
 logger = logging.getLogger("scrapy_iri.scrapy._redis_seen")
 
@@ -68,7 +67,7 @@ class CrawlRedis:
         self.keys = RedisKeys(config.namespace)
         self.client = client_from_url(config.url, config.params)
         self.outage = _CrawlOutage(self)
-        self.seen: RedisSeenSet | None = None
+        self.seen: Any = None  #: the crawl's RedisSeenSet, once the dupefilter made it
         self.store: RedisStore | None = None
         self._loop: Any = None
         self._closing = False
@@ -276,7 +275,7 @@ def crawl_redis(crawler: Crawler) -> CrawlRedis:
 
 
 def open_crawler_store(crawler: Crawler) -> RedisStore:
-    """The crawl's equivalence store in Redis (``settings.crawler_store`` calls this for a Redis URI)."""
+    """The crawl's equivalence store in Redis (:class:`~._resources.CrawlResources` opens it for a Redis URI)."""
     state = crawl_redis(crawler)
     if state.store is None:
         state.store = RedisStore(

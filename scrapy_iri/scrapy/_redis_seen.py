@@ -62,8 +62,8 @@ from ._redis_crawl import (
     crawl_redis,
     open_crawler_store,
 )
-from ._seen import KEY_SIZE, SeenSet
-from ._settings import IRISettingsError
+from ._seen import KEY_SIZE, SEEN_ELSEWHERE, SeenSet
+from scrapy_iri.errors import IRISettingsError
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -90,8 +90,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: what :meth:`RedisSeenSet.add` returns for a key another process recorded (its tag is unknown here)
-SEEN_ELSEWHERE = -1
+
 #: JOBDIR file of keys let through during an outage and not yet written to Redis
 UNCHECKED_FILE = "iri-redis-unchecked.bin"
 LIVE_TTL = 30.0

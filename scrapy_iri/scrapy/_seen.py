@@ -17,14 +17,16 @@ its own, so growing copies 1/256 of the entries at a time, not all of them
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 KEY_SIZE = 12
 """Bytes of a key: 96 bits."""
 TAG_BITS = 32
 """Bits of the tag stored with each key."""
 RECORD_SIZE = KEY_SIZE + TAG_BITS // 8
-"""Bytes of one key and its tag as :meth:`SeenSet.records` writes them."""
+"""Bytes of one key and its tag as :meth:`SeenSet.record` writes them."""
+SEEN_ELSEWHERE = -1
+"""What a shared seen set's ``add`` returns for a key only another process recorded (its tag is unknown)."""
 
 _SEGMENT_BITS = 8
 _SEGMENTS = 1 << _SEGMENT_BITS
@@ -177,8 +179,3 @@ class SeenSet:
         for start in range(0, count * RECORD_SIZE, RECORD_SIZE):
             self.add(bytes(view[start : start + KEY_SIZE]), int.from_bytes(view[start + KEY_SIZE : start + RECORD_SIZE], "little"))
         return count
-
-    def update(self, keys: Iterable[bytes]) -> None:
-        """Add keys with a zero tag."""
-        for key in keys:
-            self.add(key)

@@ -10,16 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
 from scrapy_iri import Rung
 from scrapy_iri.errors import IRISettingsError
 
 if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
-    from scrapy_iri._ladder import EquivalenceStore
     from scrapy_iri.store import LearningPolicy
 
 #: The settings of the Scrapy components and their defaults.
@@ -34,7 +31,8 @@ DEFAULTS: dict[str, Any] = {
     # learning from redirects (protocol rung, RedirectLearningMiddleware)
     "IRI_RULE_MIN_OBSERVATIONS": 3,
     "IRI_RULE_TTL": 30 * 86400,
-    "IRI_VERIFY_SHARE": 0.1,
+    "IRI_VERIFY_SHARE": 0.01,
+    "IRI_VERIFY_ADAPTIVE": True,
     "IRI_SINK_FANIN": 5,
     "IRI_MAX_ALIAS_CHAIN": 20,
     "IRI_CROSS_SITE_ALIASES": False,
@@ -158,7 +156,8 @@ class IRISettings:
     url_pipeline_order: int = 300
     rule_min_observations: int = 3
     rule_ttl: float = 30 * 86400.0
-    verify_share: float = 0.1
+    verify_share: float = 0.01
+    verify_adaptive: bool = True
     sink_fanin: int = 5
     max_alias_chain: int = 20
     cross_site_aliases: bool = False
@@ -188,6 +187,7 @@ class IRISettings:
             rule_min_observations=_int(settings, "IRI_RULE_MIN_OBSERVATIONS", 1),
             rule_ttl=_number(settings, "IRI_RULE_TTL", positive=True),
             verify_share=_number(settings, "IRI_VERIFY_SHARE", at_most=1.0),
+            verify_adaptive=_bool(settings, "IRI_VERIFY_ADAPTIVE"),
             sink_fanin=_int(settings, "IRI_SINK_FANIN", 2),
             max_alias_chain=_int(settings, "IRI_MAX_ALIAS_CHAIN", 1),
             cross_site_aliases=_bool(settings, "IRI_CROSS_SITE_ALIASES"),
@@ -247,35 +247,3 @@ def store_uri(settings: BaseSettings, spider_name: str | None, *, createdir: boo
     if createdir:
         directory.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{(directory / name).resolve()}"
-
-
-def crawler_store(crawler: Crawler) -> EquivalenceStore:
-    """The crawler's equivalence store (``IRI_STORE``), opened on first use and shared.
-
-    Every component of a crawl uses this one store, with the learning
-    policy of the crawl's ``IRI_*`` settings from the start. Components find
-    it lazily: the request fingerprinter is built before the engine and the
-    spider exist. It is closed when the engine stops.
-    """
-    store = _stores.get(crawler)
-    if store is None:
-        from scrapy import signals
-
-        from scrapy_iri.store import open_store
-
-        policy = learning_policy(crawler.settings)
-        uri = store_uri(crawler.settings, getattr(crawler.spidercls, "name", None), createdir=True)
-        if uri.partition(":")[0].lower() in ("redis", "rediss", "unix"):  # Redis hook (issue 6): per-crawl namespace
-            from ._redis_seen import open_crawler_store
-
-            store = open_crawler_store(crawler)
-            store.policy = policy  # before any use: the Redis hook opens it with the default policy
-        else:
-            store = open_store(uri, policy=policy)
-        _stores[crawler] = store
-        # last of all: pipelines, the dupefilter and middlewares may use it until then
-        crawler.signals.connect(store.close, signal=signals.engine_stopped)
-    return store
-
-
-_stores: WeakKeyDictionary[Crawler, EquivalenceStore] = WeakKeyDictionary()

@@ -1,6 +1,6 @@
 """The equivalence store: the interface every backend offers, and the learning logic they share.
 
-Backends (:mod:`.memory`, :mod:`.sqlite`, later Redis) implement a few
+Backends (:mod:`._memory`, :mod:`._sqlite`, :mod:`._redis`) implement a few
 storage primitives (the ``_``-prefixed abstract methods); everything else,
 what evidence means and how a URL finds its representative, lives here once.
 
@@ -11,8 +11,10 @@ Safety properties, each with a test in ``tests/store`` and ``tests/scrapy``:
   chain resolves to the URL itself (no merge);
 * only clean permanent redirects within one registrable domain make
   aliases; cookies, credentials, ``Set-Cookie`` and ``Vary`` disqualify;
-* rules are keyed by origin and only ever predict URLs of their own origin
-  (or its ``www.``/``https`` partner inside one registrable domain);
+* rules are keyed by origin and scope (a first-level directory, a numbered
+  path family, or the whole origin once several directories agree) and only
+  ever predict URLs of their own origin (or its ``www.``/``https`` partner
+  inside one registrable domain); never on IP hosts or URIs without a host;
 * a suspended rule stops applying at once.
 """
 
@@ -27,10 +29,12 @@ from typing import Any, NamedTuple
 from .._schemes import SCHEMES
 from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
-from ._forms import has_userinfo, scheme_form, sink_key, source_key, split_form, split_fragment
+from ._forms import has_userinfo, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
 from ._psl import same_site
 from ._rules import (
+    ANYWHERE,
     BLOCK,
+    KINDS_BY_NAME,
     DECLARED_CASE,
     PERMANENT,
     REDIRECTS,
@@ -40,8 +44,10 @@ from ._rules import (
     RuleStatus,
     Verdict,
     case_key,
+    generalized,
     judge,
     kind_order,
+    path_prefix,
     predict,
     predictions,
 )
@@ -352,6 +358,8 @@ class EquivalenceStore(ABC):
         src, tgt = scheme_form(source), scheme_form(target)
         if src is None or tgt is None:
             return Outcome(ignored="not a valid URL")
+        if not _host(src) or not _host(tgt):  # no site: nothing to learn about
+            return Outcome(ignored="a URI without a host")
         flags = frozenset(context)
         if has_userinfo(src) or has_userinfo(tgt):  # credentials in the URL: who asked matters, always
             flags |= {USERINFO}
@@ -359,8 +367,12 @@ class EquivalenceStore(ABC):
         outcome = Outcome()
         notes: list[str] = []
         # distinct sources by path and query (/item?id=1 and /item?id=2 are two pages); the
-        # target without its query (/login?next=... is /login)
-        sources = self._add_fanin(sink_key(tgt), source_key(src), self.policy.sink_fanin)
+        # target without its query (/login?next=... is /login); a redirect that only fixes
+        # the spelling of a page (scheme, www., case, slash, index.html) is no sign of a sink
+        if spelling_key(src) == spelling_key(tgt):
+            sources = []
+        else:
+            sources = self._add_fanin(sink_key(tgt), source_key(src), self.policy.sink_fanin)
         outcome.sink = len(sources) >= self.policy.sink_fanin
         cross_site = not same_site(_host(src), _host(tgt))
 
@@ -445,7 +457,7 @@ class EquivalenceStore(ABC):
         if path.lower() == path.upper():  # nothing a case could change
             return False
         origin = _origin(url)
-        record = self._rules_at(origin).get(RuleKey(origin, DECLARED_CASE))
+        record = self._rules_at(origin).get(RuleKey(origin, DECLARED_CASE, path_prefix(path.lower())))
         if record is None or not record.support or now - record.last_support > self.policy.rule_ttl:
             return False
         if self.rule_status(record) is RuleStatus.SUSPENDED:
@@ -488,6 +500,39 @@ class EquivalenceStore(ABC):
             outcome.activated.append(key)
         elif was is RuleStatus.ACTIVE and verdict is Verdict.SUPPORT:
             outcome.confirmed.append(key)
+        self._count_generalized(key, verdict, record.support == 1, now, note, outcome)
+
+    def _count_generalized(
+        self, key: RuleKey, verdict: Verdict, first: bool, now: float, note: str, outcome: Outcome
+    ) -> None:
+        """A directory's rule of a server-wide kind speaks for the origin-wide rule too.
+
+        The origin-wide rule (scope :data:`~._rules.ANYWHERE`) gains one
+        support from the first support under each first-level directory
+        (``first``), and every counterexample under any directory counts
+        against it: it applies everywhere once ``min_observations``
+        directories have supported it and none has refuted it. Once active,
+        every confirmation under any directory counts for it.
+        """
+        kind = KINDS_BY_NAME.get(key.kind)
+        if kind is None or not kind.generalizes or key.scope.startswith(ANYWHERE):
+            return
+        wide = RuleKey(key.origin, key.kind, generalized(key.scope))
+        if verdict is Verdict.AGAINST:
+            self._count(wide, Verdict.AGAINST, now, note, outcome)
+        elif verdict is Verdict.SUPPORT and (first or self._is_active(wide, now)):
+            self._count(wide, Verdict.SUPPORT, now, note, outcome)
+
+    def _is_active(self, key: RuleKey, now: float) -> bool:
+        record = self._rules_at(key.origin).get(key)
+        return record is not None and record.status(self.policy, now) is RuleStatus.ACTIVE
+
+    def confirmations(self, key: RuleKey) -> int:
+        """How many consistent observations an active rule has (0 if it is not active): what verification decays with."""
+        record = self._rules_at(key.origin).get(key)
+        if record is None or record.status(self.policy, self.clock()) is not RuleStatus.ACTIVE:
+            return 0
+        return record.support
 
     # -- deferred requests ------------------------------------------------
 

@@ -68,9 +68,20 @@ def scheme_form(url: str) -> str | None:
         return None
 
 
+_PARAMS = re.compile(r";[^/]*")
+
+
 def sink_key(url: str) -> str:
-    """The page a redirect lands on, query ignored (``/login?next=...`` is ``/login``)."""
-    return url.partition("#")[0].partition("?")[0]
+    """The page a redirect lands on, normalized so that one sink has one key.
+
+    The query and ``;params`` of each segment are ignored, and so are a
+    trailing slash and the case of the path: ``/login?next=...``,
+    ``/login;jsessionid=...``, ``/login/`` and ``/LOGIN`` are one page to
+    count sources for (the key only counts; nothing is merged by it).
+    """
+    form = split_form(url.partition("#")[0])
+    path = _PARAMS.sub("", form.path).rstrip("/").lower() or "/"
+    return form._replace(path=path, query=None).unsplit()
 
 
 def source_key(url: str) -> str:
@@ -81,3 +92,21 @@ def source_key(url: str) -> str:
 def has_userinfo(url: str) -> bool:
     """Whether the scheme form ``url`` has userinfo (``user@host``)."""
     return "@" in (split_form(url).authority or "")
+
+
+def spelling_key(url: str) -> str:
+    """What is left of a URL once its spellings are set aside: scheme, ``www.``, case, slash, default document.
+
+    A redirect between two URLs with one spelling key fixes how a page is
+    written (``http://www.x/Docs/index.html`` -> ``https://x/docs/``): it is
+    not a sign of many pages sent to one, so it never counts towards a sink.
+    """
+    form = split_form(url.partition("#")[0])
+    host = (form.authority or "").rpartition("@")[2].lower()
+    host = host[4:] if host.startswith("www.") else host
+    path = _PARAMS.sub("", form.path).lower()
+    head, _, last = path.rpartition("/")
+    if last in ("index.html", "index.htm", "index.php", "default.htm", "default.html", "default.asp", "default.aspx"):
+        path = head
+    query = "" if form.query is None else "?" + form.query
+    return f"//{host}{path.rstrip('/') or '/'}{query}"

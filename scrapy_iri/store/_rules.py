@@ -29,7 +29,7 @@ from enum import Enum
 from typing import NamedTuple
 
 from ._forms import Form, split_form
-from ._psl import WWW, www_partner
+from ._psl import WWW, is_ip_host, www_partner
 
 #: statuses that make the source an exact alias of the target (RFC 9110 15.4)
 PERMANENT = frozenset({301, 308})
@@ -111,6 +111,32 @@ def path_template(path: str) -> str:
     return _DIGITS_OUTSIDE_ESCAPES.sub(lambda m: m.group() if m.group()[0] == "%" else "#", path)
 
 
+def path_prefix(path: str) -> str:
+    """The first-level directory a path lies in: ``/~alice/`` for ``/~alice/Foo``, ``/`` for ``/Foo``.
+
+    Rules that do not generalize over a numbered family are scoped by it:
+    three case redirects under ``/~alice/`` say nothing about ``/~bob/``.
+    """
+    head, sep, _ = path[1:].partition("/")
+    return f"/{head}/" if sep else "/"
+
+
+#: the scope of a rule learned on every first-level directory it was seen on (see :func:`generalized`)
+ANYWHERE = "*"
+
+
+def _scoped(path: str, detail: str = "") -> str:
+    """A prefix scope (case rules pass the path case-folded: their directory is one in any case)."""
+    prefix = path_prefix(path)
+    return f"{prefix} {detail}" if detail else prefix
+
+
+def generalized(scope: str) -> str:
+    """A prefix scope with its prefix replaced by :data:`ANYWHERE` (``/a/ index.html`` -> ``* index.html``)."""
+    _, sep, detail = scope.partition(" ")
+    return f"{ANYWHERE} {detail}" if sep else ANYWHERE
+
+
 def _numbered(path: str) -> str | None:
     """The template of a path in a numbered family, or ``None`` (a template of one URL teaches nothing)."""
     template = path_template(path)
@@ -135,34 +161,34 @@ def _index_to_directory(f: Form, known: Known) -> tuple[str, Form] | None:
     name = _last_segment(f.path)
     if name not in DEFAULT_DOCUMENTS:
         return None
-    return name, f._replace(path=f.path[: -len(name)])
+    return _scoped(f.path, name), f._replace(path=f.path[: -len(name)])
 
 
 def _http_to_https(f: Form, known: Known) -> tuple[str, Form] | None:
     if f.scheme != "http" or f.host is None:
         return None
-    return "", f._replace(scheme="https")
+    return _scoped(f.path), f._replace(scheme="https")
 
 
 def _www_to_apex(f: Form, known: Known) -> tuple[str, Form] | None:
     if f.host is None or not f.host.startswith(WWW):
         return None
     apex = www_partner(f.host)
-    return None if apex is None else ("", f._replace(authority=apex))
+    return None if apex is None else (_scoped(f.path), f._replace(authority=apex))
 
 
 def _apex_to_www(f: Form, known: Known) -> tuple[str, Form] | None:
     if f.host is None or f.host.startswith(WWW):
         return None
     www = www_partner(f.host)
-    return None if www is None else ("", f._replace(authority=www))
+    return None if www is None else (_scoped(f.path), f._replace(authority=www))
 
 
 def _lowercase_path(f: Form, known: Known) -> tuple[str, Form] | None:
     if not any(m.group().isalpha() for m in _UPPER_OUTSIDE_ESCAPES.finditer(f.path)):
         return None
     lowered = _UPPER_OUTSIDE_ESCAPES.sub(lambda m: m.group() if len(m.group()) == 3 else m.group().lower(), f.path)
-    return "", f._replace(path=lowered)
+    return _scoped(f.path.lower()), f._replace(path=lowered)
 
 
 def _declared_case(f: Form, known: Known) -> tuple[str, Form] | None:
@@ -170,38 +196,47 @@ def _declared_case(f: Form, known: Known) -> tuple[str, Form] | None:
     declared = known(case_key(url))
     if declared is None or declared == url:
         return None
-    return "", split_form(declared)
+    return _scoped(f.path.lower()), split_form(declared)
 
 
 def _decode_reserved(f: Form, known: Known) -> tuple[str, Form] | None:
     found = sorted(set(_ESCAPE.findall(f.path)))
     if not found:
         return None
-    return "".join(found), f._replace(path=_ESCAPE.sub(lambda m: _RESERVED_ESCAPES[m.group()], f.path))
+    return _scoped(f.path, "".join(found)), f._replace(path=_ESCAPE.sub(lambda m: _RESERVED_ESCAPES[m.group()], f.path))
 
 
 def _encode_reserved(f: Form, known: Known) -> tuple[str, Form] | None:
     found = sorted(set(_RAW.findall(f.path)))
     if not found:
         return None
-    return "".join(found), f._replace(path=_RAW.sub(lambda m: f"%{ord(m.group()):02X}", f.path))
+    return _scoped(f.path, "".join(found)), f._replace(path=_RAW.sub(lambda m: f"%{ord(m.group()):02X}", f.path))
 
 
 @dataclass(frozen=True)
 class RuleKind:
-    """One convention: its name, what it does, and its prediction."""
+    """One convention: its name, what it does, its prediction, and how far it generalizes.
+
+    A kind that ``generalizes`` is a server-wide convention (a redirect the
+    server's configuration makes): once its rule is active under
+    ``min_observations`` first-level directories and refuted under none, it
+    applies under every directory of the origin (scope :data:`ANYWHERE`).
+    Other kinds (case, escapes) depend on the files and the software under
+    one directory, and apply only where they were learned.
+    """
 
     name: str
     summary: str
     predict: Callable[[Form, Known], tuple[str, Form] | None]
+    generalizes: bool = False
 
 
 #: the conventions, in the order they are tried on a URL
 KINDS: tuple[RuleKind, ...] = (
-    RuleKind("http-to-https", "http:// -> https:// on the same host", _http_to_https),
-    RuleKind("www-to-apex", "www.example.com -> example.com (one registrable domain)", _www_to_apex),
-    RuleKind("apex-to-www", "example.com -> www.example.com (one registrable domain)", _apex_to_www),
-    RuleKind("index-to-directory", "/dir/index.html -> /dir/", _index_to_directory),
+    RuleKind("http-to-https", "http:// -> https:// on the same host", _http_to_https, generalizes=True),
+    RuleKind("www-to-apex", "www.example.com -> example.com (one registrable domain)", _www_to_apex, generalizes=True),
+    RuleKind("apex-to-www", "example.com -> www.example.com (one registrable domain)", _apex_to_www, generalizes=True),
+    RuleKind("index-to-directory", "/dir/index.html -> /dir/", _index_to_directory, generalizes=True),
     RuleKind("add-slash", "/dir -> /dir/", _add_slash),
     RuleKind("remove-slash", "/page/ -> /page", _remove_slash),
     RuleKind("lowercase-path", "/About -> /about", _lowercase_path),
@@ -250,8 +285,11 @@ class Prediction(NamedTuple):
 def predictions(url: str, known: Known = _nothing) -> Iterator[Prediction]:
     """Every rule that covers a scheme form, with the URL it predicts."""
     form = split_form(url)
-    if form.scheme not in _SCHEMES or form.authority is None or "@" in form.authority:
+    if form.scheme not in _SCHEMES or not form.authority or "@" in form.authority:
         return
+    host = form.authority if form.authority.startswith("[") else form.authority.partition(":")[0]
+    if is_ip_host(host):
+        return  # an IP literal is a site of its own: no convention generalizes there
     origin = form.origin
     for kind in KINDS:
         found = kind.predict(form, known)
@@ -265,10 +303,12 @@ def predict(url: str, key: RuleKey, known: Known = _nothing) -> str | None:
     form = split_form(url)
     if form.origin != key.origin or "@" in (form.authority or "@"):
         return None
-    found = KINDS_BY_NAME[key.kind].predict(form, known)
-    if found is None or found[0] != key.scope:
+    kind = KINDS_BY_NAME[key.kind]
+    found = kind.predict(form, known)
+    if found is None:
         return None
-    return found[1].unsplit()
+    scope = generalized(found[0]) if kind.generalizes and key.scope.partition(" ")[0] == ANYWHERE else found[0]
+    return found[1].unsplit() if scope == key.scope else None
 
 
 # -- judging evidence ---------------------------------------------------------

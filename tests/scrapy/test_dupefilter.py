@@ -190,7 +190,7 @@ def test_a_users_fingerprinter_and_the_ladder_must_both_agree(make_dupefilter):
 
 
 def test_protocol_rung_counts_merges_the_store_learned(make_dupefilter):
-    from scrapy_iri.scrapy._settings import crawler_store
+    from scrapy_iri.scrapy._resources import crawler_store
 
     df = make_dupefilter(rung=None, IRI_STORE="memory:")  # the add-on's default: protocol
     store = crawler_store(df.crawler)

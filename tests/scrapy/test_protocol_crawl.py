@@ -30,13 +30,15 @@ SAVEABLE = {"slash", "index", "https", "www", "moves", "case", "chain_short"}
 EXPECTED_RULES = {
     "http://slash.example add-slash /topic-#",
     "http://noslash.example remove-slash /note-#/",
-    "http://index.example index-to-directory index.html",
-    "http://secure.example http-to-https",
-    "http://secure308.example http-to-https",
-    "http://store.example apex-to-www",
-    "http://www.blog.example www-to-apex",
+    # one index.html per directory: learned under three directories, it holds under every one
+    "http://index.example index-to-directory * index.html",
+    # the series are at the root: the rules hold there (other directories learn on their own)
+    "http://secure.example http-to-https /",
+    "http://secure308.example http-to-https /",
+    "http://store.example apex-to-www /",
+    "http://www.blog.example www-to-apex /",
     "http://twin.example add-slash /dir-#",
-    "http://iis.example declared-case",
+    "http://iis.example declared-case /docs/",
 }
 
 
@@ -148,7 +150,9 @@ def test_a_contradicted_rule_gives_back_what_it_merged(tmp_path: Path) -> None:
     The store lives in JOBDIR (the default location), so requests are pickled.
     """
     jobdir = tmp_path / "job"
-    settings = {**ADDON, "JOBDIR": str(jobdir), "IRI_VERIFY_SHARE": 0, "CONCURRENT_REQUESTS": 1}
+    settings = {
+        **ADDON, "JOBDIR": str(jobdir), "IRI_VERIFY_SHARE": 0, "IRI_VERIFY_ADAPTIVE": False, "CONCURRENT_REQUESTS": 1
+    }
     with SimulatedWeb([late_twin_site()]) as web:
         result = run_crawl(web, settings=settings)
         assert result.returncode == 0, result.log[-3000:]
@@ -181,6 +185,7 @@ def test_a_rewrite_that_cannot_be_downloaded_checks_the_original(tmp_path: Path)
         **ADDON,
         "IRI_STORE": f"sqlite:///{tmp_path / 'store.db'}",
         "IRI_VERIFY_SHARE": 0,
+        "IRI_VERIFY_ADAPTIVE": False,
         "CONCURRENT_REQUESTS": 1,
         "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
         "RETRY_TIMES": 1,
@@ -232,6 +237,7 @@ def test_a_request_rewritten_after_its_filing_comes_back_when_the_rule_falls(tmp
         **ADDON,
         "IRI_STORE": f"sqlite:///{tmp_path / 'store.db'}",
         "IRI_VERIFY_SHARE": 0,
+        "IRI_VERIFY_ADAPTIVE": False,
         "CONCURRENT_REQUESTS": 1,
         "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
     }

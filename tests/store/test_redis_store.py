@@ -381,7 +381,7 @@ def test_newer_alias_wins_whichever_flushes_first(make_store):
 
 def _teach_declared_case(store: RedisStore) -> None:
     for p in ("A", "B", "C"):
-        store.record_redirect(f"http://iis.example/{p}-DOC", 301, f"http://iis.example/{p}-Doc")
+        store.record_redirect(f"http://iis.example/Docs/{p}-DOC", 301, f"http://iis.example/Docs/{p}-Doc")  # same directory
     store.record_response("http://iis.example/Docs/Page-1", 200)  # declares the case of its path
 
 

@@ -21,26 +21,26 @@ from scrapy_iri.store._rules import (
 # url -> {kind: (scope, predicted)} for every kind that covers it
 PREDICTIONS = {
     "http://a.example/topic-1": {
-        "http-to-https": ("", "https://a.example/topic-1"),
-        "apex-to-www": ("", "http://www.a.example/topic-1"),
+        "http-to-https": ("/", "https://a.example/topic-1"),
+        "apex-to-www": ("/", "http://www.a.example/topic-1"),
         "add-slash": ("/topic-#", "http://a.example/topic-1/"),
     },
     "https://www.a.example/note-2/?q=1": {
-        "www-to-apex": ("", "https://a.example/note-2/?q=1"),
+        "www-to-apex": ("/note-2/", "https://a.example/note-2/?q=1"),
         "remove-slash": ("/note-#/", "https://www.a.example/note-2?q=1"),
     },
     "https://a.example:8443/area-3/index.html": {
-        "index-to-directory": ("index.html", "https://a.example:8443/area-3/"),
+        "index-to-directory": ("/area-3/ index.html", "https://a.example:8443/area-3/"),
         "add-slash": ("/area-#/index.html", "https://a.example:8443/area-3/index.html/"),
     },
     "https://sub.a.example/Docs/About": {
-        "lowercase-path": ("", "https://sub.a.example/docs/about"),
+        "lowercase-path": ("/docs/", "https://sub.a.example/docs/about"),
     },
     "https://sub.a.example/a%3Ab%2Fc": {
-        "decode-reserved": ("%3A", "https://sub.a.example/a:b%2Fc"),
+        "decode-reserved": ("/ %3A", "https://sub.a.example/a:b%2Fc"),
     },
     "https://sub.a.example/a:b,c": {
-        "encode-reserved": (",:", "https://sub.a.example/a%3Ab%2Cc"),
+        "encode-reserved": ("/ ,:", "https://sub.a.example/a%3Ab%2Cc"),
     },
     # paths without digits are not a family: slash rules never cover them
     "https://sub.a.example/about": {},
@@ -148,3 +148,24 @@ def test_sites() -> None:
     assert not same_site("user1.github.io", "user2.github.io")
     assert same_site("127.0.0.1", "127.0.0.1")
     assert not same_site("127.0.0.1", "127.0.0.2")
+
+
+def test_path_prefix_is_the_first_level_directory() -> None:
+    from scrapy_iri.store._rules import path_prefix
+
+    assert path_prefix("/~alice/Foo") == "/~alice/"
+    assert path_prefix("/~alice/a/b/C") == "/~alice/"
+    assert path_prefix("/Foo") == "/"
+    assert path_prefix("/") == "/"
+    assert path_prefix("") == "/"
+
+
+def test_a_generalized_rule_predicts_under_every_directory() -> None:
+    wide = RuleKey("http://a.example", "http-to-https", "*")
+    assert predict("http://a.example/x/y", wide) == "https://a.example/x/y"
+    assert predict("http://a.example/", wide) == "https://a.example/"
+    index = RuleKey("http://a.example", "index-to-directory", "* index.html")
+    assert predict("http://a.example/b/index.html", index) == "http://a.example/b/"
+    assert predict("http://a.example/b/index.htm", index) is None
+    # case rules never generalize beyond their directory
+    assert predict("http://a.example/x/Y", RuleKey("http://a.example", "lowercase-path", "*")) is None

@@ -350,7 +350,7 @@ def test_a_document_declares_its_case_where_the_server_redirects_case_variants(s
     assert {"type": "case", "url": "http://iis.example/Docs/Page-7"} in list(store.export())
     # a variant redirected there confirms the rule; one answering for itself contradicts it
     outcome = store.record_redirect("http://iis.example/DOCS/PAGE-7", 301, "http://iis.example/Docs/Page-7")
-    assert outcome.confirmed == [RuleKey("http://iis.example", "declared-case")]
+    assert outcome.confirmed == [RuleKey("http://iis.example", "declared-case", "/docs/")]
     assert store.record_response("http://iis.example/docs/page-7", 200).contradicted
     assert rep(store, "http://iis.example/DOCS/page-7") == "http://iis.example/DOCS/page-7"
     assert rep(store, "http://iis.example/DOCS/PAGE-7") == "http://iis.example/Docs/Page-7"  # the 301 stays
@@ -372,10 +372,10 @@ def test_documents_declare_nothing_without_case_redirects_on_their_origin(store:
 def test_a_case_already_known_is_not_redeclared(store: EquivalenceStore) -> None:
     """Two documents at two cases of one path: the first declares, the second contradicts."""
     teach_case(store)
-    store.record_response("http://iis.example/Item-1", 200)
-    assert store.record_response("http://iis.example/item-1", 200).contradicted
-    assert [e["url"] for e in store.export() if e["type"] == "case"] == ["http://iis.example/Item-1"]
-    assert rep(store, "http://iis.example/ITEM-1") == "http://iis.example/ITEM-1"  # the rule is suspended
+    store.record_response("http://iis.example/docs/Item-1", 200)
+    assert store.record_response("http://iis.example/docs/item-1", 200).contradicted
+    assert [e["url"] for e in store.export() if e["type"] == "case"] == ["http://iis.example/docs/Item-1"]
+    assert rep(store, "http://iis.example/docs/ITEM-1") == "http://iis.example/docs/ITEM-1"  # the rule is suspended
     # a suspended rule declares nothing more
     store.record_response("http://iis.example/Docs/Page-8", 200)
     assert store.stats()["declared_cases"] == 1
@@ -422,3 +422,103 @@ def test_a_dropped_case_alias_forgets_its_case(store: EquivalenceStore) -> None:
     assert store._case_target(key) == "http://a.example/Docs"  # /docs still declares it
     store.record_response("http://a.example/docs", 200)
     assert store._case_target(key) is None
+
+
+# -- rules scoped to their evidence -------------------------------------------------
+
+
+def test_case_rules_stay_in_the_directory_they_were_learned_in(store: EquivalenceStore) -> None:
+    """Three case redirects under /~alice/ say nothing about /~bob/ (two files on a Unix server)."""
+    for name in ("Foo", "Bar", "Baz"):
+        store.record_redirect(f"http://home.example/~alice/{name}", 301, f"http://home.example/~alice/{name.lower()}")
+    assert rep(store, "http://home.example/~alice/Qux") == "http://home.example/~alice/qux"
+    assert rep(store, "http://home.example/~bob/Report") == "http://home.example/~bob/Report"
+    assert rep(store, "http://home.example/Report") == "http://home.example/Report"
+
+
+def test_escape_rules_stay_in_their_directory(store: EquivalenceStore) -> None:
+    for k in (1, 2, 3):
+        store.record_redirect(f"http://esc.example/wiki/a%3Ab{k}", 301, f"http://esc.example/wiki/a:b{k}")
+    assert rep(store, "http://esc.example/wiki/x%3Ay") == "http://esc.example/wiki/x:y"
+    assert rep(store, "http://esc.example/files/x%3Ay") == "http://esc.example/files/x%3Ay"
+
+
+def test_server_wide_rules_generalize_once_three_directories_agree(store: EquivalenceStore) -> None:
+    store.record_redirect("http://tls.example/a/1", 301, "https://tls.example/a/1")
+    store.record_redirect("http://tls.example/b/1", 301, "https://tls.example/b/1")
+    assert rep(store, "http://tls.example/z/9") == "http://tls.example/z/9"  # two directories: not yet
+    store.record_redirect("http://tls.example/c/1", 301, "https://tls.example/c/1")
+    assert rep(store, "http://tls.example/z/9") == "https://tls.example/z/9"
+    assert rep(store, "http://tls.example/top") == "https://tls.example/top"
+
+
+def test_one_directory_that_disagrees_stops_the_origin_wide_rule(store: EquivalenceStore) -> None:
+    for d in ("a", "b", "c"):
+        store.record_redirect(f"http://half.example/{d}/1", 301, f"https://half.example/{d}/1")
+    assert rep(store, "http://half.example/legacy/page") == "https://half.example/legacy/page"
+    outcome = store.record_response("http://half.example/legacy/other", 200)  # http answers there
+    assert RuleKey("http://half.example", "http-to-https", "*") in outcome.contradicted
+    assert rep(store, "http://half.example/legacy/page") == "http://half.example/legacy/page"
+    assert rep(store, "http://half.example/new/page") == "http://half.example/new/page"
+
+
+# -- site boundaries ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spelling", ["0300.0250.0.1", "0xc0.0xa8.0.1", "3232235521", "192.168.1", "192.168.0.1"])
+def test_an_ipv4_host_is_one_site_in_any_spelling(spelling: str) -> None:
+    from scrapy_iri.store._psl import same_site, site_of
+
+    assert site_of(spelling) == "192.168.0.1"
+    assert same_site(spelling, "192.168.0.1")
+    assert not same_site(spelling, "012.0.0.1")  # 10.0.0.1: another address, another site
+
+
+def test_no_rule_is_learned_or_applied_on_ip_hosts(store: EquivalenceStore) -> None:
+    for k in (1, 2, 3):
+        store.record_redirect(f"http://0300.0250.0.1/d-{k}", 301, f"http://0300.0250.0.1/d-{k}/")
+    assert rep(store, "http://0300.0250.0.1/d-1") == "http://0300.0250.0.1/d-1/"  # the exact alias
+    assert rep(store, "http://0300.0250.0.1/d-9") == "http://0300.0250.0.1/d-9"
+    assert not list(store.rules())
+
+
+def test_ipv4_spellings_of_two_addresses_are_two_sites(store: EquivalenceStore) -> None:
+    """0300.0250.0.1 (192.168.0.1) and 012.0.0.1 (10.0.0.1) once counted as one site ("0.1")."""
+    store.record_redirect("http://0300.0250.0.1/old", 301, "http://012.0.0.1/new")
+    assert rep(store, "http://0300.0250.0.1/old") == "http://0300.0250.0.1/old"  # cross-site: no alias by default
+
+
+def test_a_uri_without_a_host_teaches_nothing(store: EquivalenceStore) -> None:
+    assert store.record_redirect("mailto:a@b.example", 301, "mailto:c@b.example").ignored
+    assert store.record_redirect("http://a.example/contact", 301, "mailto:c@a.example").ignored
+    assert rep(store, "http://a.example/contact") == "http://a.example/contact"
+    assert not list(store.aliases())
+
+
+@pytest.mark.parametrize(
+    "spelling", ["/login;jsessionid={k}", "/login/", "/LOGIN", "/Login;jsessionid={k}?next=/p-{k}"]
+)
+def test_a_sink_is_one_page_whatever_its_spelling(store: EquivalenceStore, spelling: str) -> None:
+    fanin = store.policy.sink_fanin
+    for k in range(fanin):
+        store.record_redirect(f"http://s.example/p-{k}", 301, "http://s.example" + spelling.format(k=k))
+    assert store.stats()["sinks"] == 1
+    target = "http://s.example" + spelling.format(k=fanin)
+    store.record_redirect(f"http://s.example/p-{fanin}", 301, target)
+    assert rep(store, f"http://s.example/p-{fanin}") == f"http://s.example/p-{fanin}"
+
+
+def test_spelling_fixes_into_one_page_are_no_sink(store: EquivalenceStore) -> None:
+    """Every alias spelling of a docs index redirects to it: one page, not a login sink."""
+    target = "https://docs.example/docs/15/"
+    for source in (
+        "http://docs.example/docs/15/",
+        "http://www.docs.example/docs/15/",
+        "https://www.docs.example/docs/15/index.html",
+        "https://docs.example/docs/15/index.html",
+        "https://docs.example/docs/15",
+        "http://docs.example/Docs/15/Index.html",
+    ):
+        store.record_redirect(source, 301, target)
+    assert store.stats()["sinks"] == 0
+    assert rep(store, "https://docs.example/docs/15/index.html") == target
