@@ -7,12 +7,12 @@ pattern, so the store never needs the full parser on its hot path.
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from ..errors import IRIError
 from .._grammar import SPLIT as _TOP
 from .._ladder import Rung, canonicalize
-
 
 
 class Form(NamedTuple):

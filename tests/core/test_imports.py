@@ -84,7 +84,6 @@ def test_the_checker_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-@pytest.mark.xfail(strict=True, reason="scrapy._settings -> _redis_seen -> _redis_crawl -> _redis_config -> _settings (Scrapy side)")
 def test_package_has_no_import_cycle():
     assert cycles(import_graph()) == []
 
