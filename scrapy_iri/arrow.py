@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from ._ladder import EquivalenceStore, Rung
 from .errors import GraphError
-from .graph._normalize import canonical_or_error, iri_form
+from .graph._nodes import canonical_or_error, iri_form
 
 __all__ = [
     "CACHE_SIZE",

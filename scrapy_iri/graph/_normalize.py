@@ -21,6 +21,7 @@ from .._mapping import to_iri
 from ..errors import BadEdge, GraphError
 from ._outputs import _not_the_input, _output, _same_files
 from ._engines import ENGINES, engine_items
+from ._nodes import canonical_or_error, iri_form
 from ._parquet import ParquetEdges, is_parquet_name, parquet_rows, row_text
 from ._readers import _READERS, FORMATS, Row, _open_input, detect_format
 
@@ -71,14 +72,6 @@ class _Node:
         self.number: int | None = None
 
 
-def iri_form(uri: str) -> str:
-    """A canonical URI as the IRI it stands for (3987bis 3.7, via :func:`to_iri`); the URI when that fails."""
-    try:
-        return to_iri(uri)
-    except IRIError:
-        return uri
-
-
 _NEEDS_QUOTES = re.compile(r'[,"\r\n]')
 
 
@@ -86,34 +79,6 @@ def _csv_field(text: str) -> str:
     """``text`` as a CSV field: quoted when it holds a comma, a quote or a line break
     (``csv.writer`` would leave a lone CR unquoted with a ``\\n`` line terminator)."""
     return '"' + text.replace('"', '""') + '"' if _NEEDS_QUOTES.search(text) else text
-
-
-def canonical_or_error(
-    raw: str | None, level: Rung, keep_fragment: bool, lenient: bool, store: EquivalenceStore | None
-) -> tuple[str | None, str | None]:
-    """One end of an edge: (its canonical form, None) or (None, why it has none).
-
-    The reasons are the ones bad rows are reported with, on every engine.
-    """
-    if raw is None:
-        return None, "missing (null)"
-    if type(raw) is not str:
-        return None, f"not a string ({type(raw).__name__})"
-    if not raw or raw.isspace():
-        return None, "empty"
-    if not raw.isascii():
-        try:
-            raw.encode("utf-8")
-        except UnicodeEncodeError:
-            return None, "invalid UTF-8 in the input"
-    try:
-        return canonicalize(raw, level, keep_fragment=keep_fragment, lenient=lenient, store=store), None
-    except IRIError as exc:
-        return None, str(exc)
-    except Exception as exc:  # the store failed (only the protocol rung calls out)
-        if store is None:
-            raise
-        raise GraphError(f"the equivalence store failed: {exc}") from exc
 
 
 def _digest(text: str) -> bytes:
