@@ -170,23 +170,54 @@ def test_declared_cases_survive_a_reopen(tmp_path: Path) -> None:
         assert store.representative("http://iis.example/DOCS/PAGE-7") == "http://iis.example/Docs/Page-7"
 
 
-def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
-    """Schema 1 had no declared_case table: opening adds it and keeps everything else."""
+_V3_SCHEMA = """
+CREATE TABLE alias (source TEXT PRIMARY KEY, target TEXT NOT NULL, status INTEGER NOT NULL, time REAL NOT NULL) WITHOUT ROWID;
+CREATE TABLE rule (
+    origin TEXT NOT NULL, kind TEXT NOT NULL, scope TEXT NOT NULL, support INTEGER NOT NULL, against INTEGER NOT NULL,
+    first_seen REAL NOT NULL, last_support REAL NOT NULL, last_against REAL NOT NULL,
+    example TEXT NOT NULL, counterexample TEXT NOT NULL, PRIMARY KEY (origin, kind, scope)) WITHOUT ROWID;
+CREATE TABLE fanin (target TEXT NOT NULL, source TEXT NOT NULL, PRIMARY KEY (target, source)) WITHOUT ROWID;
+CREATE TABLE deferred (rule TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (rule, url)) WITHOUT ROWID;
+CREATE TABLE declared_case (url TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE evidence (id INTEGER PRIMARY KEY, time REAL NOT NULL, url TEXT NOT NULL, status INTEGER NOT NULL,
+    target TEXT, context TEXT NOT NULL, note TEXT NOT NULL, location TEXT);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+PRAGMA user_version = 3;
+"""
+
+
+@pytest.mark.parametrize("version", [1, 3])
+def test_an_old_layout_store_is_migrated(tmp_path: Path, version: int) -> None:
+    """Schema 3 kept no case keys (every open recomputed them), schema 1 no declared cases: opening migrates."""
+    import time
+
     path = tmp_path / "store.db"
-    with open_store(uri(path)) as store:
-        teach(store)
+    now = time.time()
     db = sqlite3.connect(path)
-    db.executescript("DROP TABLE declared_case; DROP TABLE meta; PRAGMA user_version = 1;")
+    db.executescript(_V3_SCHEMA)
+    rows = [(f"http://iis.example/docs/page-{i}", f"http://iis.example/Docs/Page-{i}", 301, now) for i in (1, 2, 3)]
+    rows.append(("http://a.example/old", "http://a.example/new", 301, now))
+    db.executemany("INSERT INTO alias VALUES (?, ?, ?, ?)", rows)
+    db.execute("INSERT INTO rule VALUES ('http://iis.example', 'case', '', 3, 0, ?, ?, 0, '', '')", (now, now))
+    if version == 1:
+        db.executescript("DROP TABLE declared_case; DROP TABLE meta; PRAGMA user_version = 1;")
+    else:
+        db.execute("INSERT INTO declared_case VALUES ('http://iis.example/Docs/Page-7')")
+    db.commit()
     db.close()
     with open_store(uri(path), create=False) as store:
-        assert store.representative("http://a.example/topic-9") == "http://a.example/topic-9/"
-        for i in range(1, 4):
-            store.record_redirect(f"http://iis.example/docs/page-{i}", 301, f"http://iis.example/Docs/Page-{i}")
-        store.record_response("http://iis.example/Docs/Page-7", 200)
+        assert store.representative("http://a.example/old") == "http://a.example/new"
+        # the case a case-only alias declared is found by its stored key
+        assert store._case_target("http://iis.example/docs/page-2") == "http://iis.example/Docs/Page-2"  # type: ignore[attr-defined]
+        if version == 3:
+            assert store._case_target("http://iis.example/docs/page-7") == "http://iis.example/Docs/Page-7"  # type: ignore[attr-defined]
+        assert store.stats()["aliases"] == 4
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    keys = dict(db.execute("SELECT source, case_key FROM alias"))
     db.close()
-    assert _rows(path, "declared_case") == 1
+    assert keys["http://iis.example/docs/page-1"] == "http://iis.example/docs/page-1"
+    assert keys["http://a.example/old"] is None
 
 
 def test_a_counterexample_written_by_another_process_is_never_overwritten(tmp_path: Path) -> None:
