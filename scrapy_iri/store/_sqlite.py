@@ -262,6 +262,9 @@ class SQLiteStore(EquivalenceStore):
         self._next_sync = monotonic() + sync_interval
         self._commits = 0
         self._warned_lock = 0.0
+        #: after a commit found the file locked: when to try again, and how long the last wait was
+        self._retry_at = 0.0
+        self._lock_backoff = 0.0
         try:
             self._data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
             self._change_id = self._db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()[0]
@@ -376,7 +379,10 @@ class SQLiteStore(EquivalenceStore):
         return len(self._pending) + len(self._pending_evidence)
 
     def _flush_if_due(self) -> None:
-        if self.pending >= self.batch_size or self.monotonic() - self._last_flush >= self.flush_interval:
+        now = self.monotonic()
+        if now < self._retry_at:
+            return
+        if self.pending >= self.batch_size or now - self._last_flush >= self.flush_interval:
             self.flush()
 
     def flush(self) -> None:
@@ -386,7 +392,10 @@ class SQLiteStore(EquivalenceStore):
         except sqlite3.OperationalError as exc:
             if not _locked(exc):
                 raise StoreError(f"{self.path}: {exc}") from exc
-            self._last_flush = self.monotonic()  # the next attempt waits another interval
+            # the next attempt waits: the file stays locked for a while (a long transaction elsewhere)
+            self._lock_backoff = min(max(2 * self._lock_backoff, 1.0), 10.0)
+            self._retry_at = self.monotonic() + self._lock_backoff
+            self._last_flush = self.monotonic()
             if self._last_flush - self._warned_lock >= 60.0:
                 self._warned_lock = self._last_flush
                 logger.warning("%s: %s; keeping %d writes for the next attempt", self.path, exc, self.pending)
@@ -467,6 +476,8 @@ class SQLiteStore(EquivalenceStore):
         self._dropped_fanin.clear()
         self._pending_changes.clear()
         self._last_flush = self.monotonic()
+        self._retry_at = 0.0
+        self._lock_backoff = 0.0
 
     def _prune(self, db: sqlite3.Connection) -> None:
         """Keep the evidence log and the change log within their caps."""
