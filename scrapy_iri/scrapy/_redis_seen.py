@@ -6,12 +6,13 @@ Enabled by ``IRI_STORE = "redis://host:port/db"`` (``rediss://`` and
 scrapy-redis's scheduler builds the dupefilter (``from_spider``). Then:
 
 * :class:`RedisSeenSet` is the dupefilter's seen set, exact and compact:
-  the 12-byte key of a request picks one of ``IRI_REDIS_SEEN_BUCKETS`` hashes
-  by its first bits, and ``HSETNX NS:seen:b:<bucket> <rest of the key> ""``
-  answers whether a request was seen by *any* process, atomically, in one
-  round trip. Each bucket stays small enough for Redis to keep it as a
-  listpack (``hash-max-listpack-entries``, 128 by default), about 16 bytes per
-  request (:class:`SeenLayout` says for which crawl sizes). It is the only
+  the 12-byte key of a request is a field of a small hash picked by its first
+  bits (``HSETNX NS:seen:t:<depth>:<bucket> <rest of the key> ""``, in a Lua
+  script that splits a bucket in two when it fills), which answers whether a
+  request was seen by *any* process, atomically, in one round trip. Buckets
+  stay small enough for Redis to keep them as listpacks: under 20 bytes of
+  Redis memory a request at any crawl size (see
+  :mod:`scrapy_iri.store._redis.seen`). It is the only
   round trip of a request, and only for keys this process does not know yet (a
   local :class:`~.seen.SeenSet` answers the others, up to
   ``IRI_REDIS_LOCAL_MAX`` keys: the Redis set only grows, so a key known here
@@ -40,8 +41,7 @@ Settings (defaults in :data:`SETTINGS`): ``IRI_REDIS_NAMESPACE``
 (``"scrapy-iri:%(spider)s"``), ``IRI_REDIS_PERSIST`` and
 ``IRI_REDIS_FLUSH_ON_START`` (default: scrapy-redis's ``SCHEDULER_PERSIST``
 and ``SCHEDULER_FLUSH_ON_START``, both False), ``IRI_REDIS_RETRY_TIMEOUT``
-(60 s), ``IRI_REDIS_SYNC_INTERVAL`` (0.5 s), ``IRI_REDIS_SEEN_BUCKETS``
-(:data:`DEFAULT_BUCKETS`, a power of two), ``IRI_REDIS_LOCAL_MAX``
+(60 s), ``IRI_REDIS_SYNC_INTERVAL`` (0.5 s), ``IRI_REDIS_LOCAL_MAX``
 (:data:`DEFAULT_LOCAL_MAX`), and scrapy-redis's ``REDIS_PARAMS``
 (client options: password, timeouts, TLS...). See ``docs/redis.md``.
 """
@@ -60,6 +60,7 @@ from scrapy.utils.job import job_dir
 
 from scrapy_iri.store._redis import RedisUnavailable
 from scrapy_iri.store._redis.connection import refuse_cluster
+from scrapy_iri.store._redis.seen import SeenTree
 
 from ._redis_config import SETTINGS, RedisConfig, is_redis_uri, uses_redis
 from ._redis_crawl import (
@@ -109,46 +110,8 @@ REPLAY_CHUNK = 2000
 
 # -- the seen set ------------------------------------------------------------------------
 
-#: buckets of the shared seen set: compact (about 16 bytes a request) from about 8 to 95 requests
-#: a bucket, so 2^17 buckets suit crawls of 10^6 to 1.2 x 10^7 requests (see docs/redis.md)
-DEFAULT_BUCKETS = 1 << 17
 #: keys a process remembers itself (25-32 bytes each); beyond, Redis answers (one round trip each)
 DEFAULT_LOCAL_MAX = 10_000_000
-_LAYOUT = "hsetnx-buckets"
-
-
-class SeenLayout:
-    """Where a key lives: ``NS:seen:b:<bucket>``, field the key without the bits the bucket holds.
-
-    ``bits`` (1-24) bits of the key pick the bucket; the field is the key from
-    the first byte not wholly used by them (10 bytes for 9-16 bits and 17-23, 9 for 24).
-    The largest crawl it stays compact for is about 95 x 2^bits requests.
-    """
-
-    def __init__(self, prefix: str, bits: int) -> None:
-        if not 1 <= bits <= 24:
-            raise ValueError(f"bucket bits must be 1-24, got {bits}")
-        self.prefix = prefix
-        self.bits = bits
-        self.skip = bits // 8
-
-    @property
-    def buckets(self) -> int:
-        return 1 << self.bits
-
-    def place(self, key: bytes) -> tuple[str, bytes]:
-        """The bucket's Redis key and the field of ``key`` in it."""
-        bucket = int.from_bytes(key[:3], "big") >> (24 - self.bits)
-        return f"{self.prefix}{bucket:x}", key[self.skip :]
-
-    def bucket_keys(self) -> Iterator[str]:
-        for bucket in range(self.buckets):
-            yield f"{self.prefix}{bucket:x}"
-
-    @property
-    def compact_up_to(self) -> int:
-        """About the largest number of requests for which every bucket stays a listpack."""
-        return 95 * self.buckets
 
 
 #: open: prune dead processes, flush if asked and alone, register. KEYS: live, seen, seen epoch.
@@ -198,7 +161,6 @@ class RedisSeenSet:
         local: SeenSet,
         *,
         managed: bool = True,
-        bits: int | None = None,
         local_max: int = DEFAULT_LOCAL_MAX,
     ) -> None:
         self.state = state
@@ -208,7 +170,7 @@ class RedisSeenSet:
         self.managed = managed
         self.local_max = local_max
         self._full_logged = False
-        self.layout = SeenLayout(self.keys.seen + ":b:", bits or DEFAULT_BUCKETS.bit_length() - 1)
+        self.tree = SeenTree(self.client, self.keys.seen)
         self.stats = state.crawler.stats
         self.token = uuid.uuid4().hex
         self.unchecked: list[bytes] = []
@@ -264,7 +226,7 @@ class RedisSeenSet:
             )
 
     def _sadd(self, key: bytes) -> int:
-        """``HSETNX NS:seen:b:<bucket> <field> ""`` on this set's own connection, never retried.
+        """The seen set's ``HSETNX`` script on this set's own connection, never retried.
 
         Retrying could turn "added" into "seen": if the reply of a first SADD
         that did add the key were lost, the second would answer 0 and the
@@ -277,10 +239,8 @@ class RedisSeenSet:
         if conn is None:
             pool = self.client.connection_pool
             conn = self._conn = pool.connection_class(**pool.connection_kwargs)
-        bucket, field = self.layout.place(key)
         try:
-            conn.send_command("HSETNX", bucket, field, b"")
-            return int(conn.read_response())
+            return self.tree.add_on(conn, key)
         except BaseException:
             conn.disconnect()
             raise
@@ -314,31 +274,23 @@ class RedisSeenSet:
     # life
 
     def _check_layout(self) -> None:
-        """Agree on the layout with the other processes; move a seen set of the earlier layout into buckets."""
+        """Check the layout the other processes use; move a seen set of the earlier layout into buckets."""
         refuse_cluster(self.client, self.state.config.describe())
-        layout_key = self.keys.seen + ":layout"
-        wanted = f"{_LAYOUT} {self.layout.bits}"
         kind = self.client.type(self.keys.seen)
         kind = kind.decode() if isinstance(kind, bytes) else kind
         if kind not in ("none", "set"):
             raise IRISettingsError(
                 f"Redis key {self.keys.seen!r} holds a {kind}, not a seen set: choose another IRI_REDIS_NAMESPACE"
             )
-        self.client.set(layout_key, wanted, nx=True)
+        layout_key = self.tree.layout_key
+        self.client.set(layout_key, self.tree.layout, nx=True)
         stored = self.client.get(layout_key)
         stored = stored.decode() if isinstance(stored, bytes) else str(stored)
-        name, _, bits = stored.partition(" ")
-        if name != _LAYOUT or not bits.isdigit() or not 1 <= int(bits) <= 24:
+        if stored != self.tree.layout:
             raise IRISettingsError(
                 f"Redis key {layout_key!r} says {stored!r}: a seen set this version of scrapy-iri cannot read"
-                " (written by a newer one?); choose another IRI_REDIS_NAMESPACE"
+                f" (it writes {self.tree.layout!r}); choose another IRI_REDIS_NAMESPACE"
             )
-        if int(bits) != self.layout.bits:  # the set was started with another bucket count: it stays so
-            logger.info(
-                "The seen set %(key)s has 2^%(bits)s buckets (IRI_REDIS_SEEN_BUCKETS applies to new seen sets)",
-                {"key": self.keys.seen, "bits": bits},
-            )
-            self.layout = SeenLayout(self.layout.prefix, int(bits))
         if kind == "set":
             self._migrate()
 
@@ -347,40 +299,19 @@ class RedisSeenSet:
         moved = 0
         batch: list[bytes] = []
         for member in self.client.sscan_iter(self.keys.seen, count=REPLAY_CHUNK):
-            batch.append(member)
+            batch.append(member[:KEY_SIZE])
             if len(batch) >= REPLAY_CHUNK:
-                moved += self._write_keys(batch)
+                moved += len(self.tree.add_many(batch))
                 batch = []
-        moved += self._write_keys(batch)
+        moved += len(self.tree.add_many(batch))
         self.client.delete(self.keys.seen)
         logger.warning(
-            "Moved the seen set %(key)s (%(n)d requests, one Redis set) into %(b)d bucketed hashes",
-            {"key": self.keys.seen, "n": moved, "b": self.layout.buckets},
+            "Moved the seen set %(key)s (%(n)d requests in one Redis set, the earlier layout) into small hashes",
+            {"key": self.keys.seen, "n": moved},
         )
 
-    def _write_keys(self, keys: list[bytes]) -> int:
-        """HSETNX each key (pipelined); returns how many were written."""
-        if not keys:
-            return 0
-        pipe = self.client.pipeline(transaction=False)
-        for key in keys:
-            pipe.hsetnx(*self.layout.place(key[:KEY_SIZE]), b"")
-        pipe.execute()
-        return len(keys)
-
-    def _added(self, keys: list[bytes]) -> list[int]:
-        pipe = self.client.pipeline(transaction=False)
-        for key in keys:
-            pipe.hsetnx(*self.layout.place(key[:KEY_SIZE]), b"")
-        return [int(a) for a in pipe.execute()]
-
     def _delete_buckets(self) -> None:
-        names = list(self.layout.bucket_keys())
-        for i in range(0, len(names), 1000):
-            pipe = self.client.pipeline(transaction=False)
-            for name in names[i : i + 1000]:
-                pipe.unlink(name)
-            pipe.execute()
+        self.tree.delete()
         self.client.delete(self.keys.seen)
 
     def _register(self) -> None:
@@ -435,13 +366,7 @@ class RedisSeenSet:
             " requests this process knows",
             {"key": self.keys.seen, "n": len(self.local)},
         )
-        batch: list[bytes] = []
-        for key, _ in self.local:
-            batch.append(key)
-            if len(batch) >= REPLAY_CHUNK:
-                self._write_keys(batch)
-                batch = []
-        self._write_keys(batch)
+        self.tree.add_many(key for key, _ in self.local)
         self.client.set(self.keys.seen_epoch, uuid.uuid4().hex, nx=True)
         self.stats.inc_value("iri/redis/republished", len(self.local))
 
@@ -449,7 +374,7 @@ class RedisSeenSet:
         """Write the keys let through during an outage; count those another process had recorded meanwhile."""
         while self.unchecked:
             chunk = self.unchecked[:REPLAY_CHUNK]
-            added = self._added(chunk)
+            added = self.tree.add_many(chunk)
             del self.unchecked[: len(chunk)]
             duplicates = sum(1 for a in added if not a)
             self.stats.inc_value("iri/redis/replayed", len(chunk))
@@ -524,14 +449,11 @@ def redis_seen_set(crawler: Crawler, local: SeenSet) -> RedisSeenSet:
     """The crawl's seen set in Redis around ``local`` (the dupefilter's set, loaded from JOBDIR if resuming)."""
     state = crawl_redis(crawler)
     settings = crawler.settings
-    buckets = settings.getint("IRI_REDIS_SEEN_BUCKETS", DEFAULT_BUCKETS)
-    if buckets < 2 or buckets > 1 << 24 or buckets & (buckets - 1):
-        raise IRISettingsError(f"IRI_REDIS_SEEN_BUCKETS: expected a power of two from 2 to 2^24, got {buckets}")
     local_max = settings.getint("IRI_REDIS_LOCAL_MAX", DEFAULT_LOCAL_MAX)
     if local_max < 0:
         raise IRISettingsError(f"IRI_REDIS_LOCAL_MAX: expected a count of requests (0 or more), got {local_max}")
     seen = RedisSeenSet(
-        state, local, managed=crawler not in _from_spider, bits=buckets.bit_length() - 1, local_max=local_max
+        state, local, managed=crawler not in _from_spider, local_max=local_max
     )
     state.seen = seen
     return seen

@@ -52,16 +52,10 @@ NS = "scrapy-iri:seen-tests:seen"
 
 
 def seen_keys(client, ns: str = NS) -> set[bytes]:
-    """Every key of a bucketed seen set, rebuilt from its buckets' names and fields."""
-    stored = client.get(ns + ":layout")
-    bits = int(stored.split()[1]) if stored else 17
-    skip = bits // 8
-    keys = set()
-    for name in client.scan_iter(match=ns + ":b:*", count=1000):
-        bucket = int(name.rpartition(b":")[2], 16)
-        head = (bucket >> (bits - 8 * skip)).to_bytes(skip, "big") if skip else b""
-        keys.update(head + field for field in client.hkeys(name))
-    return keys
+    """Every key of the shared seen set, rebuilt from its buckets' names and fields."""
+    from scrapy_iri.store._redis.seen import SeenTree
+
+    return set(SeenTree(client, ns).keys())
 
 
 def stats(df) -> dict:
@@ -80,8 +74,9 @@ def test_a_request_is_seen_once_across_processes(make_filter, redis_server):
     client = redis_server.client()
     key = a.crawler.request_fingerprinter.fingerprint(Request("http://ex.example/page"))[:12]
     assert seen_keys(client) == {key}  # the 12-byte key, split into its bucket and its field
-    (bucket,) = client.scan_iter(match=NS + ":b:*")
-    assert client.hgetall(bucket) == {key[2:]: b""}
+    (bucket,) = client.scan_iter(match=NS + ":t:*")
+    assert bucket == f"{NS}:t:8:{key[0]:x}".encode()
+    assert client.hgetall(bucket) == {key[1:]: b""}
     assert client.object("encoding", bucket) == b"listpack"
     assert not client.exists(NS)  # no Redis set
 
@@ -347,31 +342,17 @@ def test_keys_spread_over_buckets_that_stay_listpacks(make_filter, redis_server)
     import random
 
     rng = random.Random(13)
-    a, b = make_filter(IRI_REDIS_SEEN_BUCKETS=64), make_filter(IRI_REDIS_SEEN_BUCKETS=64)
-    keys = [rng.randbytes(12) for _ in range(4000)]  # about 62 a bucket
+    a, b = make_filter(), make_filter()
+    keys = [rng.randbytes(12) for _ in range(4000)]
     assert all(a.seen.add(key) is None for key in keys)
     assert all(b.seen.add(key) == redis_seen.SEEN_ELSEWHERE for key in keys)  # exact, across processes
     assert b.seen.add(rng.randbytes(12)) is None
     client = redis_server.client()
-    buckets = list(client.scan_iter(match=NS + ":b:*"))
-    assert len(buckets) == 64
+    buckets = list(client.scan_iter(match=NS + ":t:*"))
+    assert len(buckets) == 256
     assert {client.object("encoding", name) for name in buckets} == {b"listpack"}
     assert seen_keys(client) >= set(keys)
-    assert client.get(NS + ":layout") == b"hsetnx-buckets 6"
-
-
-def test_the_first_process_decides_the_bucket_count(make_filter, redis_server):
-    a = make_filter(IRI_REDIS_SEEN_BUCKETS=256)
-    b = make_filter(IRI_REDIS_SEEN_BUCKETS=1024)  # too late: the set has 256 buckets
-    assert b.seen.layout.bits == 8
-    key = bytes(range(12))
-    assert a.seen.add(key) is None and b.seen.add(key) == redis_seen.SEEN_ELSEWHERE
-
-
-@pytest.mark.parametrize("value", [0, 3, 100, 1 << 25])
-def test_a_bucket_count_that_is_not_a_power_of_two_is_refused(make_filter, value):
-    with pytest.raises(IRISettingsError, match="IRI_REDIS_SEEN_BUCKETS"):
-        make_filter(IRI_REDIS_SEEN_BUCKETS=value)
+    assert client.get(NS + ":layout") == b"hsetnx-tree 8 120"
 
 
 def test_an_old_layout_seen_set_is_moved_into_buckets(make_filter, redis_server):
@@ -383,17 +364,18 @@ def test_an_old_layout_seen_set_is_moved_into_buckets(make_filter, redis_server)
     old = {rng.randbytes(12) for _ in range(3000)}
     page = Request("http://ex.example/old-page")
     crawler = make_crawler(IRI_STORE=redis_server.url)
+    others = sorted(old)[:100]
     old.add(crawler.request_fingerprinter.fingerprint(page)[:12])
     client.sadd(NS, *old)
     a = make_filter()
     assert client.type(NS) == b"none"
     assert seen_keys(client) == old
     assert seen(a, "http://ex.example/old-page")  # recorded by a process of the earlier version
-    assert all(a.seen.add(key) == redis_seen.SEEN_ELSEWHERE for key in list(old)[:100])
+    assert all(a.seen.add(key) == redis_seen.SEEN_ELSEWHERE for key in others)
 
 
 def test_an_unknown_layout_is_refused(make_filter, redis_server):
-    redis_server.client().set(NS + ":layout", "bloom 1e-9")
+    redis_server.client().set(NS + ":layout", "hsetnx-buckets 17")
     with pytest.raises(IRISettingsError, match="cannot read"):
         make_filter()
 
