@@ -8,14 +8,16 @@ writes ``--keys`` random request keys and reports the growth of Redis's
   ``RFPDupeFilter``); with scrapy-redis installed, a sample of new requests
   also goes through ``RFPDupeFilter.request_seen`` itself to count its round trips;
 * ``one set``: ``SADD NS:seen <12-byte key>`` (scrapy-iri's earlier layout);
-* ``buckets 2^k``: ``HSETNX NS:seen:b:<bucket> <rest> ""`` (the layout of
-  :class:`scrapy_iri.scrapy._redis_seen.RedisSeenSet`), whose round trips are
-  counted through ``RedisSeenSet.add`` itself on a sample of new requests.
+* ``tree``: small hashes that split as they fill, ``HSETNX
+  NS:seen:t:<depth>:<bucket> <rest> ""`` in one Lua script (the layout of
+  :class:`scrapy_iri.scrapy._redis_seen.RedisSeenSet`, see
+  :mod:`scrapy_iri.store._redis.seen`), whose round trips are counted through
+  ``RedisSeenSet.add`` itself on a sample of new requests.
 
 Keys are written in pipelined batches (the memory is the same as one at a time).
 
-    nice .venv/bin/python benchmarks/seen_bench.py --keys 1000000 --bits 16 17 20
-    nice .venv/bin/python benchmarks/seen_bench.py --keys 100000000 --bits 20 --only buckets
+    nice .venv/bin/python benchmarks/seen_bench.py --keys 1000000
+    nice .venv/bin/python benchmarks/seen_bench.py --keys 100000000 --only tree
 
 Writes ``benchmarks/results/seen.json`` (merged with earlier runs, by key count).
 """
@@ -55,46 +57,81 @@ def _commands(client: Any) -> int:
     return int(client.info("stats")["total_commands_processed"])
 
 
-def fill(client: Any, layout: str, n: int, bits: int) -> float:
+def fill(client: Any, layout: str, n: int) -> float:
     """Write ``n`` keys in ``layout``; returns bytes of Redis memory per key."""
-    from scrapy_iri.scrapy._redis_seen import SeenLayout
+    from scrapy_iri.store._redis.seen import SeenTree
 
     client.flushall()
     time.sleep(0.2)
     before = _used(client)
-    place = SeenLayout("scrapy-iri:bench:seen:b:", bits or 1).place
+    if layout == "tree":
+        _fill_tree(client, SeenTree(client, "scrapy-iri:bench:seen"), n)
+        return (_used(client) - before) / n
     pipe = client.pipeline(transaction=False)
     for i, key in enumerate(_keys(n, 1)):
         if layout == "scrapy-redis":
             pipe.sadd("bench:dupefilter", hashlib.sha1(key).hexdigest())
-        elif layout == "one set":
-            pipe.sadd("scrapy-iri:bench:seen", key)
         else:
-            pipe.hsetnx(*place(key), b"")
+            pipe.sadd("scrapy-iri:bench:seen", key)
         if i % CHUNK == CHUNK - 1:
             pipe.execute()
     pipe.execute()
     return (_used(client) - before) / n
 
 
-def encodings(client: Any, bits: int) -> dict[str, int]:
-    """How many buckets Redis keeps as listpacks and as hash tables (a sample of 2,000)."""
-    from scrapy_iri.scrapy._redis_seen import SeenLayout
+def _fill_tree(client: Any, tree: Any, n: int) -> None:
+    """The tree's script for each key, pipelined on a raw connection (the client's pipeline costs more
+    than Redis does at 10^8 keys)."""
+    client.script_load(tree.script.script)
+    conn = client.connection_pool.get_connection()
+    try:
+        batch: list[bytes] = []
+        for key in _keys(n, 1):
+            batch.append(key)
+            if len(batch) >= CHUNK:
+                _send(conn, tree, batch)
+                batch = []
+        _send(conn, tree, batch)
+    finally:
+        client.connection_pool.release(conn)
 
-    layout = SeenLayout("scrapy-iri:bench:seen:b:", bits)
-    names = list(layout.bucket_keys())
-    sample = random.Random(5).sample(names, min(2000, len(names)))
-    counts: dict[str, int] = {}
-    for name in sample:
-        kind = client.object("encoding", name)
-        kind = kind.decode() if kind else "missing"
-        counts[kind] = counts.get(kind, 0) + 1
-    return counts
+
+def _send(conn: Any, tree: Any, keys: list[bytes]) -> None:
+    if not keys:
+        return
+    conn.send_packed_command(conn.pack_commands([("EVALSHA", tree.script.sha, 0, *tree.args(k)) for k in keys]))
+    for _ in keys:
+        conn.read_response()
 
 
-def round_trips_ours(url: str, bits: int) -> float:
+def tree_shape(client: Any) -> dict[str, Any]:
+    """Buckets by encoding and depth, and their mean size (markers left out)."""
+    from scrapy_iri.store._redis.seen import SeenTree
+
+    tree = SeenTree(client, "scrapy-iri:bench:seen")
+    encodings: dict[str, int] = {}
+    depths: dict[int, int] = {}
+    fields = buckets = 0
+    names = list(tree.buckets())
+    for i in range(0, len(names), 5000):
+        pipe = client.pipeline(transaction=False)
+        for name in names[i : i + 5000]:
+            pipe.object("encoding", name)
+            pipe.hlen(name)
+        replies = pipe.execute()
+        for name, kind, size in zip(names[i : i + 5000], replies[::2], replies[1::2]):
+            kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+            encodings[kind] = encodings.get(kind, 0) + 1
+            if size > 1 or not client.hexists(name, ""):
+                depth = int(name.split(b":")[-2])
+                depths[depth] = depths.get(depth, 0) + 1
+                fields += size
+                buckets += 1
+    return {"encodings": encodings, "depths": dict(sorted(depths.items())), "mean_bucket": round(fields / max(buckets, 1), 1)}
+
+
+def round_trips_ours(url: str) -> float:
     """Commands Redis processed per new request through RedisSeenSet.add (a Scrapy crawler's seen set)."""
-    import redis
     from scrapy import Spider
     from scrapy.core.scheduler import Scheduler
     from scrapy.utils.misc import build_from_crawler
@@ -105,17 +142,24 @@ def round_trips_ours(url: str, bits: int) -> float:
 
     crawler = get_crawler(
         Bench,
-        {"ADDONS": {"scrapy_iri.Addon": 0}, "IRI_STORE": url, "IRI_REDIS_SEEN_BUCKETS": 1 << bits, "IRI_RUNG": "scheme"},
+        {"ADDONS": {"scrapy_iri.Addon": 0}, "IRI_STORE": url, "IRI_RUNG": "scheme"},
     )
     df = build_from_crawler(Scheduler, crawler).df
-    client = redis.Redis.from_url(url)
-    keys = list(_keys(SAMPLE, 99))
-    before = _commands(client)
-    for key in keys:
-        assert df.seen.add(key) is None
-    spent = _commands(client) - before - 1  # the INFO call itself
-    df.seen.close()
-    return spent / SAMPLE
+    seen = df.seen
+    pool = seen.client.connection_pool
+    conn = seen._conn = pool.connection_class(**pool.connection_kwargs)  # the set's own connection, counted
+    sent = [0]
+    send = conn.send_command
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        sent[0] += 1
+        return send(*args, **kwargs)
+
+    conn.send_command = counted
+    for key in _keys(SAMPLE, 99):
+        assert seen.add(key) is None
+    seen.close()
+    return sent[0] / SAMPLE
 
 
 def round_trips_scrapy_redis(url: str) -> float | None:
@@ -129,7 +173,7 @@ def round_trips_scrapy_redis(url: str) -> float | None:
     client = redis.Redis.from_url(url)
     df = RFPDupeFilter(client, "bench:rt")
     requests = [Request(f"http://bench.example/{i}") for i in range(SAMPLE)]
-    before = _commands(client)
+    before = _commands(client)  # scrapy-redis runs no scripts: commands processed are round trips
     for request in requests:
         assert not df.request_seen(request)
     return (_commands(client) - before - 1) / SAMPLE
@@ -138,28 +182,24 @@ def round_trips_scrapy_redis(url: str) -> float | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keys", type=int, default=1_000_000)
-    parser.add_argument("--bits", type=int, nargs="+", default=[17])
-    parser.add_argument("--only", choices=["buckets"], help="skip the one-set layouts (large runs)")
+    parser.add_argument("--only", choices=["tree"], help="skip the one-set layouts (large runs)")
     args = parser.parse_args()
     import redis
 
     rows: dict[str, Any] = {}
     with redis_server() as url:
         client = redis.Redis.from_url(url)
-        layouts = [] if args.only else [("scrapy-redis", 0), ("one set", 0)]
-        layouts += [(f"buckets 2^{bits}", bits) for bits in args.bits]
-        for name, bits in layouts:
+        layouts = ["tree"] if args.only else ["scrapy-redis", "one set", "tree"]
+        for name in layouts:
             started = time.perf_counter()
-            per_key = fill(client, name if bits == 0 else "buckets", args.keys, bits)
+            per_key = fill(client, name, args.keys)
             row: dict[str, Any] = {"bytes_per_key": round(per_key, 1), "fill_s": round(time.perf_counter() - started, 1)}
-            if bits:
-                row["encodings"] = encodings(client, bits)
-                row["keys_per_bucket"] = round(args.keys / (1 << bits), 1)
+            if name == "tree":
+                row.update(tree_shape(client))
             rows[name] = row
-            print(f"{name:>16}: {per_key:6.1f} B/key  {row}", flush=True)
+            print(f"{name:>16}: {row}", flush=True)
         client.flushall()
-        for bits in args.bits[:1]:
-            rows[f"buckets 2^{bits}"]["round_trips_per_new_request"] = round_trips_ours(url, bits)
+        rows["tree"]["round_trips_per_new_request"] = round_trips_ours(url)
         sr = round_trips_scrapy_redis(url)
         if sr is not None and "scrapy-redis" in rows:
             rows["scrapy-redis"]["round_trips_per_new_request"] = sr
