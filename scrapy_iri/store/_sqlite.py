@@ -1,7 +1,7 @@
 """The SQLite backend (``IRI_STORE = "sqlite:///path"``), the embedded default.
 
-What is small stays in memory: the rule records (per origin) and the
-learning policy. Everything that grows with the crawl stays on disk and is
+What is small stays in memory: the rule records (per origin), the sinks
+(targets with ``sink_fanin`` sources) and the learning policy. Everything that grows with the crawl stays on disk and is
 read on demand: an alias is one indexed read (its source is the primary
 key), behind a bounded LRU cache that also remembers misses
 (``cache_size`` entries, :data:`DEFAULT_CACHE_SIZE` by default, a few
@@ -95,6 +95,7 @@ CREATE INDEX IF NOT EXISTS evidence_url ON evidence (url);
 CREATE INDEX IF NOT EXISTS evidence_target ON evidence (target);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS change (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sink (target TEXT PRIMARY KEY) WITHOUT ROWID;
 """
 
 _RULE_COLUMNS = ", ".join(RULE_FIELDS)
@@ -111,6 +112,7 @@ _WRITES = {
     "fanin": ("INSERT OR IGNORE INTO fanin VALUES (?, ?)", "DELETE FROM fanin WHERE target = ?"),
     "deferred": ("INSERT OR IGNORE INTO deferred VALUES (?, ?)", "DELETE FROM deferred WHERE rule = ? AND url = ?"),
     "declared_case": ("INSERT OR REPLACE INTO declared_case VALUES (?, ?)", "DELETE FROM declared_case WHERE key = ?"),
+    "sink": ("INSERT OR IGNORE INTO sink VALUES (?)", "DELETE FROM sink WHERE target = ?"),
 }
 _MISSING: Any = object()
 _EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
@@ -164,6 +166,11 @@ def _to_4(db: sqlite3.Connection) -> None:
     for statement in _statements(_SCHEMA):
         db.execute(statement)
     db.executemany("INSERT OR REPLACE INTO declared_case VALUES (?, ?)", ((case_key(u), u) for u in urls))
+    row = db.execute("SELECT value FROM meta WHERE key = 'policy'").fetchone()
+    policy = (policy_from_text(row[0]) if row else None) or LearningPolicy()
+    db.execute(
+        "INSERT OR IGNORE INTO sink SELECT target FROM fanin GROUP BY target HAVING count(*) >= ?", (policy.sink_fanin,)
+    )
 
 
 _MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_2, 2: _to_3, 3: _to_4}
@@ -244,6 +251,7 @@ class SQLiteStore(EquivalenceStore):
             raise StoreError(f"{self.path}: {exc}") from exc
         # what is resident: rules (small, per origin), and bounded caches of what is on disk
         self._rules: dict[str, dict[RuleKey, RuleRecord]] = {}
+        self._sinks: set[str] = set()
         self._aliases = _LRU(cache_size)
         self._cases = _LRU(cache_size // 4)
         # the pending batch: (table, key) -> row (None: a delete), latest write last
@@ -269,6 +277,7 @@ class SQLiteStore(EquivalenceStore):
             self._data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
             self._change_id = self._db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()[0]
             self._load_rules()
+            self._sinks = {target for (target,) in self._db.execute("SELECT target FROM sink")}
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
 
@@ -540,6 +549,7 @@ class SQLiteStore(EquivalenceStore):
             self._aliases.clear()
             self._cases.clear()
             self._load_rules()
+            self._sinks = {target for (target,) in db.execute("SELECT target FROM sink")}
         else:
             for _, kind, name in rows:
                 if kind == "a":
@@ -548,6 +558,11 @@ class SQLiteStore(EquivalenceStore):
                     self._cases.pop(name)
                 elif kind == "r" and not any(key.origin == name for key in self._rule_delta):
                     self._reload_rules(name)  # rules written here meanwhile are read back at the commit
+                elif kind == "s" and ("sink", name) not in self._pending:
+                    if db.execute("SELECT 1 FROM sink WHERE target = ?", (name,)).fetchone():
+                        self._sinks.add(name)
+                    else:
+                        self._sinks.discard(name)
         if rows:
             self._change_id = rows[-1][0]
 
@@ -761,7 +776,7 @@ class SQLiteStore(EquivalenceStore):
     def _iter_rules(self) -> Iterator[RuleRecord]:
         return iter([r for records in self._rules.values() for r in records.values()])
 
-    # -- primitives: fan-in (on disk, read per redirect) -------------------------------
+    # -- primitives: fan-in (on disk, read per redirect; sinks resident) -----------------
 
     def _fanin_sources(self, target: str, cap: int) -> list[str] | None:
         sources: list[str] = []
@@ -783,12 +798,21 @@ class SQLiteStore(EquivalenceStore):
             sources.append(source)
             self._pending_fanin.setdefault(target, []).append(source)
             self._write("fanin", (target, source), (target, source))
+        if len(sources) >= cap and target not in self._sinks:
+            self._sinks.add(target)
+            self._write("sink", target, (target,))
+            self._pending_changes[("s", target)] = None
         return sources
 
     def _fanin(self, target: str) -> int:
-        return len(self._fanin_sources(target, self.policy.sink_fanin) or ())
+        """The cap for a sink (resident: no read), else 0: lookups only ask whether a target is a sink."""
+        return self.policy.sink_fanin if target in self._sinks else 0
 
     def _drop_fanin(self, target: str) -> None:
+        if target in self._sinks:
+            self._sinks.discard(target)
+            self._write("sink", target, None)
+            self._pending_changes[("s", target)] = None
         self._pending_fanin.pop(target, None)
         self._dropped_fanin.add(target)
         for key in [k for k in self._pending if k[0] == "fanin" and k[1][0] == target]:

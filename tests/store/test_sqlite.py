@@ -465,3 +465,21 @@ def test_deferred_requests_are_taken_once_across_processes(tmp_path: Path) -> No
     assert b.take_deferred(rule) == []
     a.close()
     b.close()
+
+
+def test_a_sink_found_by_another_process_stops_aliases_into_it_here(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    a = open_store(uri(path), sync_interval=0.0)
+    b = open_store(uri(path), sync_interval=0.0)
+    a.record_redirect("http://s.example/old", 301, "http://s.example/login")
+    a.flush()
+    assert b.representative("http://s.example/old") == "http://s.example/login"
+    for i in range(5):  # many sources into one target: a sink (login, consent, error pages)
+        b.record_redirect(f"http://s.example/p{i}", 302, "http://s.example/login?next=p{i}")
+    b.flush()
+    assert a.representative("http://s.example/old") == "http://s.example/old"
+    assert a.stats()["sinks"] == 1
+    a.close()
+    b.close()
+    with open_store(uri(path), create=False) as c:
+        assert c.representative("http://s.example/old") == "http://s.example/old"

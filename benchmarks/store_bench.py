@@ -1,0 +1,123 @@
+"""The SQLite equivalence store at scale: open time, memory per alias, lookup latency, learning throughput.
+
+Builds a store of ``--aliases`` N exact aliases over 1,000 hosts (URLs of
+60-70 characters), either through the bulk path
+(:meth:`SQLiteStore.bulk_aliases`) or through ``record_redirect`` (each a
+clean 301, with its evidence and fan-in rows), then measures in a fresh
+process:
+
+* **open**: ``open_store(uri)`` wall time;
+* **resident bytes per alias**: growth of the process's resident set from
+  before the open to after 200,000 lookups (the cache full), divided by N;
+* **lookup hit / miss**: mean ``store.representative(url)`` time over 100,000
+  random aliases (cold: each read from the file once, then warm: from the
+  cache) and 100,000 unknown URLs.
+
+    nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode bulk --dir /tmp/store-bench
+    nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode record --dir /tmp/store-bench
+
+Results are merged into ``benchmarks/results/store.json`` (by mode and N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+RESULTS = ROOT / "benchmarks" / "results" / "store.json"
+HOSTS = 1000
+LOOKUPS = 100_000
+
+
+def source(i: int) -> str:
+    return f"http://www.site{i % HOSTS}.example/section-{i % 97}/article-{i}.html"
+
+
+def target(i: int) -> str:
+    return f"http://www.site{i % HOSTS}.example/articles/{i}"
+
+
+def build(path: Path, n: int, mode: str) -> dict[str, Any]:
+    from scrapy_iri.store import Alias, open_store
+
+    path.unlink(missing_ok=True)
+    started = time.perf_counter()
+    with open_store(f"sqlite:///{path}") as store:
+        if mode == "bulk":
+            now = time.time()
+            store.bulk_aliases(Alias(source(i), target(i), 301, now) for i in range(n))  # type: ignore[attr-defined]
+        else:
+            for i in range(n):
+                store.record_redirect(source(i), 301, target(i))
+    seconds = time.perf_counter() - started
+    return {"build_s": round(seconds, 1), "build_per_s": round(n / seconds), "file_mb": round(path.stat().st_size / 1e6)}
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def measure(path: Path, n: int) -> dict[str, Any]:
+    """In this (fresh) process: open, memory, lookups."""
+    import scrapy_iri.store._sqlite  # noqa: F401 - imported before the baseline
+    from scrapy_iri.store import open_store
+
+    rng = random.Random(1)
+    hits = [source(rng.randrange(n)) for _ in range(LOOKUPS)]
+    misses = [source(n + rng.randrange(n)) for _ in range(LOOKUPS)]
+    before = _rss()
+    started = time.perf_counter()
+    store = open_store(f"sqlite:///{path}", create=False)
+    open_s = time.perf_counter() - started
+    result: dict[str, Any] = {"open_s": round(open_s, 3)}
+    for name, urls in (("hit_cold_us", hits), ("hit_warm_us", hits), ("miss_us", misses)):
+        started = time.perf_counter()
+        for url in urls:
+            store.representative(url)
+        result[name] = round((time.perf_counter() - started) / len(urls) * 1e6, 2)
+    for url in [source(rng.randrange(n)) for _ in range(200_000)]:
+        store.representative(url)
+    assert store.representative(hits[0]) != hits[0] and store.representative(misses[0]) == misses[0]
+    result["resident_bytes_per_alias"] = round((_rss() - before) / n, 1)
+    result["resident_mb"] = round((_rss() - before) / 1e6, 1)
+    store.close()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--aliases", type=int, default=1_000_000)
+    parser.add_argument("--mode", choices=["bulk", "record"], default="bulk")
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/scrapy-iri-store-bench"))
+    parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the fresh measuring process
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.aliases)))
+        return
+    args.dir.mkdir(parents=True, exist_ok=True)
+    path = args.dir / f"{args.mode}-{args.aliases}.db"
+    row = build(path, args.aliases, args.mode)
+    print(f"built: {row}", flush=True)
+    child = subprocess.run(
+        [sys.executable, __file__, "--aliases", str(args.aliases), "--measure", str(path)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    row.update(json.loads(child.stdout))
+    print(f"{args.mode} {args.aliases}: {row}")
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    results[f"{args.mode}-{args.aliases}"] = row
+    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
