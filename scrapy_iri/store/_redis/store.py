@@ -7,6 +7,7 @@ import json
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,7 @@ class RedisStore(RedisSync, RedisJournal, MemoryStore):
         auto_sync: bool = True,
         pending_path: str | Path | None = None,
         answered_horizon: float = 600.0,
+        rollback_memory: int = 100_000,
     ) -> None:
         super().__init__(policy, clock=clock)
         if isinstance(client, str):
@@ -116,6 +118,12 @@ class RedisStore(RedisSync, RedisJournal, MemoryStore):
         self.pending_path = None if pending_path is None else Path(pending_path)
         #: counters of the store's traffic (round trips, reloads, ...)
         self.counters: dict[str, int] = {}
+        # what this process can write again if Redis rolls back (see RedisSync._rolled_back): the last
+        # batch it applied, its last ``rollback_memory`` alias drops and answers, its deferred URLs
+        self.rollback_memory = rollback_memory
+        self._last_batch: tuple[str, float] | None = None
+        self._ended: OrderedDict[str, tuple[str, float, int]] = OrderedDict()
+        self._deferred_here: dict[str, dict[str, None]] = {}
         check_reachable(client, self.where)
         self._open()
 
@@ -410,6 +418,7 @@ class RedisStore(RedisSync, RedisJournal, MemoryStore):
             self._flush()
             token = f"{self.keys.store}taken:{uuid.uuid4().hex}"
             urls = self._take(keys=[self.keys.deferred(str(rule)), self.keys.deferreds, token], args=[str(rule)])
+            self._deferred_here.pop(str(rule), None)
         except UNAVAILABLE as exc:
             self.outage.failed(exc)
             self._deferred_ops.pop(rule, None)
