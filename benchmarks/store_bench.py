@@ -7,11 +7,13 @@ clean 301, with its evidence and fan-in rows), then measures in a fresh
 process:
 
 * **open**: ``open_store(uri)`` wall time;
-* **resident bytes per alias**: growth of the process's resident set from
-  before the open to after 200,000 lookups (the cache full), divided by N;
+* **resident bytes per alias**: growth of the process's private resident
+  memory (``RssAnon``) from before the open to after 200,000 lookups (the
+  cache full), divided by N;
 * **lookup hit / miss**: mean ``store.representative(url)`` time over 100,000
   random aliases (cold: each read from the file once, then warm: from the
-  cache) and 100,000 unknown URLs.
+  cache) and 100,000 unknown URLs; wall time, and CPU time of the process
+  (steadier on a shared machine).
 
     nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode bulk --dir /tmp/store-bench
     nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode record --dir /tmp/store-bench
@@ -63,8 +65,12 @@ def build(path: Path, n: int, mode: str) -> dict[str, Any]:
 
 
 def _rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    """Private resident memory (RssAnon): what this process holds itself, not the file's shared pages."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no RssAnon in /proc/self/status")
 
 
 def measure(path: Path, n: int) -> dict[str, Any]:
@@ -81,10 +87,11 @@ def measure(path: Path, n: int) -> dict[str, Any]:
     open_s = time.perf_counter() - started
     result: dict[str, Any] = {"open_s": round(open_s, 3)}
     for name, urls in (("hit_cold_us", hits), ("hit_warm_us", hits), ("miss_us", misses)):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         for url in urls:
             store.representative(url)
         result[name] = round((time.perf_counter() - started) / len(urls) * 1e6, 2)
+        result[name.replace("_us", "_cpu_us")] = round((time.process_time() - cpu) / len(urls) * 1e6, 2)
     for url in [source(rng.randrange(n)) for _ in range(200_000)]:
         store.representative(url)
     assert store.representative(hits[0]) != hits[0] and store.representative(misses[0]) == misses[0]
@@ -100,13 +107,18 @@ def main() -> None:
     parser.add_argument("--mode", choices=["bulk", "record"], default="bulk")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/scrapy-iri-store-bench"))
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the fresh measuring process
+    parser.add_argument("--reuse", action="store_true", help="measure the store built by an earlier run")
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.aliases)))
         return
     args.dir.mkdir(parents=True, exist_ok=True)
     path = args.dir / f"{args.mode}-{args.aliases}.db"
-    row = build(path, args.aliases, args.mode)
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    if args.reuse and path.exists():
+        row = {k: v for k, v in results.get(f"{args.mode}-{args.aliases}", {}).items() if k.startswith(("build", "file"))}
+    else:
+        row = build(path, args.aliases, args.mode)
     print(f"built: {row}", flush=True)
     child = subprocess.run(
         [sys.executable, __file__, "--aliases", str(args.aliases), "--measure", str(path)],
@@ -114,7 +126,6 @@ def main() -> None:
     )  # fmt: skip
     row.update(json.loads(child.stdout))
     print(f"{args.mode} {args.aliases}: {row}")
-    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     results[f"{args.mode}-{args.aliases}"] = row
     RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
 

@@ -114,6 +114,10 @@ _WRITES = {
     "declared_case": ("INSERT OR REPLACE INTO declared_case VALUES (?, ?)", "DELETE FROM declared_case WHERE key = ?"),
     "sink": ("INSERT OR IGNORE INTO sink VALUES (?)", "DELETE FROM sink WHERE target = ?"),
 }
+_ALIAS_AND_NEXT = (
+    "SELECT a.target, a.status, a.time, b.target, b.status, b.time"
+    " FROM alias AS a LEFT JOIN alias AS b ON b.source = a.target WHERE a.source = ?"
+)
 _MISSING: Any = object()
 _EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
 
@@ -624,10 +628,17 @@ class SQLiteStore(EquivalenceStore):
         alias = self._aliases.get(source)
         if alias is not _MISSING:
             return alias  # type: ignore[no-any-return]
-        rows = self._read("SELECT target, status, time FROM alias WHERE source = ?", (source,))
+        # the alias and its target's own alias in one read: resolving follows the target next
+        rows = self._read(_ALIAS_AND_NEXT, (source,))
         if rows is None:
             return None  # unknown: no merge (a missed merge costs one fetch)
-        alias = Alias(source, *rows[0]) if rows else None
+        if not rows:
+            self._aliases.put(source, None)
+            return None
+        target, status, time_, next_target, next_status, next_time = rows[0]
+        alias = Alias(source, target, status, time_)
+        if self._aliases.get(target) is _MISSING:
+            self._aliases.put(target, None if next_target is None else Alias(target, next_target, next_status, next_time))
         self._aliases.put(source, alias)
         return alias
 
