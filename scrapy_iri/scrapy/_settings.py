@@ -265,6 +265,11 @@ def crawler_store(crawler: Crawler) -> EquivalenceStore:
 
             store = open_crawler_store(crawler)
             store.policy = policy  # before any use: the Redis hook opens it with the default policy
+        elif uri.partition(":")[0].lower() == "sqlite":  # aliases read on demand, behind a bounded cache
+            from scrapy_iri.store._sqlite import DEFAULT_CACHE_SIZE
+
+            cache = crawler.settings.getint("IRI_STORE_CACHE_SIZE", DEFAULT_CACHE_SIZE)
+            store = open_store(uri, policy=policy, cache_size=max(0, cache))
         else:
             store = open_store(uri, policy=policy)
         _stores[crawler] = store
