@@ -265,6 +265,7 @@ def crawler_store(crawler: Crawler) -> EquivalenceStore:
 
             store = open_crawler_store(crawler)
             store.policy = policy  # before any use: the Redis hook opens it with the default policy
+            store._save_policy(policy)  # recorded, as every backend does: readers judge rules with it
         elif uri.partition(":")[0].lower() == "sqlite":  # aliases read on demand, behind a bounded cache
             from scrapy_iri.store._sqlite import DEFAULT_CACHE_SIZE
 

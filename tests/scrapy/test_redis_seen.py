@@ -409,3 +409,21 @@ def test_redis_cluster_is_refused_at_start(tmp_path):
             open_store(server.url)
     finally:
         server.stop()
+
+
+def test_a_redis_crawl_records_its_learning_policy(redis_url, redis_server):
+    """``scrapy-iri store`` judges a Redis crawl's rules with the crawl's K, TTL and sink fan-in."""
+    import json
+
+    from scrapy_iri.scrapy._settings import crawler_store
+    from scrapy_iri.store import open_store
+
+    crawler = make_crawler(IRI_STORE=redis_url, IRI_RUNG="protocol", IRI_RULE_MIN_OBSERVATIONS=7)
+    store = crawler_store(crawler)
+    try:
+        stored = json.loads(redis_server.client().get("scrapy-iri:seen-tests:store:policy"))
+        assert stored["min_observations"] == 7
+        with open_store(f"{redis_url}?namespace=scrapy-iri:seen-tests") as reader:
+            assert reader.policy.min_observations == 7
+    finally:
+        store.close()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import time
 import uuid
@@ -13,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .._base import Outcome, Resolution
+from .._codec import policy_from_text, policy_text
 from .._evidence import Alias, Evidence
 from .._forms import scheme_form
 from .._memory import MemoryStore
@@ -436,17 +435,11 @@ class RedisStore(RedisSync, RedisJournal, MemoryStore):
             raw = self.client.get(self.keys.policy)
         except UNAVAILABLE:
             return None
-        if raw is None:
-            return None
-        try:
-            fields = {f.name for f in dataclasses.fields(LearningPolicy)}
-            return LearningPolicy(**{k: v for k, v in json.loads(raw).items() if k in fields})
-        except (ValueError, TypeError):
-            return None
+        return None if raw is None else policy_from_text(raw)
 
     def _save_policy(self, policy: LearningPolicy) -> None:
         try:
-            self.client.set(self.keys.policy, json.dumps(dataclasses.asdict(policy), sort_keys=True))
+            self.client.set(self.keys.policy, policy_text(policy))
         except UNAVAILABLE as exc:
             logger.warning("Redis at %s: could not record the learning policy: %s", self.where, exc)
 
