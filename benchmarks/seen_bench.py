@@ -215,7 +215,7 @@ def main() -> None:
 
     rows: dict[str, Any] = {}
     with redis_server() as url:
-        client = redis.Redis.from_url(url)
+        client = redis.Redis.from_url(url, socket_timeout=None)
         tree = "tree (filled in Redis)" if args.server_side else "tree"
         layouts = [tree] if args.only else ["scrapy-redis", "one set", tree]
         for name in layouts:

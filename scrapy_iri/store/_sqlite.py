@@ -18,7 +18,7 @@ WAL mode with ``synchronous=NORMAL``: a process killed at any moment (even
 every committed observation and no part of another.
 
 A crawl never waits long for a locked file: during the crawl a write waits
-at most ``lock_wait`` seconds (1 s) for another process's transaction, then
+at most ``lock_wait`` seconds (0.5 s) for another process's transaction, then
 keeps its batch in memory for the next attempt (reads go on from the pending
 writes and the cache; a read that finds the file locked answers "unknown",
 which merges nothing). :meth:`SQLiteStore.close` waits longer
@@ -224,7 +224,7 @@ class SQLiteStore(EquivalenceStore):
         evidence_max: int = EVIDENCE_MAX,
         evidence_max_age: float = EVIDENCE_MAX_AGE,
         sync_interval: float = 0.5,
-        lock_wait: float = 1.0,
+        lock_wait: float = 0.5,
         close_wait: float = 30.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
