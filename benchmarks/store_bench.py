@@ -18,6 +18,10 @@ process:
 
     nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode bulk --dir /tmp/store-bench
     nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode record --dir /tmp/store-bench
+    nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode redis
+
+``--mode redis`` writes the aliases into a private ``redis-server`` in the
+Redis store's layout and measures opening a ``RedisStore`` on it the same way.
 
 Results are merged into ``benchmarks/results/store.json`` (by mode and N).
 """
@@ -36,6 +40,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 RESULTS = ROOT / "benchmarks" / "results" / "store.json"
 HOSTS = 1000
 LOOKUPS = 100_000
@@ -65,6 +70,25 @@ def build(path: Path, n: int, mode: str) -> dict[str, Any]:
     return {"build_s": round(seconds, 1), "build_per_s": round(n / seconds), "file_mb": round(path.stat().st_size / 1e6)}
 
 
+def build_redis(url: str, n: int) -> dict[str, Any]:
+    import json as _json
+
+    import redis
+
+    client = redis.Redis.from_url(url, socket_timeout=None)
+    started = time.perf_counter()
+    now = time.time()
+    pipe = client.pipeline(transaction=False)
+    for i in range(n):
+        pipe.hset("bench:store:aliases", source(i), _json.dumps([target(i), 301, now]))
+        if i % 10_000 == 9_999:
+            pipe.execute()
+    pipe.execute()
+    client.set("bench:store:epoch", "bench")
+    used = int(client.info("memory")["used_memory"])
+    return {"build_s": round(time.perf_counter() - started, 1), "redis_mb": round(used / 1e6)}
+
+
 def _rss() -> int:
     """Private resident memory (RssAnon): what this process holds itself, not the file's shared pages."""
     with open("/proc/self/status") as f:
@@ -74,9 +98,10 @@ def _rss() -> int:
     raise RuntimeError("no RssAnon in /proc/self/status")
 
 
-def measure(path: Path, n: int) -> dict[str, Any]:
+def measure(path: Path | str, n: int) -> dict[str, Any]:
     """In this (fresh) process: open, memory, lookups."""
-    import scrapy_iri.store._sqlite  # noqa: F401 - imported before the baseline
+    import scrapy_iri.store._redis  # noqa: F401 - imported before the baseline
+    import scrapy_iri.store._sqlite  # noqa: F401
     from scrapy_iri.store import open_store
 
     rng = random.Random(1)
@@ -84,7 +109,8 @@ def measure(path: Path, n: int) -> dict[str, Any]:
     misses = [source(n + rng.randrange(n)) for _ in range(LOOKUPS)]
     before = _rss()
     started = time.perf_counter()
-    store = open_store(f"sqlite:///{path}", create=False)
+    uri = str(path) if str(path).startswith("redis://") else f"sqlite:///{path}"
+    store = open_store(uri, create=False)
     open_s = time.perf_counter() - started
     result: dict[str, Any] = {"open_s": round(open_s, 3)}
     for name, urls in (("hit_cold_us", hits), ("hit_warm_us", hits), ("miss_us", misses)):
@@ -113,17 +139,32 @@ def measure(path: Path, n: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--aliases", type=int, default=1_000_000)
-    parser.add_argument("--mode", choices=["bulk", "record"], default="bulk")
+    parser.add_argument("--mode", choices=["bulk", "record", "redis"], default="bulk")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/scrapy-iri-store-bench"))
-    parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the fresh measuring process
+    parser.add_argument("--measure", help=argparse.SUPPRESS)  # the fresh measuring process
     parser.add_argument("--reuse", action="store_true", help="measure the store built by an earlier run")
     args = parser.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.measure, args.aliases)))
+        print(json.dumps(measure(args.measure, args.aliases)))  # type: ignore[arg-type]
+        return
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    if args.mode == "redis":
+        from redis_bench import redis_server
+
+        with redis_server() as url:
+            row = build_redis(url, args.aliases)
+            print(f"built: {row}", flush=True)
+            child = subprocess.run(
+                [sys.executable, __file__, "--aliases", str(args.aliases), "--measure", f"{url}?namespace=bench"],
+                check=True, capture_output=True, text=True,
+            )  # fmt: skip
+        row.update(json.loads(child.stdout))
+        print(f"redis {args.aliases}: {row}")
+        results[f"redis-{args.aliases}"] = row
+        RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
         return
     args.dir.mkdir(parents=True, exist_ok=True)
     path = args.dir / f"{args.mode}-{args.aliases}.db"
-    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     if args.reuse and path.exists():
         row = {k: v for k, v in results.get(f"{args.mode}-{args.aliases}", {}).items() if k.startswith(("build", "file"))}
     else:
