@@ -448,7 +448,7 @@ class SQLiteStore(EquivalenceStore):
             return
         db = self._connection()
         merged: set[str] = set()
-        fresh: dict[RuleKey, RuleRecord] = {}
+        fresh: dict[str, dict[RuleKey, RuleRecord]] = {}
         db.execute("BEGIN IMMEDIATE")
         try:
             for (table, key), row in self._pending.items():
@@ -470,17 +470,18 @@ class SQLiteStore(EquivalenceStore):
                 [*self._pending_changes, *(("r", origin) for origin in sorted(merged))],
             )
             for origin in merged:
+                records = fresh[origin] = {}
                 for row in db.execute(f"SELECT kind, scope, {_RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,)):
                     key = RuleKey(origin, row[0], row[1])
-                    fresh[key] = rule_record(key, row[2:])
+                    records[key] = rule_record(key, row[2:])
             self._commits += 1
             self._prune(db)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        for origin in merged:  # the image follows the disk
-            self._set_rules(origin, {key: r for key, r in fresh.items() if key.origin == origin})
+        for origin, records in fresh.items():  # the image follows the disk
+            self._set_rules(origin, records)
         self._rule_delta.clear()
         self._rule_dropped.clear()
         self._pending, self._pending_evidence = {}, []
