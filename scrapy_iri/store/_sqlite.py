@@ -447,33 +447,38 @@ class SQLiteStore(EquivalenceStore):
         if not self._pending and not self._pending_evidence:
             return
         db = self._connection()
-        merged: set[str] = set()
         fresh: dict[str, dict[RuleKey, RuleRecord]] = {}
         db.execute("BEGIN IMMEDIATE")
         try:
+            rules: dict[str, list[tuple[RuleKey, tuple[Any, ...] | None]]] = {}
             for (table, key), row in self._pending.items():
-                upsert, delete = _WRITES[table]
                 if table == "rule":
-                    rule = RuleKey(*key)
-                    if row is None or rule in self._rule_dropped:
-                        db.execute(delete, key)
-                    if row is not None:
-                        db.execute(upsert, (*rule, *rule_values(self._merged_rule(db, rule))))
-                    merged.add(rule.origin)
-                elif row is None:
+                    rules.setdefault(key[0], []).append((RuleKey(*key), row))
+                    continue
+                upsert, delete = _WRITES[table]
+                if row is None:
                     db.execute(delete, key if isinstance(key, tuple) else (key,))
                 else:
                     db.execute(upsert, row)
+            upsert, delete = _WRITES["rule"]
+            for origin, written in rules.items():  # one read per origin: the rows as other processes left them
+                disk: dict[RuleKey, RuleRecord] = {}
+                for row in db.execute(f"SELECT kind, scope, {_RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,)):
+                    key = RuleKey(origin, row[0], row[1])
+                    disk[key] = rule_record(key, row[2:])
+                for rule, row in written:
+                    if row is None or rule in self._rule_dropped:
+                        db.execute(delete, tuple(rule))
+                        disk.pop(rule, None)
+                    if row is not None:
+                        disk[rule] = self._merged_rule(rule, disk.get(rule))
+                        db.execute(upsert, (*rule, *rule_values(disk[rule])))
+                fresh[origin] = disk
             db.executemany(_EVIDENCE, self._pending_evidence)
             db.executemany(
                 "INSERT INTO change (kind, name) VALUES (?, ?)",
-                [*self._pending_changes, *(("r", origin) for origin in sorted(merged))],
+                [*self._pending_changes, *(("r", origin) for origin in sorted(fresh))],
             )
-            for origin in merged:
-                records = fresh[origin] = {}
-                for row in db.execute(f"SELECT kind, scope, {_RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,)):
-                    key = RuleKey(origin, row[0], row[1])
-                    records[key] = rule_record(key, row[2:])
             self._commits += 1
             self._prune(db)
             db.execute("COMMIT")
@@ -504,13 +509,10 @@ class SQLiteStore(EquivalenceStore):
             db.execute("DELETE FROM evidence WHERE id < ?", (first[0] if first else (high or 0) + 1,))
             db.execute("DELETE FROM change WHERE id <= (SELECT max(id) FROM change) - ?", (CHANGES_MAX,))
 
-    def _merged_rule(self, db: sqlite3.Connection, key: RuleKey) -> RuleRecord:
+    def _merged_rule(self, key: RuleKey, on_disk: RuleRecord | None) -> RuleRecord:
         """The row on disk plus what this process observed since its last commit."""
         image = self._rules.get(key.origin, {}).get(key) or RuleRecord(key)
-        row = db.execute(
-            f"SELECT {_RULE_COLUMNS} FROM rule WHERE origin = ? AND kind = ? AND scope = ?", tuple(key)
-        ).fetchone()
-        disk = rule_record(key, row) if row is not None else RuleRecord(key)
+        disk = on_disk if on_disk is not None else RuleRecord(key)
         disk.expire(self.policy, self.clock())
         support, against = self._rule_delta.get(key, (0, 0))
         newer_support = image if image.last_support >= disk.last_support else disk
