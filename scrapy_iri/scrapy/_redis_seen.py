@@ -192,7 +192,7 @@ class RedisSeenSet:
         key = key[:KEY_SIZE]
         if not self.state.outage.down:  # during an outage only the timer tries Redis (see CrawlRedis)
             try:
-                added = self._sadd(key)
+                added = self._check(key)
             except Exception as exc:
                 self.state.failed(exc)
             else:
@@ -225,10 +225,10 @@ class RedisSeenSet:
                 {"n": len(self.local)},
             )
 
-    def _sadd(self, key: bytes) -> int:
+    def _check(self, key: bytes) -> int:
         """The seen set's ``HSETNX`` script on this set's own connection, never retried.
 
-        Retrying could turn "added" into "seen": if the reply of a first SADD
+        Retrying could turn "added" into "seen": if the reply of a first check
         that did add the key were lost, the second would answer 0 and the
         request would be dropped while nobody fetches it. An error here lets
         the request through instead (see :meth:`add`). The connection is
