@@ -5,13 +5,20 @@ Enabled by ``IRI_STORE = "redis://host:port/db"`` (``rediss://`` and
 ``REDIS_URL`` / ``REDIS_HOST`` / ``REDIS_PORT`` / ``REDIS_DB``), and always when
 scrapy-redis's scheduler builds the dupefilter (``from_spider``). Then:
 
-* :class:`RedisSeenSet` is the dupefilter's seen set: ``SADD NS:seen <12-byte
-  key>`` answers whether a request was seen by *any* process, atomically, in
-  one round trip. It is the only round trip of a request, and only for keys
-  this process does not know yet (a local :class:`~.seen.SeenSet` answers the
-  others: the Redis set only grows, so a key known here is seen everywhere).
-  The answer cannot be batched: the scheduler needs it synchronously to
-  enqueue or drop the request.
+* :class:`RedisSeenSet` is the dupefilter's seen set, exact and compact:
+  the 12-byte key of a request is a field of a small hash picked by its first
+  bits (``HSETNX NS:seen:t:<depth>:<bucket> <rest of the key> ""``, in a Lua
+  script that splits a bucket in two when it fills), which answers whether a
+  request was seen by *any* process, atomically, in one round trip. Buckets
+  stay small enough for Redis to keep them as listpacks: under 20 bytes of
+  Redis memory a request at any crawl size (see
+  :mod:`scrapy_iri.store._redis.seen`). It is the only
+  round trip of a request, and only for keys this process does not know yet (a
+  local :class:`~.seen.SeenSet` answers the others, up to
+  ``IRI_REDIS_LOCAL_MAX`` keys: the Redis set only grows, so a key known here
+  is seen everywhere). The answer cannot be batched: the scheduler needs it
+  synchronously to enqueue or drop the request. A seen set written as one
+  Redis set (``NS:seen``, the earlier layout) is moved into buckets at open.
 * the equivalence store is a :class:`~scrapy_iri.store._redis.RedisStore` on
   the same connection and namespace.
 
@@ -34,7 +41,8 @@ Settings (defaults in :data:`SETTINGS`): ``IRI_REDIS_NAMESPACE``
 (``"scrapy-iri:%(spider)s"``), ``IRI_REDIS_PERSIST`` and
 ``IRI_REDIS_FLUSH_ON_START`` (default: scrapy-redis's ``SCHEDULER_PERSIST``
 and ``SCHEDULER_FLUSH_ON_START``, both False), ``IRI_REDIS_RETRY_TIMEOUT``
-(60 s), ``IRI_REDIS_SYNC_INTERVAL`` (0.5 s), and scrapy-redis's ``REDIS_PARAMS``
+(60 s), ``IRI_REDIS_SYNC_INTERVAL`` (0.5 s), ``IRI_REDIS_LOCAL_MAX``
+(:data:`DEFAULT_LOCAL_MAX`), and scrapy-redis's ``REDIS_PARAMS``
 (client options: password, timeouts, TLS...). See ``docs/redis.md``.
 """
 
@@ -51,6 +59,8 @@ from weakref import WeakSet
 from scrapy.utils.job import job_dir
 
 from scrapy_iri.store._redis import RedisUnavailable
+from scrapy_iri.store._redis.connection import refuse_cluster
+from scrapy_iri.store._redis.seen import SeenTree
 
 from ._redis_config import SETTINGS, RedisConfig, is_redis_uri, uses_redis
 from ._redis_crawl import (
@@ -99,6 +109,10 @@ REPLAY_CHUNK = 2000
 
 # -- the seen set ------------------------------------------------------------------------
 
+#: keys a process remembers itself (25-32 bytes each); beyond, Redis answers (one round trip each)
+DEFAULT_LOCAL_MAX = 10_000_000
+
+
 #: open: prune dead processes, flush if asked and alone, register. KEYS: live, seen, seen epoch.
 #: ARGV: token, now, expiry, flush (0/1), new epoch. Returns {other live processes, flushed}.
 _OPEN = """
@@ -140,19 +154,29 @@ class RedisSeenSet:
     (scrapy-redis's scheduler): the scheduler decides, through :meth:`clear`.
     """
 
-    def __init__(self, state: CrawlRedis, local: SeenSet, *, managed: bool = True) -> None:
+    def __init__(
+        self,
+        state: CrawlRedis,
+        local: SeenSet,
+        *,
+        managed: bool = True,
+        local_max: int = DEFAULT_LOCAL_MAX,
+    ) -> None:
         self.state = state
         self.client = state.client
         self.keys = state.keys
         self.local = local
         self.managed = managed
+        self.local_max = local_max
+        self._full_logged = False
+        self.tree = SeenTree(self.client, self.keys.seen)
         self.stats = state.crawler.stats
         self.token = uuid.uuid4().hex
         self.unchecked: list[bytes] = []
         self.closed = False
         self._conn: Any = None
         self._jobdir = job_dir(state.crawler.settings)
-        self._check_type()
+        self._check_layout()
         if managed:
             self._register()
         self._replay_saved()
@@ -167,12 +191,12 @@ class RedisSeenSet:
         key = key[:KEY_SIZE]
         if not self.state.outage.down:  # during an outage only the timer tries Redis (see CrawlRedis)
             try:
-                added = self._sadd(key)
+                added = self._check(key)
             except Exception as exc:
                 self.state.failed(exc)
             else:
                 self.stats.inc_value("iri/redis/sadd")
-                self.local.add(key, tag)
+                self._remember(key, tag)
                 if added:
                     return None
                 self.stats.inc_value("iri/redis/seen_elsewhere")
@@ -185,14 +209,25 @@ class RedisSeenSet:
             # mark as seen a request nobody has: the key is not kept, a later copy is let through again.
             return None
         # Scrapy's scheduler: the request is queued in this process; remember to tell Redis later.
-        self.local.add(key, tag)
+        self.local.add(key, tag)  # beyond local_max too: Redis cannot answer for it now
         self.unchecked.append(key)
         return None
 
-    def _sadd(self, key: bytes) -> int:
-        """``SADD NS:seen key`` on this set's own connection, never retried.
+    def _remember(self, key: bytes, tag: int) -> None:
+        """Keep ``key`` locally while the local set is under ``local_max`` (Redis answers for the rest)."""
+        if len(self.local) < self.local_max:
+            self.local.add(key, tag)
+        elif not self._full_logged:
+            self._full_logged = True
+            logger.info(
+                "The local seen set holds %(n)d requests (IRI_REDIS_LOCAL_MAX): Redis answers for new ones",
+                {"n": len(self.local)},
+            )
 
-        Retrying could turn "added" into "seen": if the reply of a first SADD
+    def _check(self, key: bytes) -> int:
+        """The seen set's ``HSETNX`` script on this set's own connection, never retried.
+
+        Retrying could turn "added" into "seen": if the reply of a first check
         that did add the key were lost, the second would answer 0 and the
         request would be dropped while nobody fetches it. An error here lets
         the request through instead (see :meth:`add`). The connection is
@@ -204,8 +239,7 @@ class RedisSeenSet:
             pool = self.client.connection_pool
             conn = self._conn = pool.connection_class(**pool.connection_kwargs)
         try:
-            conn.send_command("SADD", self.keys.seen, key)
-            return int(conn.read_response())
+            return self.tree.add_on(conn, key)
         except BaseException:
             conn.disconnect()
             raise
@@ -231,20 +265,53 @@ class RedisSeenSet:
 
     def clear(self) -> None:
         """Delete the shared set and forget the local one (scrapy-redis's scheduler flush)."""
-        self.client.delete(self.keys.seen)
+        self._delete_buckets()
         self.client.set(self.keys.seen_epoch, uuid.uuid4().hex)
         self.local = SeenSet()
         self.unchecked.clear()
 
     # life
 
-    def _check_type(self) -> None:
+    def _check_layout(self) -> None:
+        """Check the layout the other processes use; move a seen set of the earlier layout into buckets."""
+        refuse_cluster(self.client, self.state.config.describe())
         kind = self.client.type(self.keys.seen)
         kind = kind.decode() if isinstance(kind, bytes) else kind
         if kind not in ("none", "set"):
             raise IRISettingsError(
-                f"Redis key {self.keys.seen!r} holds a {kind}, not a set: choose another IRI_REDIS_NAMESPACE"
+                f"Redis key {self.keys.seen!r} holds a {kind}, not a seen set: choose another IRI_REDIS_NAMESPACE"
             )
+        layout_key = self.tree.layout_key
+        self.client.set(layout_key, self.tree.layout, nx=True)
+        stored = self.client.get(layout_key)
+        stored = stored.decode() if isinstance(stored, bytes) else str(stored)
+        if stored != self.tree.layout:
+            raise IRISettingsError(
+                f"Redis key {layout_key!r} says {stored!r}: a seen set this version of scrapy-iri cannot read"
+                f" (it writes {self.tree.layout!r}); choose another IRI_REDIS_NAMESPACE"
+            )
+        if kind == "set":
+            self._migrate()
+
+    def _migrate(self) -> None:
+        """Move the keys of a seen set kept as one Redis set (the earlier layout) into the buckets."""
+        moved = 0
+        batch: list[bytes] = []
+        for member in self.client.sscan_iter(self.keys.seen, count=REPLAY_CHUNK):
+            batch.append(member[:KEY_SIZE])
+            if len(batch) >= REPLAY_CHUNK:
+                moved += len(self.tree.add_many(batch))
+                batch = []
+        moved += len(self.tree.add_many(batch))
+        self.client.delete(self.keys.seen)
+        logger.warning(
+            "Moved the seen set %(key)s (%(n)d requests in one Redis set, the earlier layout) into small hashes",
+            {"key": self.keys.seen, "n": moved},
+        )
+
+    def _delete_buckets(self) -> None:
+        self.tree.delete()
+        self.client.delete(self.keys.seen)
 
     def _register(self) -> None:
         config = self.state.config
@@ -262,17 +329,16 @@ class RedisSeenSet:
             uuid.uuid4().hex,
         )
         if flushed:
+            self._delete_buckets()
             logger.info("Flushed the seen set %(key)s (IRI_REDIS_FLUSH_ON_START)", {"key": self.keys.seen})
         elif config.flush_on_start and others:
             logger.info(
                 "Not flushing %(key)s: %(n)d other processes of this crawl are running",
                 {"key": self.keys.seen, "n": others},
             )
-        size = self.client.scard(self.keys.seen)
-        if size:
+        if others:
             logger.info(
-                "Sharing the seen set %(key)s (%(size)d requests) with %(n)d other processes",
-                {"key": self.keys.seen, "size": size, "n": others},
+                "Sharing the seen set %(key)s with %(n)d other processes", {"key": self.keys.seen, "n": others}
             )
 
     def heartbeat(self) -> None:
@@ -299,14 +365,7 @@ class RedisSeenSet:
             " requests this process knows",
             {"key": self.keys.seen, "n": len(self.local)},
         )
-        batch: list[bytes] = []
-        for key, _ in self.local:
-            batch.append(key)
-            if len(batch) >= REPLAY_CHUNK:
-                self.client.sadd(self.keys.seen, *batch)
-                batch = []
-        if batch:
-            self.client.sadd(self.keys.seen, *batch)
+        self.tree.add_many(key for key, _ in self.local)
         self.client.set(self.keys.seen_epoch, uuid.uuid4().hex, nx=True)
         self.stats.inc_value("iri/redis/republished", len(self.local))
 
@@ -314,10 +373,7 @@ class RedisSeenSet:
         """Write the keys let through during an outage; count those another process had recorded meanwhile."""
         while self.unchecked:
             chunk = self.unchecked[:REPLAY_CHUNK]
-            pipe = self.client.pipeline(transaction=False)
-            for key in chunk:
-                pipe.sadd(self.keys.seen, key)
-            added = pipe.execute()
+            added = self.tree.add_many(chunk)
             del self.unchecked[: len(chunk)]
             duplicates = sum(1 for a in added if not a)
             self.stats.inc_value("iri/redis/replayed", len(chunk))
@@ -363,6 +419,7 @@ class RedisSeenSet:
             logger.warning("Could not unregister from %(key)s: %(error)s", {"key": self.keys.live, "error": exc})
             return
         if deleted:
+            self._delete_buckets()
             logger.info("Deleted the seen set %(key)s (last process out; IRI_REDIS_PERSIST is off)", {"key": self.keys.seen})
 
     def _save_unchecked(self, exc: BaseException) -> None:
@@ -390,7 +447,13 @@ _from_spider: WeakSet[Crawler] = WeakSet()
 def redis_seen_set(crawler: Crawler, local: SeenSet) -> RedisSeenSet:
     """The crawl's seen set in Redis around ``local`` (the dupefilter's set, loaded from JOBDIR if resuming)."""
     state = crawl_redis(crawler)
-    seen = RedisSeenSet(state, local, managed=crawler not in _from_spider)
+    settings = crawler.settings
+    local_max = settings.getint("IRI_REDIS_LOCAL_MAX", DEFAULT_LOCAL_MAX)
+    if local_max < 0:
+        raise IRISettingsError(f"IRI_REDIS_LOCAL_MAX: expected a count of requests (0 or more), got {local_max}")
+    seen = RedisSeenSet(
+        state, local, managed=crawler not in _from_spider, local_max=local_max
+    )
     state.seen = seen
     return seen
 

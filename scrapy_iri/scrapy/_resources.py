@@ -65,11 +65,14 @@ class CrawlResources:
 
                 store = open_crawler_store(self.crawler)
                 store.policy = policy  # before any use: the Redis connection opens it with the default policy
+                store._save_policy(policy)  # recorded, as every backend does: readers judge rules with it
             else:
                 from scrapy_iri.store import open_store
 
                 spider_name = getattr(self.crawler.spidercls, "name", None)
-                store = open_store(store_uri(self.crawler.settings, spider_name, createdir=True), policy=policy)
+                uri = store_uri(self.crawler.settings, spider_name, createdir=True)
+                options = {"cache_size": self.config.store_cache_size} if uri[:7].lower() == "sqlite:" else {}
+                store = open_store(uri, policy=policy, **options)
             self._store = store
             self.crawler.signals.connect(store.close, signal=signals.engine_stopped)
         return self._store

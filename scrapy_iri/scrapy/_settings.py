@@ -28,6 +28,7 @@ DEFAULTS: dict[str, Any] = {
     "IRI_COMPAT": None,
     # where learned URL identity persists (protocol rung)
     "IRI_STORE": None,
+    "IRI_STORE_CACHE_SIZE": 65536,
     # learning from redirects (protocol rung, RedirectLearningMiddleware)
     "IRI_RULE_MIN_OBSERVATIONS": 3,
     "IRI_RULE_TTL": 30 * 86400,
@@ -149,6 +150,7 @@ class IRISettings:
     lenient: bool = True
     compat: str | None = None
     store: str | None = None
+    store_cache_size: int = 65536
     url_fields: tuple[str, ...] = ()
     url_rung: Rung = Rung.SCHEME
     url_keep_original: bool = False
@@ -179,6 +181,7 @@ class IRISettings:
             lenient=_bool(settings, "IRI_LENIENT"),
             compat=_compat(settings.get("IRI_COMPAT")),
             store=_store(settings.get("IRI_STORE")),
+            store_cache_size=_int(settings, "IRI_STORE_CACHE_SIZE", 0),
             url_fields=_fields(settings),
             url_rung=url_rung,
             url_keep_original=_bool(settings, "IRI_URL_KEEP_ORIGINAL"),

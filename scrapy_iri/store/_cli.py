@@ -139,6 +139,15 @@ def cmd_explain(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) 
 
 
 def cmd_export(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -> int:
+    if args.format == "parquet":
+        from ._export import write_parquet
+
+        store_file = getattr(store, "path", None)
+        if store_file is not None and Path(args.output).resolve() == Path(store_file).resolve():
+            raise StoreError(f"{args.output} is the store itself: choose another --output file")
+        rows = write_parquet(store, args.output)
+        print(f"wrote {rows} aliases to {args.output}", file=out)
+        return 0
     for entry in store.export(evidence=args.evidence):
         print(json.dumps(entry, sort_keys=True, ensure_ascii=False), file=out)
     return 0
@@ -155,6 +164,9 @@ def handle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run one ``store`` subcommand."""
     if args.action == "forget" and not (args.urls or args.host):
         print("scrapy-iri store forget: give URLs or --host HOST", file=err)
+        return 2
+    if args.action == "export" and args.format == "parquet" and not args.output:
+        print("scrapy-iri store export: --format parquet writes a file: give --output FILE", file=err)
         return 2
     try:
         store = _open(args, err)
@@ -199,8 +211,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     explain.add_argument("other", metavar="OTHER", nargs="?")
     explain.set_defaults(store_handler=cmd_explain)
 
-    export = actions.add_parser("export", help="aliases, rules and sinks as JSON lines")
+    export = actions.add_parser("export", help="aliases, rules and sinks as JSON lines, or the alias table in Parquet")
     export.add_argument("--evidence", action="store_true", help="include the evidence log")
+    export.add_argument(
+        "--format", choices=["jsonl", "parquet"], default="jsonl",
+        help="jsonl (default): every entry on stdout; parquet: the resolved alias table (alias, representative)"
+        " for joins in graph pipelines, written to --output (needs pyarrow: scrapy-iri[arrow])",
+    )
+    export.add_argument("--output", metavar="FILE", help="where --format parquet writes")
     export.set_defaults(store_handler=cmd_export)
 
     forget = actions.add_parser("forget", help="forget what was learned from URLs or on hosts")

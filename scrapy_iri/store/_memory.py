@@ -13,7 +13,7 @@ _EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
 
 
 class MemoryStore(EquivalenceStore):
-    """Dictionaries; also the in-memory image the SQLite backend loads at open."""
+    """Dictionaries; also the in-memory image of the Redis backend."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]

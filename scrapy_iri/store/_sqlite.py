@@ -1,50 +1,82 @@
 """The SQLite backend (``IRI_STORE = "sqlite:///path"``), the embedded default.
 
-The whole store except the evidence log is loaded into memory at open, so
-lookups never touch the disk. Writes go to a batch that is flushed in one
-transaction when it holds ``batch_size`` writes, when ``flush_interval``
-seconds have passed since the last flush (checked at each write), and on
-:meth:`flush` / :meth:`close`. The database is in WAL mode with
-``synchronous=NORMAL``: a process killed at any moment (even ``SIGKILL`` in
-the middle of a flush) leaves a database that reopens with every batch
-committed before the kill; only the batch not yet flushed is lost. (A power
-failure may also lose the last committed transactions, never consistency.)
-The schema version is ``PRAGMA user_version``; a store of an older version
-is migrated when opened, a newer one is refused. The schema is created or
-migrated in one ``BEGIN IMMEDIATE`` transaction, so concurrent first opens
-of a new file wait for each other.
+What is small stays in memory: the rule records (per origin), the sinks
+(targets with ``sink_fanin`` sources) and the learning policy. Everything that grows with the crawl stays on disk and is
+read on demand: an alias is one indexed read (its source is the primary
+key), behind a bounded LRU cache that also remembers misses
+(``cache_size`` entries, :data:`DEFAULT_CACHE_SIZE` by default, a few
+hundred bytes each); a declared case is one indexed read by its stored case
+key; fan-in and deferred requests are read when needed. Opening a store
+reads the rules and the policy only, whatever the number of aliases.
 
-Several processes may share one file: a rule row is never overwritten with
-one process's image; each flush adds the observations counted since the
-previous one to the row on disk and reads back the rules of the origins it
-wrote (see :meth:`SQLiteStore._commit`). The ``meta`` table keeps the
-learning policy of the crawl that opened the store.
+Writes wait in memory and are committed in one transaction when
+``batch_size`` writes are pending or ``flush_interval`` seconds have
+passed, checked after each observation, so one observation (its alias, its
+evidence, its rule counts) is always in one transaction. The database is in
+WAL mode with ``synchronous=NORMAL``: a process killed at any moment (even
+``SIGKILL`` in the middle of a commit) leaves a database that reopens with
+every committed observation and no part of another.
+
+A crawl never waits long for a locked file: during the crawl a write waits
+at most ``lock_wait`` seconds (0.5 s) for another process's transaction, then
+keeps its batch in memory for the next attempt (reads go on from the pending
+writes and the cache; a read that finds the file locked answers "unknown",
+which merges nothing). :meth:`SQLiteStore.close` waits longer
+(``close_wait``, 30 s) before it gives up and says how many writes are lost.
+
+Several processes may share one file. A rule row is never overwritten with
+one process's image: each commit adds the observations counted since the
+previous one to the row on disk. Every commit also appends what it touched
+(an alias source, a case key, a rule origin) to the ``change`` table; the
+other processes notice the commit (``PRAGMA data_version``, checked at most
+every ``sync_interval`` seconds when the store is used) and forget or re-read
+those entries, so an alias one process dropped is dropped everywhere.
+
+The evidence log is pruned at commits: at most ``evidence_max`` entries
+(:data:`EVIDENCE_MAX`) and none older than ``evidence_max_age`` seconds
+(:data:`EVIDENCE_MAX_AGE`), the oldest first.
+
+The schema version is ``PRAGMA user_version``; a store of an older version
+is migrated when opened (once: version 3 stored no case keys, they are
+computed then), a newer one is refused. The schema is created or migrated in
+one ``BEGIN IMMEDIATE`` transaction, so concurrent first opens of a new file
+wait for each other. The ``meta`` table keeps the learning policy of the
+crawl that opened the store.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-from ._base import StoreError
+from ._base import EquivalenceStore, Outcome, Resolution, StoreError
+from ._codec import RULE_FIELDS, copy_counts, policy_from_text, policy_text, rule_record, rule_values
 from ._evidence import Alias, Evidence
-from ._memory import MemoryStore
-from ._rules import LearningPolicy, RuleKey, RuleRecord
+from ._rules import LearningPolicy, RuleKey, RuleRecord, case_key, is_case_change
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+#: aliases (and misses) each process keeps in memory; about 300 bytes each
+DEFAULT_CACHE_SIZE = 65_536
+#: evidence entries kept (the oldest go first)
+EVIDENCE_MAX = 1_000_000
+#: seconds an evidence entry is kept (90 days)
+EVIDENCE_MAX_AGE = 90 * 86400.0
+#: entries of the change log kept for processes that fell behind (they reload otherwise)
+CHANGES_MAX = 100_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS alias (
-    source TEXT PRIMARY KEY, target TEXT NOT NULL, status INTEGER NOT NULL, time REAL NOT NULL
+    source TEXT PRIMARY KEY, target TEXT NOT NULL, status INTEGER NOT NULL, time REAL NOT NULL, case_key TEXT
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS alias_case ON alias (case_key) WHERE case_key IS NOT NULL;
 CREATE TABLE IF NOT EXISTS rule (
     origin TEXT NOT NULL, kind TEXT NOT NULL, scope TEXT NOT NULL,
     support INTEGER NOT NULL, against INTEGER NOT NULL,
@@ -54,7 +86,7 @@ CREATE TABLE IF NOT EXISTS rule (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS fanin (target TEXT NOT NULL, source TEXT NOT NULL, PRIMARY KEY (target, source)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS deferred (rule TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (rule, url)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS declared_case (url TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS declared_case (key TEXT PRIMARY KEY, url TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS evidence (
     id INTEGER PRIMARY KEY, time REAL NOT NULL, url TEXT NOT NULL, status INTEGER NOT NULL,
     target TEXT, context TEXT NOT NULL, note TEXT NOT NULL, location TEXT
@@ -62,37 +94,32 @@ CREATE TABLE IF NOT EXISTS evidence (
 CREATE INDEX IF NOT EXISTS evidence_url ON evidence (url);
 CREATE INDEX IF NOT EXISTS evidence_target ON evidence (target);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS change (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sink (target TEXT PRIMARY KEY) WITHOUT ROWID;
 """
 
+_RULE_COLUMNS = ", ".join(RULE_FIELDS)
+_EVIDENCE_COLUMNS = "time, url, status, target, context, note, location"
+_EVIDENCE = f"INSERT INTO evidence ({_EVIDENCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+_ALIAS = "INSERT OR REPLACE INTO alias VALUES (?, ?, ?, ?, ?)"
 #: table -> (upsert, delete) statements of the batched writes
 _WRITES = {
-    "alias": (
-        "INSERT OR REPLACE INTO alias VALUES (?, ?, ?, ?)",
-        "DELETE FROM alias WHERE source = ?",
-    ),
+    "alias": (_ALIAS, "DELETE FROM alias WHERE source = ?"),
     "rule": (
-        "INSERT OR REPLACE INTO rule VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # a merged row (see flush)
+        f"INSERT OR REPLACE INTO rule (origin, kind, scope, {_RULE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "DELETE FROM rule WHERE origin = ? AND kind = ? AND scope = ?",
     ),
     "fanin": ("INSERT OR IGNORE INTO fanin VALUES (?, ?)", "DELETE FROM fanin WHERE target = ?"),
     "deferred": ("INSERT OR IGNORE INTO deferred VALUES (?, ?)", "DELETE FROM deferred WHERE rule = ? AND url = ?"),
-    "declared_case": ("INSERT OR IGNORE INTO declared_case VALUES (?)", "DELETE FROM declared_case WHERE url = ?"),
+    "declared_case": ("INSERT OR REPLACE INTO declared_case VALUES (?, ?)", "DELETE FROM declared_case WHERE key = ?"),
+    "sink": ("INSERT OR IGNORE INTO sink VALUES (?)", "DELETE FROM sink WHERE target = ?"),
 }
-#: schema version -> the statements that bring a store of that version to the next one
-_MIGRATIONS = {
-    1: "CREATE TABLE IF NOT EXISTS declared_case (url TEXT PRIMARY KEY) WITHOUT ROWID;",  # documents declare a case
-    2: "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;",  # the policy
-}
-#: the columns of a rule row after its key
-_RULE_COLUMNS = "support, against, first_seen, last_support, last_against, example, counterexample"
-#: attempts at a flush that finds the database locked (each waits the busy timeout)
-_FLUSH_ATTEMPTS = 3
-_EVIDENCE = "INSERT INTO evidence (time, url, status, target, context, note, location) VALUES (?, ?, ?, ?, ?, ?, ?)"
-_EVIDENCE_COLUMNS = "time, url, status, target, context, note, location"
-
-
-def _rule_row(r: RuleRecord) -> tuple[Any, ...]:
-    return (*r.key, r.support, r.against, r.first_seen, r.last_support, r.last_against, r.example, r.counterexample)
+_ALIAS_AND_NEXT = (
+    "SELECT a.target, a.status, a.time, b.target, b.status, b.time"
+    " FROM alias AS a LEFT JOIN alias AS b ON b.source = a.target WHERE a.source = ?"
+)
+_MISSING: Any = object()
+_EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
 
 
 def _statements(script: str) -> list[str]:
@@ -108,22 +135,109 @@ def _evidence(row: tuple[Any, ...]) -> Evidence:
     return Evidence(time_, url, status, target, frozenset(filter(None, context.split(","))), note, location)
 
 
-class SQLiteStore(MemoryStore):
-    """A store in one SQLite file, loaded at open, written in batches."""
+def _case_key_of(source: str, target: str) -> str | None:
+    """The case key an alias declares a case for: its target's, when it changes nothing but case."""
+    return case_key(target) if is_case_change(source, target) else None
+
+
+def _alias_row(alias: Alias) -> tuple[Any, ...]:
+    return (alias.source, alias.target, alias.status, alias.time, _case_key_of(alias.source, alias.target))
+
+
+# -- migrations: version -> a function bringing a store of that version to the next one
+
+
+def _to_2(db: sqlite3.Connection) -> None:  # documents declare a case
+    db.execute("CREATE TABLE IF NOT EXISTS declared_case (url TEXT PRIMARY KEY) WITHOUT ROWID")
+
+
+def _to_3(db: sqlite3.Connection) -> None:  # the learning policy
+    db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
+
+
+def _to_4(db: sqlite3.Connection) -> None:
+    """Case keys stored with aliases and declared cases (read on demand, never recomputed at open)."""
+    db.execute(
+        "CREATE TABLE alias4 (source TEXT PRIMARY KEY, target TEXT NOT NULL, status INTEGER NOT NULL,"
+        " time REAL NOT NULL, case_key TEXT) WITHOUT ROWID"
+    )
+    rows = db.execute("SELECT source, target, status, time FROM alias")
+    db.executemany(_ALIAS.replace("alias", "alias4", 1), (_alias_row(Alias(*row)) for row in rows))
+    db.execute("DROP TABLE alias")
+    db.execute("ALTER TABLE alias4 RENAME TO alias")
+    urls = [url for (url,) in db.execute("SELECT url FROM declared_case")]
+    db.execute("DROP TABLE declared_case")
+    for statement in _statements(_SCHEMA):
+        db.execute(statement)
+    db.executemany("INSERT OR REPLACE INTO declared_case VALUES (?, ?)", ((case_key(u), u) for u in urls))
+    row = db.execute("SELECT value FROM meta WHERE key = 'policy'").fetchone()
+    policy = (policy_from_text(row[0]) if row else None) or LearningPolicy()
+    db.execute(
+        "INSERT OR IGNORE INTO sink SELECT target FROM fanin GROUP BY target HAVING count(*) >= ?", (policy.sink_fanin,)
+    )
+
+
+_MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_2, 2: _to_3, 3: _to_4}
+
+
+class _LRU:
+    """A bounded map that forgets the least recently used entry first."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(0, size)
+        self.data: OrderedDict[Any, Any] = OrderedDict()
+
+    def get(self, key: Any) -> Any:
+        value = self.data.get(key, _MISSING)
+        if value is not _MISSING:
+            self.data.move_to_end(key)
+        return value
+
+    def put(self, key: Any, value: Any) -> None:
+        if not self.size:
+            return
+        self.data[key] = value
+        self.data.move_to_end(key)
+        if len(self.data) > self.size:
+            self.data.popitem(last=False)
+
+    def pop(self, key: Any) -> None:
+        self.data.pop(key, None)
+
+    def clear(self) -> None:
+        self.data.clear()
+
+
+class SQLiteStore(EquivalenceStore):
+    """A store in one SQLite file: rules in memory, aliases read on demand, writes in batches."""
 
     def __init__(
         self,
         path: str | Path,
-        *args: Any,
+        policy: LearningPolicy | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
         create: bool = True,
         batch_size: int = 500,
         flush_interval: float = 2.0,
-        **kwargs: Any,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        evidence_max: int = EVIDENCE_MAX,
+        evidence_max_age: float = EVIDENCE_MAX_AGE,
+        sync_interval: float = 0.5,
+        lock_wait: float = 0.5,
+        close_wait: float = 30.0,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(policy, clock=clock)
         self.path = Path(path)
         self.batch_size = batch_size
         self.flush_interval = flush_interval
+        self.evidence_max = evidence_max
+        self.evidence_max_age = evidence_max_age
+        self.sync_interval = sync_interval
+        self.lock_wait = lock_wait
+        self.close_wait = close_wait
+        self.monotonic = monotonic
         if not create and not self.path.exists():
             raise StoreError(f"no store at {self.path}")
         if create:
@@ -132,22 +246,44 @@ class SQLiteStore(MemoryStore):
             self._db: sqlite3.Connection | None = sqlite3.connect(
                 self.path, isolation_level=None, check_same_thread=False, timeout=10.0
             )
-            self._db.execute("PRAGMA busy_timeout = 10000")
+            self._db.execute("PRAGMA busy_timeout = 10000")  # opening waits for a concurrent first open
             self._journal_mode()
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
+            self._db.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
+        # what is resident: rules (small, per origin), and bounded caches of what is on disk
+        self._rules: dict[str, dict[RuleKey, RuleRecord]] = {}
+        self._sinks: set[str] = set()
+        self._aliases = _LRU(cache_size)
+        self._cases = _LRU(cache_size // 4)
+        # the pending batch: (table, key) -> row (None: a delete), latest write last
         self._pending: dict[tuple[str, Any], tuple[Any, ...] | None] = {}
         self._pending_evidence: list[tuple[Any, ...]] = []
-        #: per rule: (support, against) as last written to the memory image, and the
-        #: observations added since the last flush (merged into the row on disk)
+        self._pending_cases: dict[str, dict[str, Alias | None]] = {}  # case key -> source -> alias written
+        self._pending_fanin: dict[str, list[str]] = {}
+        self._dropped_fanin: set[str] = set()
+        self._pending_changes: dict[tuple[str, str], None] = {}
+        #: per rule: (support, against) as last written to the image, and the observations
+        #: added since the last commit (merged into the row on disk)
         self._rule_seen: dict[RuleKey, tuple[int, int]] = {}
         self._rule_delta: dict[RuleKey, tuple[int, int]] = {}
         self._rule_dropped: set[RuleKey] = set()
-        self._writes = 0
-        self._last_flush = time.monotonic()
-        self._load()
+        self._last_flush = monotonic()
+        self._next_sync = monotonic() + sync_interval
+        self._commits = 0
+        self._warned_lock = 0.0
+        #: after a commit found the file locked: when to try again, and how long the last wait was
+        self._retry_at = 0.0
+        self._lock_backoff = 0.0
+        try:
+            self._data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
+            self._change_id = self._db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()[0]
+            self._load_rules()
+            self._sinks = {target for (target,) in self._db.execute("SELECT target FROM sink")}
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: {exc}") from exc
 
     # -- schema ---------------------------------------------------------------
 
@@ -190,9 +326,10 @@ class SQLiteStore(MemoryStore):
                 for statement in _statements(_SCHEMA):
                     db.execute(statement)
                 version = SCHEMA_VERSION
+            if version < SCHEMA_VERSION:
+                logger.info("%s: migrating the store from schema version %d to %d", self.path, version, SCHEMA_VERSION)
             while version < SCHEMA_VERSION:
-                for statement in _statements(_MIGRATIONS[version]):
-                    db.execute(statement)
+                _MIGRATIONS[version](db)
                 version += 1
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
@@ -200,86 +337,109 @@ class SQLiteStore(MemoryStore):
             db.execute("ROLLBACK")
             raise
 
-    # -- the learning policy the crawl used ------------------------------------
-
-    def _load_policy(self) -> LearningPolicy | None:
-        row = self._connection().execute("SELECT value FROM meta WHERE key = 'policy'").fetchone()
-        if row is None:
-            return None
-        try:
-            fields = {f.name for f in dataclasses.fields(LearningPolicy)}
-            return LearningPolicy(**{k: v for k, v in json.loads(row[0]).items() if k in fields})
-        except (ValueError, TypeError):
-            return None
-
-    def _save_policy(self, policy: LearningPolicy) -> None:
-        value = json.dumps(dataclasses.asdict(policy), sort_keys=True)
-        try:
-            self._connection().execute("INSERT OR REPLACE INTO meta VALUES ('policy', ?)", (value,))
-        except sqlite3.OperationalError as exc:  # a read-only file, or held too long: judged by defaults
-            logger.warning("%s: could not record the learning policy: %s", self.path, exc)
-
-    def _load(self) -> None:
-        db = self._connection()
-        for row in db.execute("SELECT * FROM alias"):
-            MemoryStore._put_alias(self, Alias(*row))
-        for row in db.execute("SELECT * FROM rule"):
-            key = RuleKey(*row[:3])
-            MemoryStore._put_rule(self, RuleRecord(key, *row[3:]))
-            self._rule_seen[key] = (row[3], row[4])
-        for target, source in db.execute("SELECT * FROM fanin"):
-            self._fanins.setdefault(target, []).append(source)
-        for rule, url in db.execute("SELECT * FROM deferred"):
-            self._deferred.setdefault(RuleKey.parse(rule), {})[url] = None
-        for (url,) in db.execute("SELECT url FROM declared_case"):
-            MemoryStore._declare_case(self, url)
-
     def _connection(self) -> sqlite3.Connection:
         if self._db is None:
             raise StoreError(f"{self.path}: the store is closed")
         return self._db
 
-    # -- batched writes ---------------------------------------------------------
+    # -- the learning policy the crawl used ------------------------------------
 
-    def _write(self, table: str, key: Any, row: tuple[Any, ...] | None) -> None:
-        self._pending.pop((table, key), None)  # the latest write goes last: flush order is write order
-        self._pending[(table, key)] = row
-        self._wrote()
+    def _load_policy(self) -> LearningPolicy | None:
+        row = self._connection().execute("SELECT value FROM meta WHERE key = 'policy'").fetchone()
+        return None if row is None else policy_from_text(row[0])
 
-    def _wrote(self) -> None:
-        self._writes += 1
-        if self._writes >= self.batch_size or time.monotonic() - self._last_flush >= self.flush_interval:
-            try:
-                self._flush(attempts=_FLUSH_ATTEMPTS)
-            except sqlite3.OperationalError as exc:
-                if not _locked(exc):
-                    raise
-                # another process holds the file: keep the batch for the next flush
-                logger.warning("%s: %s; keeping %d writes for the next flush", self.path, exc, len(self._pending))
-                self._writes = 0
-                self._last_flush = time.monotonic()
+    def _save_policy(self, policy: LearningPolicy) -> None:
+        try:
+            self._connection().execute("INSERT OR REPLACE INTO meta VALUES ('policy', ?)", (policy_text(policy),))
+        except sqlite3.OperationalError as exc:  # a read-only file, or held too long: judged by defaults
+            logger.warning("%s: could not record the learning policy: %s", self.path, exc)
+
+    # -- the entry points: commit whole observations, notice other processes -------
+
+    def resolve(self, url: str) -> Resolution:
+        self._sync_if_due()
+        return super().resolve(url)
+
+    def record_redirect(self, source: str, status: int, target: str, **kwargs: Any) -> Outcome:
+        self._sync_if_due()
+        outcome = super().record_redirect(source, status, target, **kwargs)
+        self._flush_if_due()
+        return outcome
+
+    def record_response(self, url: str, status: int, **kwargs: Any) -> Outcome:
+        self._sync_if_due()
+        outcome = super().record_response(url, status, **kwargs)
+        self._flush_if_due()
+        return outcome
+
+    def defer(self, url: str, rules: Iterable[RuleKey]) -> None:
+        super().defer(url, rules)
+        self._flush_if_due()
+
+    def forget(self, url: str) -> int:
+        removed = super().forget(url)
+        self.flush()
+        return removed
+
+    def forget_host(self, host: str) -> int:
+        removed = super().forget_host(host)
+        self.flush()
+        return removed
+
+    @property
+    def pending(self) -> int:
+        """Writes not yet committed."""
+        return len(self._pending) + len(self._pending_evidence)
+
+    def _flush_if_due(self) -> None:
+        now = self.monotonic()
+        if now < self._retry_at:
+            return
+        if self.pending >= self.batch_size or now - self._last_flush >= self.flush_interval:
+            self.flush()
 
     def flush(self) -> None:
-        """Commit the pending batch in one transaction (retried while another process holds the file)."""
-        self._flush(attempts=_FLUSH_ATTEMPTS)
+        """Commit the pending batch in one transaction; a file locked longer than ``lock_wait`` keeps it for later."""
+        try:
+            self._commit()
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc):
+                raise StoreError(f"{self.path}: {exc}") from exc
+            # the next attempt waits: the file stays locked for a while (a long transaction elsewhere)
+            self._lock_backoff = min(max(2 * self._lock_backoff, 1.0), 10.0)
+            self._retry_at = self.monotonic() + self._lock_backoff
+            self._last_flush = self.monotonic()
+            if self._last_flush - self._warned_lock >= 60.0:
+                self._warned_lock = self._last_flush
+                logger.warning("%s: %s; keeping %d writes for the next attempt", self.path, exc, self.pending)
 
-    def _flush(self, *, attempts: int) -> None:
-        delay = 0.05
-        for attempt in range(attempts):
+    def close(self) -> None:
+        """Commit (waiting up to ``close_wait`` seconds for a locked file) and close."""
+        if self._db is None:
+            return
+        deadline = self.monotonic() + self.close_wait
+        while True:
             try:
                 self._commit()
-                return
+                break
             except sqlite3.OperationalError as exc:
-                if not _locked(exc) or attempt == attempts - 1:
-                    raise
-                time.sleep(delay)
-                delay *= 4
+                if not _locked(exc) or self.monotonic() >= deadline:
+                    logger.error("%s: %s: %d writes to the store are lost", self.path, exc, self.pending)
+                    break
+        try:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError:  # another process holds the database: it will checkpoint
+            pass
+        self._db.close()
+        self._db = None
+
+    # -- the commit ---------------------------------------------------------------
 
     def _commit(self) -> None:
         """One transaction: the batch, rules merged with what other processes wrote meanwhile.
 
         A rule row is never overwritten with this process's image: the
-        observations counted since the last flush are added to the row on
+        observations counted since the last commit are added to the row on
         disk (after forgetting what the TTL expired), the latest times and
         notes win, and the rules of the origins written are read back, so a
         counterexample another process recorded is never lost and is seen here.
@@ -287,57 +447,72 @@ class SQLiteStore(MemoryStore):
         if not self._pending and not self._pending_evidence:
             return
         db = self._connection()
-        pending, evidence = self._pending, self._pending_evidence
-        merged: set[str] = set()
-        fresh: dict[RuleKey, RuleRecord] = {}
+        fresh: dict[str, dict[RuleKey, RuleRecord]] = {}
         db.execute("BEGIN IMMEDIATE")
         try:
-            for (table, key), row in pending.items():
-                upsert, delete = _WRITES[table]
+            rules: dict[str, list[tuple[RuleKey, tuple[Any, ...] | None]]] = {}
+            for (table, key), row in self._pending.items():
                 if table == "rule":
-                    rule = RuleKey(*key)
-                    if row is None or rule in self._rule_dropped:
-                        db.execute(delete, key)
-                    if row is not None:
-                        db.execute(upsert, _rule_row(self._merged_rule(db, rule)))
-                    merged.add(rule.origin)
-                elif row is None:
+                    rules.setdefault(key[0], []).append((RuleKey(*key), row))
+                    continue
+                upsert, delete = _WRITES[table]
+                if row is None:
                     db.execute(delete, key if isinstance(key, tuple) else (key,))
                 else:
                     db.execute(upsert, row)
-            db.executemany(_EVIDENCE, evidence)
-            for origin in merged:
-                for row in db.execute("SELECT * FROM rule WHERE origin = ?", (origin,)):
-                    fresh[RuleKey(*row[:3])] = RuleRecord(RuleKey(*row[:3]), *row[3:])
+            upsert, delete = _WRITES["rule"]
+            for origin, written in rules.items():  # one read per origin: the rows as other processes left them
+                disk: dict[RuleKey, RuleRecord] = {}
+                for row in db.execute(f"SELECT kind, scope, {_RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,)):
+                    key = RuleKey(origin, row[0], row[1])
+                    disk[key] = rule_record(key, row[2:])
+                for rule, row in written:
+                    if row is None or rule in self._rule_dropped:
+                        db.execute(delete, tuple(rule))
+                        disk.pop(rule, None)
+                    if row is not None:
+                        disk[rule] = self._merged_rule(rule, disk.get(rule))
+                        db.execute(upsert, (*rule, *rule_values(disk[rule])))
+                fresh[origin] = disk
+            db.executemany(_EVIDENCE, self._pending_evidence)
+            db.executemany(
+                "INSERT INTO change (kind, name) VALUES (?, ?)",
+                [*self._pending_changes, *(("r", origin) for origin in sorted(fresh))],
+            )
+            self._commits += 1
+            self._prune(db)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        for origin in merged:  # the memory image follows the disk
-            current = self._rules.get(origin, {})
-            for key in [k for k in current if k not in fresh]:
-                MemoryStore._drop_rule(self, key)
-        for key, record in fresh.items():
-            image = self._rules.get(key.origin, {}).get(key)
-            if image is None:
-                MemoryStore._put_rule(self, record)
-            else:
-                for name in ("support", "against", "first_seen", "last_support", "last_against", "example", "counterexample"):
-                    setattr(image, name, getattr(record, name))
-            self._rule_seen[key] = (record.support, record.against)
+        for origin, records in fresh.items():  # the image follows the disk
+            self._set_rules(origin, records)
         self._rule_delta.clear()
         self._rule_dropped.clear()
         self._pending, self._pending_evidence = {}, []
-        self._writes = 0
-        self._last_flush = time.monotonic()
+        self._pending_cases.clear()
+        self._pending_fanin.clear()
+        self._dropped_fanin.clear()
+        self._pending_changes.clear()
+        self._last_flush = self.monotonic()
+        self._retry_at = 0.0
+        self._lock_backoff = 0.0
 
-    def _merged_rule(self, db: sqlite3.Connection, key: RuleKey) -> RuleRecord:
-        """The row on disk plus what this process observed since its last flush."""
+    def _prune(self, db: sqlite3.Connection) -> None:
+        """Keep the evidence log and the change log within their caps."""
+        low, high = db.execute("SELECT min(id), max(id) FROM evidence").fetchone()
+        if high is not None and high - low + 1 > self.evidence_max:
+            db.execute("DELETE FROM evidence WHERE id <= ?", (high - self.evidence_max,))
+        if self._commits % 64 == 1:
+            cutoff = self.clock() - self.evidence_max_age
+            first = db.execute("SELECT id FROM evidence WHERE time >= ? ORDER BY id LIMIT 1", (cutoff,)).fetchone()
+            db.execute("DELETE FROM evidence WHERE id < ?", (first[0] if first else (high or 0) + 1,))
+            db.execute("DELETE FROM change WHERE id <= (SELECT max(id) FROM change) - ?", (CHANGES_MAX,))
+
+    def _merged_rule(self, key: RuleKey, on_disk: RuleRecord | None) -> RuleRecord:
+        """The row on disk plus what this process observed since its last commit."""
         image = self._rules.get(key.origin, {}).get(key) or RuleRecord(key)
-        row = db.execute(
-            f"SELECT {_RULE_COLUMNS} FROM rule WHERE origin = ? AND kind = ? AND scope = ?", tuple(key)
-        ).fetchone()
-        disk = RuleRecord(key, *row) if row is not None else RuleRecord(key)
+        disk = on_disk if on_disk is not None else RuleRecord(key)
         disk.expire(self.policy, self.clock())
         support, against = self._rule_delta.get(key, (0, 0))
         newer_support = image if image.last_support >= disk.last_support else disk
@@ -354,30 +529,244 @@ class SQLiteStore(MemoryStore):
             newer_against.counterexample or image.counterexample or disk.counterexample,
         )
 
-    def close(self) -> None:
-        if self._db is None:
-            return
-        self.flush()
-        try:
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        except sqlite3.OperationalError:  # another process holds the database: it will checkpoint
-            pass
-        self._db.close()
-        self._db = None
+    # -- what other processes committed -----------------------------------------------
 
-    # -- primitives: the memory image, plus the journal -------------------------
+    def _sync_if_due(self) -> None:
+        now = self.monotonic()
+        if now >= self._next_sync:
+            self._next_sync = now + self.sync_interval
+            self.sync()
+
+    def sync(self) -> None:
+        """Forget or re-read what other processes changed since the last look (cheap when nothing did)."""
+        db = self._connection()
+        try:
+            version = db.execute("PRAGMA data_version").fetchone()[0]
+            if version == self._data_version:
+                return
+            low = db.execute("SELECT min(id) FROM change").fetchone()[0]
+            rows = db.execute("SELECT id, kind, name FROM change WHERE id > ? ORDER BY id", (self._change_id,)).fetchall()
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc):
+                raise StoreError(f"{self.path}: {exc}") from exc
+            return  # the next look will do
+        self._data_version = version
+        if (low is not None and low > self._change_id + 1) or any(kind == "*" for _, kind, _ in rows):
+            # fell behind the log, or a bulk write: start afresh
+            self._aliases.clear()
+            self._cases.clear()
+            self._load_rules()
+            self._sinks = {target for (target,) in db.execute("SELECT target FROM sink")}
+        else:
+            for _, kind, name in rows:
+                if kind == "a":
+                    self._aliases.pop(name)
+                elif kind == "c":
+                    self._cases.pop(name)
+                elif kind == "r" and not any(key.origin == name for key in self._rule_delta):
+                    self._reload_rules(name)  # rules written here meanwhile are read back at the commit
+                elif kind == "s" and ("sink", name) not in self._pending:
+                    if db.execute("SELECT 1 FROM sink WHERE target = ?", (name,)).fetchone():
+                        self._sinks.add(name)
+                    else:
+                        self._sinks.discard(name)
+        if rows:
+            self._change_id = rows[-1][0]
+
+    def _load_rules(self) -> None:
+        self._rules = {}
+        self._rule_seen = {}
+        for row in self._connection().execute(f"SELECT origin, kind, scope, {_RULE_COLUMNS} FROM rule"):
+            key = RuleKey(*row[:3])
+            self._rules.setdefault(key.origin, {})[key] = record = rule_record(key, row[3:])
+            self._rule_seen[key] = (record.support, record.against)
+
+    def _reload_rules(self, origin: str) -> None:
+        rows = self._connection().execute(f"SELECT kind, scope, {_RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,))
+        records = {}
+        for row in rows:
+            key = RuleKey(origin, row[0], row[1])
+            records[key] = rule_record(key, row[2:])
+        self._set_rules(origin, records)
+
+    def _set_rules(self, origin: str, records: dict[RuleKey, RuleRecord]) -> None:
+        """Make the image of ``origin``'s rules what ``records`` says (record objects kept where they exist)."""
+        current = self._rules.get(origin, {})
+        for key in [k for k in current if k not in records]:
+            del current[key]
+            self._rule_seen.pop(key, None)
+        for key, record in records.items():
+            image = current.get(key)
+            if image is None:
+                current[key] = record
+            else:
+                copy_counts(image, record)
+            self._rule_seen[key] = (record.support, record.against)
+        if current:
+            self._rules[origin] = current
+        else:
+            self._rules.pop(origin, None)
+
+    # -- reads that may find the file locked --------------------------------------------
+
+    def _read(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
+        """Rows, or None when the file is locked (the caller answers "unknown")."""
+        try:
+            return self._connection().execute(sql, args).fetchall()
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc):
+                raise StoreError(f"{self.path}: {exc}") from exc
+            return None
+
+    # -- primitives: aliases ------------------------------------------------------------
+
+    def _write(self, table: str, key: Any, row: tuple[Any, ...] | None) -> None:
+        self._pending.pop((table, key), None)  # the latest write goes last: commit order is write order
+        self._pending[(table, key)] = row
+
+    def _get_alias(self, source: str) -> Alias | None:
+        row = self._pending.get(("alias", source), _MISSING)
+        if row is not _MISSING:
+            return None if row is None else Alias(*row[:4])
+        alias = self._aliases.get(source)
+        if alias is not _MISSING:
+            return alias  # type: ignore[no-any-return]
+        # the alias and its target's own alias in one read: resolving follows the target next
+        rows = self._read(_ALIAS_AND_NEXT, (source,))
+        if rows is None:
+            return None  # unknown: no merge (a missed merge costs one fetch)
+        if not rows:
+            self._aliases.put(source, None)
+            return None
+        target, status, time_, next_target, next_status, next_time = rows[0]
+        alias = Alias(source, target, status, time_)
+        if self._aliases.get(target) is _MISSING:
+            self._aliases.put(target, None if next_target is None else Alias(target, next_target, next_status, next_time))
+        self._aliases.put(source, alias)
+        return alias
 
     def _put_alias(self, alias: Alias) -> None:
-        super()._put_alias(alias)
-        self._write("alias", alias.source, (alias.source, alias.target, alias.status, alias.time))
+        self._set_alias(alias.source, alias, _alias_row(alias))
 
     def _drop_alias(self, source: str) -> None:
-        super()._drop_alias(source)
-        self._write("alias", source, None)
+        self._set_alias(source, None, None)
+
+    def _set_alias(self, source: str, alias: Alias | None, row: tuple[Any, ...] | None) -> None:
+        old = self._get_alias(source)
+        self._write("alias", source, row)
+        self._aliases.put(source, alias)
+        self._pending_changes[("a", source)] = None
+        for written in (old, alias):
+            key = None if written is None else _case_key_of(written.source, written.target)
+            if key is not None:
+                self._pending_cases.setdefault(key, {})[source] = alias
+                self._cases.pop(key)
+                self._pending_changes[("c", key)] = None
+
+    def _iter_aliases(self) -> Iterator[Alias]:
+        self.flush()
+        written = {key: row for (table, key), row in self._pending.items() if table == "alias"}
+        for row in self._connection().execute("SELECT source, target, status, time FROM alias"):
+            if row[0] not in written:
+                yield Alias(*row)
+        for row in written.values():
+            if row is not None:
+                yield Alias(*row[:4])
+
+    def bulk_aliases(self, aliases: Iterable[Alias], *, chunk: int = 500_000) -> int:
+        """Write many aliases at once (an import; no evidence is logged for them). Returns how many."""
+        self.flush()
+        db = self._connection()
+        count = 0
+        rows: list[tuple[Any, ...]] = []
+        for alias in aliases:
+            rows.append(_alias_row(alias))
+            if len(rows) >= chunk:
+                count += self._bulk(db, rows)
+                rows = []
+        count += self._bulk(db, rows)
+        self._aliases.clear()
+        self._cases.clear()
+        return count
+
+    def _bulk(self, db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> int:
+        if not rows:
+            return 0
+        rows.sort()  # in key order: each page of the table is written once per chunk
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(_ALIAS, rows)
+            db.execute("INSERT INTO change (kind, name) VALUES ('*', '')")  # other processes start afresh
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return len(rows)
+
+    # -- primitives: cases ----------------------------------------------------------
+
+    def _case_target(self, key: str) -> str | None:
+        cached = self._cases.get(key)
+        if cached is not _MISSING:
+            return cached  # type: ignore[no-any-return]
+        rows = self._read("SELECT source, target, time FROM alias WHERE case_key = ?", (key,))
+        if rows is None:
+            return None
+        candidates = {source: (time_, target) for source, target, time_ in rows}
+        for source, alias in self._pending_cases.get(key, {}).items():
+            if alias is None or _case_key_of(alias.source, alias.target) != key:
+                candidates.pop(source, None)
+            else:
+                candidates[source] = (alias.time, alias.target)
+        url: str | None = max(candidates.values())[1] if candidates else None
+        if url is None:
+            row = self._pending.get(("declared_case", key), _MISSING)
+            if row is _MISSING:
+                declared = self._read("SELECT url FROM declared_case WHERE key = ?", (key,))
+                if declared is None:
+                    return None
+                url = declared[0][0] if declared else None
+            elif row is not None:
+                url = row[1]
+        self._cases.put(key, url)
+        return url
+
+    def _declare_case(self, url: str) -> None:
+        key = case_key(url)
+        self._write("declared_case", key, (key, url))
+        self._cases.pop(key)
+        self._pending_changes[("c", key)] = None
+
+    def _declared(self, key: str) -> str | None:
+        row = self._pending.get(("declared_case", key), _MISSING)
+        if row is not _MISSING:
+            return None if row is None else row[1]
+        rows = self._read("SELECT url FROM declared_case WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def _drop_declared_case(self, url: str) -> bool:
+        key = case_key(url)
+        if self._declared(key) != url:
+            return False
+        self._write("declared_case", key, None)
+        self._cases.pop(key)
+        self._pending_changes[("c", key)] = None
+        return True
+
+    def _iter_declared_cases(self) -> Iterator[str]:
+        self.flush()
+        written = {key: row for (table, key), row in self._pending.items() if table == "declared_case"}
+        urls = [url for key, url in self._connection().execute("SELECT key, url FROM declared_case") if key not in written]
+        return iter(urls + [row[1] for row in written.values() if row is not None])
+
+    # -- primitives: rules (resident) -----------------------------------------------
+
+    def _rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
+        return self._rules.get(origin, _EMPTY)
 
     def _put_rule(self, record: RuleRecord) -> None:
-        super()._put_rule(record)
         key = record.key
+        self._rules.setdefault(key.origin, {})[key] = record
         seen_support, seen_against = self._rule_seen.get(key, (0, 0))
         support, against = self._rule_delta.get(key, (0, 0))
         # what was counted since the image was last written; a count that went down was
@@ -386,56 +775,77 @@ class SQLiteStore(MemoryStore):
         against = against + record.against - seen_against if record.against >= seen_against else record.against
         self._rule_delta[key] = (support, against)
         self._rule_seen[key] = (record.support, record.against)
-        self._write("rule", tuple(key), _rule_row(record))
+        self._write("rule", tuple(key), (*key, *rule_values(record)))
 
     def _drop_rule(self, key: RuleKey) -> None:
-        super()._drop_rule(key)
+        records = self._rules.get(key.origin)
+        if records is not None:
+            records.pop(key, None)
+            if not records:
+                del self._rules[key.origin]
         self._rule_seen.pop(key, None)
         self._rule_delta.pop(key, None)
         self._rule_dropped.add(key)
         self._write("rule", tuple(key), None)
 
+    def _iter_rules(self) -> Iterator[RuleRecord]:
+        return iter([r for records in self._rules.values() for r in records.values()])
+
+    # -- primitives: fan-in (on disk, read per redirect; sinks resident) -----------------
+
+    def _fanin_sources(self, target: str, cap: int) -> list[str] | None:
+        sources: list[str] = []
+        if target not in self._dropped_fanin:
+            rows = self._read("SELECT source FROM fanin WHERE target = ? LIMIT ?", (target, cap))
+            if rows is None:
+                return None
+            sources = [source for (source,) in rows]
+        for source in self._pending_fanin.get(target, ()):
+            if source not in sources:
+                sources.append(source)
+        return sources[:cap]
+
     def _add_fanin(self, target: str, source: str, cap: int) -> list[str]:
-        before = self._fanin(target)
-        sources = super()._add_fanin(target, source, cap)
-        if len(sources) > before:
+        sources = self._fanin_sources(target, cap)
+        if sources is None:  # locked: count this source only (no sink is declared on a guess)
+            sources = []
+        if source not in sources and len(sources) < cap:
+            sources.append(source)
+            self._pending_fanin.setdefault(target, []).append(source)
             self._write("fanin", (target, source), (target, source))
+        if len(sources) >= cap and target not in self._sinks:
+            self._sinks.add(target)
+            self._write("sink", target, (target,))
+            self._pending_changes[("s", target)] = None
         return sources
 
+    def _fanin(self, target: str) -> int:
+        """The cap for a sink (resident: no read), else 0: lookups only ask whether a target is a sink."""
+        return self.policy.sink_fanin if target in self._sinks else 0
+
     def _drop_fanin(self, target: str) -> None:
-        super()._drop_fanin(target)
+        if target in self._sinks:
+            self._sinks.discard(target)
+            self._write("sink", target, None)
+            self._pending_changes[("s", target)] = None
+        self._pending_fanin.pop(target, None)
+        self._dropped_fanin.add(target)
+        for key in [k for k in self._pending if k[0] == "fanin" and k[1][0] == target]:
+            del self._pending[key]
         self._write("fanin", target, None)
 
-    def _declare_case(self, url: str) -> None:
-        super()._declare_case(url)
-        self._write("declared_case", url, (url,))
+    def _iter_fanin(self) -> Iterator[tuple[str, int]]:
+        self.flush()
+        rows = self._connection().execute("SELECT target, count(*) FROM fanin GROUP BY target").fetchall()
+        return iter([(target, int(n)) for target, n in rows])
 
-    def _drop_declared_case(self, url: str) -> bool:
-        dropped = super()._drop_declared_case(url)
-        if dropped:
-            self._write("declared_case", url, None)
-        return dropped
-
-    def _add_deferred(self, rule: RuleKey, url: str) -> None:
-        if url in self._deferred.get(rule, ()):
-            return
-        super()._add_deferred(rule, url)
-        self._write("deferred", (str(rule), url), (str(rule), url))
-
-    def _take_deferred(self, rule: RuleKey) -> list[str]:
-        urls = super()._take_deferred(rule)
-        for url in urls:
-            self._write("deferred", (str(rule), url), None)
-        return urls
-
-    # -- the evidence log lives on disk only --------------------------------------
+    # -- primitives: evidence (on disk) -----------------------------------------------
 
     def _add_evidence(self, evidence: Evidence) -> None:
         e = evidence
         self._pending_evidence.append(
             (e.time, e.url, e.status, e.target, ",".join(sorted(e.context)), e.note, e.location)
         )
-        self._wrote()
 
     def _iter_evidence(self, url: str | None = None) -> Iterator[Evidence]:
         self.flush()
@@ -456,3 +866,36 @@ class SQLiteStore(MemoryStore):
 
     def _count_evidence(self) -> int:
         return self._connection().execute("SELECT count(*) FROM evidence").fetchone()[0] + len(self._pending_evidence)
+
+    # -- primitives: deferred requests (on disk) ---------------------------------------
+
+    def _add_deferred(self, rule: RuleKey, url: str) -> None:
+        self._write("deferred", (str(rule), url), (str(rule), url))
+
+    def _take_deferred(self, rule: RuleKey) -> list[str]:
+        """The URLs deferred under ``rule`` by any process, taken in one transaction (one taker gets each)."""
+        name = str(rule)
+        mine = [key[1][1] for key, row in self._pending.items() if key[0] == "deferred" and key[1][0] == name and row]
+        db = self._connection()
+        try:
+            self._commit()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                urls = [url for (url,) in db.execute("DELETE FROM deferred WHERE rule = ? RETURNING url", (name,))]
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as exc:
+            if not _locked(exc):
+                raise StoreError(f"{self.path}: {exc}") from exc
+            # locked: take what is known here now, and delete it from the file with the next commit
+            rows = self._read("SELECT url FROM deferred WHERE rule = ?", (name,)) or []
+            urls = sorted({*mine, *(url for (url,) in rows)})
+            for url in urls:
+                self._write("deferred", (name, url), None)
+        return sorted(set(urls))
+
+    def _count_deferred(self) -> int:
+        pending = sum(1 for key, row in self._pending.items() if key[0] == "deferred" and row)
+        return self._connection().execute("SELECT count(*) FROM deferred").fetchone()[0] + pending

@@ -13,10 +13,11 @@ import sys
 from collections import Counter
 
 import pytest
-
 from fixtures.redis_helpers import CHILD, HOSTS
 
 from simweb.crawl import subprocess_env
+
+from scrapy_iri.store._redis.seen import SeenTree
 
 #: slow enough that the processes overlap (3 hosts x 40 pages, one request at a time per host)
 PACED = {"DOWNLOAD_DELAY": 0.05, "CONCURRENT_REQUESTS_PER_DOMAIN": 2, "LOG_LEVEL": "INFO"}
@@ -68,7 +69,7 @@ def test_processes_fetch_each_resource_once_in_total(shared_web, start_crawl, re
     assert sum(c.stat("iri/redis/local_hits") for c in crawls) > 0
     # the seen set is deleted by the last process out (IRI_REDIS_PERSIST is off)
     client = redis_server.client()
-    assert not client.exists("scrapy-iri:shared:seen")
+    assert not list(SeenTree(client, "scrapy-iri:shared:seen").buckets())
     assert client.zcard("scrapy-iri:shared:live") == 0
     if rung == "protocol":  # the store stays: what was learned is knowledge about the web
         assert client.hlen("scrapy-iri:shared:store:aliases") > 0
@@ -92,7 +93,7 @@ def test_persist_keeps_the_seen_set_and_a_second_run_fetches_nothing(
     settings = {**PACED, "IRI_STORE": redis_url, "IRI_REDIS_PERSIST": True}
     first = start_crawl("first", homes([0, 1, 2]), **settings).wait()
     assert first.stats["finish_reason"] == "finished"
-    assert redis_server.client().scard("scrapy-iri:shared:seen") > 0
+    assert any(SeenTree(redis_server.client(), "scrapy-iri:shared:seen").keys())
     shared_web.reset_counts()
     second = start_crawl("second", homes([0, 1, 2]), **settings).wait()
     assert second.stats["finish_reason"] == "finished"
@@ -123,7 +124,7 @@ def test_scrapy_redis_scheduler_with_the_iri_dupefilter(shared_web, start_crawl,
     assert sum(crawl.stat("scheduler/enqueued/redis") for crawl in crawls) > 0  # one queue, in Redis
     assert_each_fetched_once(shared_web, crawls)
     client = redis_server.client()
-    assert client.scard("scrapy-iri:shared:seen") > 0  # SCHEDULER_PERSIST: kept
+    assert any(SeenTree(client, "scrapy-iri:shared:seen").keys())  # SCHEDULER_PERSIST: kept
     assert not client.exists("shared:dupefilter")  # scrapy-redis's own filter was not used
 
 

@@ -48,6 +48,16 @@ def seen(df, url: str) -> bool:
     return found
 
 
+NS = "scrapy-iri:seen-tests:seen"
+
+
+def seen_keys(client, ns: str = NS) -> set[bytes]:
+    """Every key of the shared seen set, rebuilt from its buckets' names and fields."""
+    from scrapy_iri.store._redis.seen import SeenTree
+
+    return set(SeenTree(client, ns).keys())
+
+
 def stats(df) -> dict:
     return {k: v for k, v in df.crawler.stats.get_stats().items() if k.startswith(("iri/", "dupefilter/"))}
 
@@ -61,8 +71,14 @@ def test_a_request_is_seen_once_across_processes(make_filter, redis_server):
     assert stats(a) == {"iri/redis/sadd": 1, "iri/redis/local_hits": 1, "dupefilter/filtered": 1, "iri/filtered/string": 1}
     # another process's duplicate: the rung that merged it is not known here (no iri/filtered/<rung>)
     assert stats(b) == {"iri/redis/sadd": 1, "iri/redis/seen_elsewhere": 1, "dupefilter/filtered": 1}
-    members = redis_server.client().smembers("scrapy-iri:seen-tests:seen")
-    assert len(members) == 1 and len(next(iter(members))) == 12  # compact binary keys
+    client = redis_server.client()
+    key = a.crawler.request_fingerprinter.fingerprint(Request("http://ex.example/page"))[:12]
+    assert seen_keys(client) == {key}  # the 12-byte key, split into its bucket and its field
+    (bucket,) = client.scan_iter(match=NS + ":t:*")
+    assert bucket == f"{NS}:t:8:{key[0]:x}".encode()
+    assert client.hgetall(bucket) == {key[1:]: b""}
+    assert client.object("encoding", bucket) == b"listpack"
+    assert not client.exists(NS)  # no Redis set
 
 
 def test_the_dupefilter_has_no_len(make_filter):
@@ -108,14 +124,14 @@ def test_persist_and_flush_on_start_with_several_processes(make_filter, redis_se
     c = make_filter(IRI_REDIS_FLUSH_ON_START=True)  # others are running: no flush
     assert seen(c, "http://ex.example/1")
     a.seen.close()
-    assert client.exists("scrapy-iri:seen-tests:seen")  # b and c still running
+    assert seen_keys(client)  # b and c still running
     b.seen.close()
     c.seen.close()
-    assert not client.exists("scrapy-iri:seen-tests:seen")  # the last one out, not persisting
+    assert not seen_keys(client)  # the last one out, not persisting
     d = make_filter(IRI_REDIS_PERSIST=True)
     seen(d, "http://ex.example/2")
     d.seen.close()
-    assert client.scard("scrapy-iri:seen-tests:seen") == 1
+    assert len(seen_keys(client)) == 1
     e = make_filter(IRI_REDIS_FLUSH_ON_START=True)  # alone: flushed
     assert not seen(e, "http://ex.example/2")
 
@@ -182,9 +198,9 @@ def test_scrapy_redis_scheduler_contract(redis_url, redis_server):
     assert scheduler.enqueue_request(Request("http://ex.example/a"))
     assert not scheduler.enqueue_request(Request("http://EX.example:80/a"))
     client = redis_server.client()
-    assert client.scard("scrapy-iri:seen-tests:seen") == 1
+    assert len(seen_keys(client)) == 1
     scheduler.close("finished")  # not persisting: scrapy-redis flushes, through clear()
-    assert not client.exists("scrapy-iri:seen-tests:seen")
+    assert not seen_keys(client)
     assert not df.request_seen(Request("http://ex.example/a"))
 
 
@@ -211,7 +227,7 @@ def test_a_restart_without_persistence_is_healed(tmp_path):
         state.outage.failed(OSError("lost"))  # as a failed command would have noticed
         state.outage.next_attempt = 0
         assert state.probe()
-        assert server.client().scard("scrapy-iri:seen-tests:seen") == 5
+        assert len(seen_keys(server.client())) == 5
         df.seen.close()
     finally:
         server.stop()
@@ -230,7 +246,7 @@ def test_a_restart_lets_the_next_request_through_rather_than_retry_it(make_filte
     assert stats(a)["iri/redis/replayed"] == 1 and "iri/redis/unchecked_duplicates" not in stats(a)
     assert not seen(a, "http://ex.example/3")  # a new connection
     assert stats(a)["iri/redis/sadd"] == 2
-    assert redis_server.client().scard("scrapy-iri:seen-tests:seen") == 3
+    assert len(seen_keys(redis_server.client())) == 3
 
 
 @pytest.mark.filterwarnings("ignore:Passing a .spider. argument")  # scrapy-redis 0.9.1 on Scrapy 2.19
@@ -258,7 +274,7 @@ def test_scrapy_redis_outage_does_not_mark_an_unqueued_request_seen(redis_url, r
     assert state.probe()
     client = redis_server.client()
     key = crawler.request_fingerprinter.fingerprint(request)[:12]
-    assert not client.sismember("scrapy-iri:seen-tests:seen", key)  # another process may take it
+    assert key not in seen_keys(client)  # another process may take it
     assert scheduler.enqueue_request(Request("http://ex.example/page-1"))  # and so may this one
     assert client.zcard(f"{spider.name}:requests") == 2
     scheduler.close("finished")
@@ -317,3 +333,97 @@ def test_with_a_jobdir_the_store_saves_its_pending_writes_there(redis_url, tmp_p
     assert store.pending_path == tmp_path / redis_seen.STORE_PENDING_FILE
     store.close()
     assert redis_seen.open_crawler_store(make_crawler(IRI_STORE=redis_url)).pending_path is None
+
+
+# -- the bucketed layout -------------------------------------------------------------------
+
+
+def test_keys_spread_over_buckets_that_stay_listpacks(make_filter, redis_server):
+    import random
+
+    rng = random.Random(13)
+    a, b = make_filter(), make_filter()
+    keys = [rng.randbytes(12) for _ in range(4000)]
+    assert all(a.seen.add(key) is None for key in keys)
+    assert all(b.seen.add(key) == redis_seen.SEEN_ELSEWHERE for key in keys)  # exact, across processes
+    assert b.seen.add(rng.randbytes(12)) is None
+    client = redis_server.client()
+    buckets = list(client.scan_iter(match=NS + ":t:*"))
+    assert len(buckets) == 256
+    assert {client.object("encoding", name) for name in buckets} == {b"listpack"}
+    assert seen_keys(client) >= set(keys)
+    assert client.get(NS + ":layout") == b"hsetnx-tree 8 120"
+
+
+def test_an_old_layout_seen_set_is_moved_into_buckets(make_filter, redis_server):
+    """A seen set kept as one Redis set of 12-byte keys (the earlier layout) is migrated, none lost."""
+    import random
+
+    rng = random.Random(7)
+    client = redis_server.client()
+    old = {rng.randbytes(12) for _ in range(3000)}
+    page = Request("http://ex.example/old-page")
+    crawler = make_crawler(IRI_STORE=redis_server.url)
+    others = sorted(old)[:100]
+    old.add(crawler.request_fingerprinter.fingerprint(page)[:12])
+    client.sadd(NS, *old)
+    a = make_filter()
+    assert client.type(NS) == b"none"
+    assert seen_keys(client) == old
+    assert seen(a, "http://ex.example/old-page")  # recorded by a process of the earlier version
+    assert all(a.seen.add(key) == redis_seen.SEEN_ELSEWHERE for key in others)
+
+
+def test_an_unknown_layout_is_refused(make_filter, redis_server):
+    redis_server.client().set(NS + ":layout", "hsetnx-buckets 17")
+    with pytest.raises(IRISettingsError, match="cannot read"):
+        make_filter()
+
+
+def test_the_local_cache_is_bounded_and_answers_stay_exact(make_filter, redis_server):
+    import random
+
+    rng = random.Random(3)
+    a = make_filter(IRI_REDIS_LOCAL_MAX=10)
+    keys = [rng.randbytes(12) for _ in range(50)]
+    assert all(a.seen.add(key) is None for key in keys)
+    assert len(a.seen.local) == 10
+    # beyond the local cache Redis answers (a round trip), still exactly
+    assert all(a.seen.add(key) is not None for key in keys)
+    assert stats(a)["iri/redis/local_hits"] == 10 and stats(a)["iri/redis/sadd"] == 90
+
+
+def test_redis_cluster_is_refused_at_start(tmp_path):
+    """Redis Cluster is not supported: a crawl pointed at a cluster node stops at once, saying so."""
+    from scrapy_iri.store import StoreError, open_store
+
+    from fixtures.redis_helpers import free_port
+
+    cluster = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", str(free_port()))
+    server = RedisServer(tmp_path, args=cluster).start()
+    try:
+        crawler = make_crawler(IRI_STORE=server.url)
+        with pytest.raises(StoreError, match="cluster mode, which scrapy-iri does not support"):
+            build_from_crawler(Scheduler, crawler)
+        with pytest.raises(StoreError, match="cluster mode"):
+            open_store(server.url)
+    finally:
+        server.stop()
+
+
+def test_a_redis_crawl_records_its_learning_policy(redis_url, redis_server):
+    """``scrapy-iri store`` judges a Redis crawl's rules with the crawl's K, TTL and sink fan-in."""
+    import json
+
+    from scrapy_iri.scrapy._settings import crawler_store
+    from scrapy_iri.store import open_store
+
+    crawler = make_crawler(IRI_STORE=redis_url, IRI_RUNG="protocol", IRI_RULE_MIN_OBSERVATIONS=7)
+    store = crawler_store(crawler)
+    try:
+        stored = json.loads(redis_server.client().get("scrapy-iri:seen-tests:store:policy"))
+        assert stored["min_observations"] == 7
+        with open_store(f"{redis_url}?namespace=scrapy-iri:seen-tests") as reader:
+            assert reader.policy.min_observations == 7
+    finally:
+        store.close()

@@ -508,3 +508,77 @@ def test_clear_leaves_namespaces_that_extend_this_one_alone(make_store, redis_se
         assert make_store(namespace).representative("http://h.example/d77") == "http://h.example/d77/"
     assert make_store("a").representative("http://h.example/d77") == "http://h.example/d77"
     assert before <= set(client.keys("*"))
+
+
+# -- a Redis that goes back to an older state ----------------------------------------------
+
+
+def _rollback_scenario(server: RedisServer, snapshot, restore, caplog) -> None:  # type: ignore[no-untyped-def]
+    """Learn, snapshot, learn more (an alias ends, a rule is suspended, a request is deferred), then
+    restart Redis from the snapshot: the process that knew detects it, says so, and repairs the store."""
+    import logging
+    import time
+
+    a = RedisStore(server.url, "rb", sync_interval=0.0)
+    slash = learn_slash_rule(a, "http://s.example")
+    for i in range(3):
+        a.record_redirect(f"http://t.example/d{i}", 301, f"http://t.example/d{i}/")
+    case = RuleKey("http://t.example", slash.kind, slash.scope)
+    a.record_redirect("http://e.example/old", 301, "http://e.example/new")
+    a.flush()
+    snapshot()
+    a.record_response("http://e.example/old", 200)  # the alias ends
+    a.record_response("http://s.example/d9", 200)  # a counterexample: the rule is suspended
+    a.defer("http://t.example/d7", [case])
+    a.record_redirect("http://e.example/later", 301, "http://e.example/later/")
+    a.flush()
+    server.kill()
+    restore()
+    server.start()
+    stale = server.client()
+    assert stale.hget("rb:store:aliases", "http://e.example/old") is not None  # Redis went back
+    with caplog.at_level(logging.ERROR, logger="scrapy_iri.store._redis"):
+        for _ in range(10):
+            if a.maintain(force=True):
+                break
+            time.sleep(0.1)
+    assert "went back to an older state" in caplog.text
+    assert a.counters.get("rollbacks") == 1
+    # another process, opened after the repair, is served what was known, not the snapshot
+    b = RedisStore(server.url, "rb", sync_interval=0.0)
+    assert b.representative("http://e.example/old") == "http://e.example/old"
+    assert b.representative("http://s.example/d5") == "http://s.example/d5"  # still suspended
+    assert b.rule_status(next(r for r in b.rules() if r.key == slash)) is RuleStatus.SUSPENDED
+    assert b.representative("http://t.example/d5") == "http://t.example/d5/"  # still active
+    assert b.representative("http://e.example/later") == "http://e.example/later/"  # learned after: kept
+    assert b.take_deferred(case) == ["http://t.example/d7"]  # deferred requests survive
+    assert a.representative("http://e.example/old") == "http://e.example/old"
+    a.close()
+    b.close()
+
+
+def test_a_restart_from_an_older_rdb_snapshot_is_detected_and_repaired(tmp_path, caplog):
+    server = RedisServer(tmp_path, persistent=False).start()  # RDB only (Redis's default persistence)
+    try:
+        _rollback_scenario(server, lambda: server.client().save(), lambda: None, caplog)
+    finally:
+        server.stop()
+
+
+def test_a_restored_older_append_only_file_is_detected_and_repaired(tmp_path, caplog):
+    import shutil
+
+    server = RedisServer(tmp_path).start()  # AOF, fsync always
+    saved = tmp_path / "aof-backup"
+
+    def snapshot() -> None:
+        shutil.copytree(tmp_path / "appendonlydir", saved)
+
+    def restore() -> None:
+        shutil.rmtree(tmp_path / "appendonlydir")
+        shutil.copytree(saved, tmp_path / "appendonlydir")
+
+    try:
+        _rollback_scenario(server, snapshot, restore, caplog)
+    finally:
+        server.stop()

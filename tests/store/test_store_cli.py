@@ -267,3 +267,39 @@ def test_one_error_for_a_bad_store_uri_in_store_graph_and_settings(value: str, t
         IRISettings.from_settings(Settings({"IRI_STORE": value}))
     assert message in str(settings_error.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
+def test_export_parquet_writes_the_resolved_alias_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow is not installed (pip install 'scrapy-iri[arrow]')")
+    path = tmp_path / "store.db"
+    with open_store(f"sqlite:///{path}") as store:
+        store.record_redirect("http://c.example/a", 301, "http://c.example/b")
+        store.record_redirect("http://c.example/b", 308, "http://c.example/c")  # a chain: a -> c
+        store.record_redirect("http://c.example/x", 301, "http://c.example/y")
+        store.record_redirect("http://c.example/y", 301, "http://c.example/x")  # a loop: no merge
+        store.record_redirect("http://c.example/t", 302, "http://c.example/u")  # temporary: no alias
+    out = tmp_path / "aliases.parquet"
+    code, stdout, err = run(capsys, "store", "--store", str(path), "export", "--format", "parquet", "--output", str(out))
+    assert code == 0 and err == "" and "wrote 2 aliases" in stdout
+    table = pq.read_table(out)
+    assert table.column_names == ["alias", "representative"]
+    assert sorted(zip(*table.to_pydict().values())) == [
+        ("http://c.example/a", "http://c.example/c"),
+        ("http://c.example/b", "http://c.example/c"),
+    ]
+    code, _, _ = run(capsys, "store", "--store", str(path), "export")  # JSON Lines stays the default
+    assert code == 0
+
+
+def test_export_parquet_faults(store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
+    code, _, err = run(capsys, "store", "--store", str(store_path), "export", "--format", "parquet")
+    assert code == 2 and "--output FILE" in err
+    code, _, err = run(
+        capsys, "store", "--store", str(store_path), "export", "--format", "parquet", "--output", str(store_path)
+    )
+    assert code == 2 and "is the store itself" in err and "Traceback" not in err
+    monkeypatch.setitem(__import__("sys").modules, "pyarrow", None)  # as if the extra were not installed
+    code, _, err = run(
+        capsys, "store", "--store", str(store_path), "export", "--format", "parquet", "--output", str(tmp_path / "a.pq")
+    )
+    assert code == 2 and "scrapy-iri[arrow]" in err and not (tmp_path / "a.pq").exists()

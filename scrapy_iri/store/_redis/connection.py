@@ -113,6 +113,21 @@ def check_reachable(client: Any, where: str) -> None:
         raise RedisUnavailable(f"cannot reach Redis at {where}: {exc}") from exc
     except redis.RedisError as exc:
         raise RedisUnavailable(f"Redis at {where} refused the connection: {exc}") from exc
+    refuse_cluster(client, where)
+
+
+def refuse_cluster(client: Any, where: str) -> None:
+    """Raise :class:`StoreError` if the server runs in cluster mode (not supported: the store's
+    scripts build the keys they touch, which a cluster cannot route)."""
+    try:
+        info = client.info("cluster")
+    except redis.ResponseError:  # INFO refused (some managed services): nothing to tell
+        return
+    if str(info.get("cluster_enabled", 0)) == "1":
+        raise StoreError(
+            f"Redis at {where} runs in cluster mode, which scrapy-iri does not support: use a standalone"
+            " Redis (or a primary with replicas) for IRI_STORE"
+        )
 
 
 class Outage:

@@ -100,6 +100,18 @@ class RedisJournal:
             "Wrote %(n)d batches of store writes saved by the previous run to Redis", {"n": len(saved)}
         )
 
+    def _remember(self, batch: dict[str, list[Any]]) -> None:
+        """Keep what a rollback of Redis would lose and this process can write again: alias drops and
+        answers (the last ``rollback_memory``), and the URLs deferred here and not taken yet."""
+        for op in batch.get("a", ()):
+            if op[3] in (1, 2):  # a drop, or a URL that answered for itself
+                self._ended[op[0]] = (op[1], op[2], op[3])
+                self._ended.move_to_end(op[0])
+                if len(self._ended) > self.rollback_memory:
+                    self._ended.popitem(last=False)
+        for rule, url in batch.get("d", ()):
+            self._deferred_here.setdefault(rule, {})[url] = None
+
     def _rule_op(self, key: RuleKey) -> list[Any]:
         """The batch entry of one rule: a drop, or what this process added since ``base``."""
         record = self._rules_at(key.origin).get(key)
@@ -140,10 +152,11 @@ class RedisJournal:
         (no need to read them back), unless Redis kept a newer write than one of them (the next
         sync reads those back)."""
         self._tally("batches")
+        batch_id = batch_id or uuid.uuid4().hex
         answer = self._batch(
             args=[
                 self.keys.store,
-                batch_id or uuid.uuid4().hex,
+                batch_id,
                 json.dumps(batch, ensure_ascii=False),
                 self.clock(),
                 self.policy.rule_ttl,
@@ -152,5 +165,8 @@ class RedisJournal:
                 self.answered_horizon,
             ]
         )
+        if answer[0] == b"ok":
+            self._last_batch = (batch_id, self.monotonic())
+            self._remember(batch)
         if answer[0] == b"ok" and int(answer[1]) - int(answer[2]) == self._version and not int(answer[3]):
             self._version = int(answer[1])

@@ -62,6 +62,12 @@ for _, r in ipairs(b.r) do
       if raw then s = cjson.decode(raw) end
       if mode == 'setnx' then
         s = {r[4], r[5], r[6], r[7], r[8], r[9], r[10]}
+      elseif mode == 'max' then
+        -- a record written back after a rollback: what both know, never counted twice
+        s[1] = math.max(s[1], r[4]); s[2] = math.max(s[2], r[5])
+        if r[6] > 0 and (s[3] == 0 or r[6] < s[3]) then s[3] = r[6] end
+        if r[7] >= s[4] then s[4] = r[7]; s[6] = r[9] end
+        if r[8] >= s[5] then s[5] = r[8]; s[7] = r[10] end
       else
         if s[2] > 0 and now - s[5] > ttl then s[1] = 0; s[2] = 0; s[6] = ''; s[7] = '' end
         if s[1] > 0 and now - s[4] > ttl then s[1] = 0; s[6] = '' end
@@ -99,8 +105,10 @@ end
 return {'ok', v, #changed, rejected}
 """
 
-#: What changed since a version. ARGV: prefix, known version, known epoch.
-#: Returns {epoch, version} (nothing new), {epoch, version, '*'} (reload) or
+#: What changed since a version. ARGV: prefix, known version, known epoch, the id of the last batch
+#: this process applied (less than 10 minutes ago; "" if none).
+#: Returns {epoch, version} (nothing new), {epoch, version, '*'} (reload), {epoch, version, '!'}
+#: (Redis went back to an older state: the batch is gone, or the version went down) or
 #: {epoch, version, change...}.
 SYNC = """
 local p = ARGV[1]
@@ -108,9 +116,11 @@ local epoch = redis.call('GET', p .. 'epoch') or ''
 local v = tonumber(redis.call('GET', p .. 'version') or '0')
 local known = tonumber(ARGV[2])
 if epoch ~= ARGV[3] then return {epoch, v, '*'} end
+if ARGV[4] ~= '' and redis.call('EXISTS', p .. 'batch:' .. ARGV[4]) == 0 then return {epoch, v, '!'} end
 if v == known then return {epoch, v} end
 local gap = v - known
-if gap < 0 or gap > redis.call('LLEN', p .. 'changes') then return {epoch, v, '*'} end
+if gap < 0 then return {epoch, v, '!'} end
+if gap > redis.call('LLEN', p .. 'changes') then return {epoch, v, '*'} end
 local out = {epoch, v}
 for _, c in ipairs(redis.call('LRANGE', p .. 'changes', -gap, -1)) do out[#out + 1] = c end
 return out

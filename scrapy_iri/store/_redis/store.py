@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import time
 import re
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from .._base import Outcome, Resolution
+from .._codec import policy_from_text, policy_text
 from .._evidence import Alias, Evidence
 from .._forms import scheme_form
 from .._memory import MemoryStore
@@ -77,6 +77,7 @@ class RedisStore(RedisSync, RedisJournal, MemoryStore):
         auto_sync: bool = True,
         pending_path: str | Path | None = None,
         answered_horizon: float = 600.0,
+        rollback_memory: int = 100_000,
     ) -> None:
         super().__init__(policy, clock=clock)
         if isinstance(client, str):
@@ -119,6 +120,12 @@ class RedisStore(RedisSync, RedisJournal, MemoryStore):
         self.pending_path = None if pending_path is None else Path(pending_path)
         #: counters of the store's traffic (round trips, reloads, ...)
         self.counters: dict[str, int] = {}
+        # what this process can write again if Redis rolls back (see RedisSync._rolled_back): the last
+        # batch it applied, its last ``rollback_memory`` alias drops and answers, its deferred URLs
+        self.rollback_memory = rollback_memory
+        self._last_batch: tuple[str, float] | None = None
+        self._ended: OrderedDict[str, tuple[str, float, int]] = OrderedDict()
+        self._deferred_here: dict[str, dict[str, None]] = {}
         check_reachable(client, self.where)
         self._open()
 
@@ -423,6 +430,7 @@ class RedisStore(RedisSync, RedisJournal, MemoryStore):
             self._flush()
             token = f"{self.keys.store}taken:{uuid.uuid4().hex}"
             urls = self._take(keys=[self.keys.deferred(str(rule)), self.keys.deferreds, token], args=[str(rule)])
+            self._deferred_here.pop(str(rule), None)
         except UNAVAILABLE as exc:
             self.outage.failed(exc)
             self._deferred_ops.pop(rule, None)
@@ -440,17 +448,11 @@ class RedisStore(RedisSync, RedisJournal, MemoryStore):
             raw = self.client.get(self.keys.policy)
         except UNAVAILABLE:
             return None
-        if raw is None:
-            return None
-        try:
-            fields = {f.name for f in dataclasses.fields(LearningPolicy)}
-            return LearningPolicy(**{k: v for k, v in json.loads(raw).items() if k in fields})
-        except (ValueError, TypeError):
-            return None
+        return None if raw is None else policy_from_text(raw)
 
     def _save_policy(self, policy: LearningPolicy) -> None:
         try:
-            self.client.set(self.keys.policy, json.dumps(dataclasses.asdict(policy), sort_keys=True))
+            self.client.set(self.keys.policy, policy_text(policy))
         except UNAVAILABLE as exc:
             logger.warning("Redis at %s: could not record the learning policy: %s", self.where, exc)
 

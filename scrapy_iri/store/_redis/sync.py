@@ -28,6 +28,9 @@ from .codec import (
 
 logger = logging.getLogger("scrapy_iri.store._redis")
 
+#: seconds a process relies on its last batch's marker to tell a rollback (the marker lasts 600)
+BATCH_MEMORY = 500.0
+
 
 class RedisSync:
     """Keep the in-memory image in step with Redis (see the package docstring: *sync*)."""
@@ -80,8 +83,13 @@ class RedisSync:
     def _pull(self) -> None:
         """Read the entries other processes changed since the known version (one or two round trips)."""
         self._tally("syncs")
-        answer = self._sync(args=[self.keys.store, self._version, self._epoch])
+        last = self._last_batch
+        recent = last[0] if last is not None and self.monotonic() - last[1] < BATCH_MEMORY else ""
+        answer = self._sync(args=[self.keys.store, self._version, self._epoch, recent])
         epoch, version, changes = _text(answer[0]), int(answer[1]), [_text(c) for c in answer[2:]]
+        if changes == ["!"]:
+            self._rolled_back(version)
+            return
         if changes == ["*"]:
             if not epoch:
                 self._republish()
@@ -151,13 +159,55 @@ class RedisSync:
                 for source in sorted(_text(s) for s in value):
                     MemoryStore._add_fanin(self, name, source, len(value))
 
-    def _republish(self) -> None:
-        """Redis lost the store (restarted empty): write the image back, without overwriting anything."""
-        logger.warning(
-            "Redis at %(where)s lost the equivalence store (restarted without persistence?):"
-            " publishing this process's copy again",
-            {"where": self.where},
+    def _rolled_back(self, version: int) -> None:
+        """Redis went back to an older state (restarted from an older snapshot, or a restored backup).
+
+        Said loudly, then repaired from what this process knows: its rule
+        records written back (counts merged by maximum: a suspension it saw
+        comes back, nothing is counted twice), its recent alias drops and
+        answers again (an alias ended since the snapshot stays ended), the URLs
+        it deferred and were not taken yet, and whatever the snapshot lacks of
+        its image (set-if-absent). Then the image is reloaded from the
+        repaired store. What only another, exited process knew is lost.
+        """
+        logger.error(
+            "Redis at %(where)s went back to an older state (version %(was)d -> %(now)d; restarted from an"
+            " older snapshot or backup?): the equivalence store lost what was learned since. Writing back"
+            " what this process knows (%(ended)d ended aliases, %(deferred)d deferred requests, its rules"
+            " and aliases); run Redis with appendonly yes to avoid this",
+            {
+                "where": self.where,
+                "was": self._version,
+                "now": version,
+                "ended": len(self._ended),
+                "deferred": sum(len(urls) for urls in self._deferred_here.values()),
+            },
         )
+        self._tally("rollbacks")
+        self._last_batch = None
+        rules = [
+            [r.key.origin, _rule_field(r.key), "max", r.support, r.against, r.first_seen,
+             r.last_support, r.last_against, r.example, r.counterexample]
+            for r in MemoryStore._iter_rules(self)
+        ]  # fmt: skip
+        ended = [[source, value, t, mode] for source, (value, t, mode) in self._ended.items()]
+        deferred = [[rule, url] for rule, urls in self._deferred_here.items() for url in urls]
+        for name, ops in (("r", rules), ("a", ended), ("d", deferred)):
+            for part in _chunks(ops, self.batch_size):
+                self._apply({**_EMPTY_BATCH, name: part})
+        self._republish(quiet=True)
+        before = self._active_rules(self._origins())
+        self._load()
+        self._remote_contradicted.update(before - self._active_rules(self._origins()))
+
+    def _republish(self, *, quiet: bool = False) -> None:
+        """Redis lost the store (restarted empty): write the image back, without overwriting anything."""
+        if not quiet:
+            logger.warning(
+                "Redis at %(where)s lost the equivalence store (restarted without persistence?):"
+                " publishing this process's copy again",
+                {"where": self.where},
+            )
         self._tally("republished")
         aliases = [[a.source, _alias_value(a), a.time, 3] for a in MemoryStore._iter_aliases(self)]
         # time 0: set-if-absent (what another process wrote since, a drop included, stays)

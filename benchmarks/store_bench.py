@@ -1,0 +1,183 @@
+"""The SQLite equivalence store at scale: open time, memory per alias, lookup latency, learning throughput.
+
+Builds a store of ``--aliases`` N exact aliases over 1,000 hosts (URLs of
+60-70 characters), either through the bulk path
+(:meth:`SQLiteStore.bulk_aliases`) or through ``record_redirect`` (each a
+clean 301, with its evidence and fan-in rows), then measures in a fresh
+process:
+
+* **open**: ``open_store(uri)`` wall time;
+* **resident bytes per alias**: growth of the process's private resident
+  memory (``RssAnon``) from before the open to after 200,000 lookups (the
+  cache full), divided by N;
+* **lookup hit / miss**: mean ``store.representative(url)`` time over 100,000
+  random aliases (cold: each read from the file once, then warm: from the
+  cache) and 100,000 unknown URLs; wall time, and CPU time of the process
+  (steadier on a shared machine); and 10,000 aliases looked up again once the
+  cache holds them all (``hit_cached``).
+
+    nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode bulk --dir /tmp/store-bench
+    nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode record --dir /tmp/store-bench
+    nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode redis
+
+``--mode redis`` writes the aliases into a private ``redis-server`` in the
+Redis store's layout and measures opening a ``RedisStore`` on it the same way.
+
+Results are merged into ``benchmarks/results/store.json`` (by mode and N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+RESULTS = ROOT / "benchmarks" / "results" / "store.json"
+HOSTS = 1000
+LOOKUPS = 100_000
+
+
+def source(i: int) -> str:
+    return f"http://www.site{i % HOSTS}.example/section-{i % 97}/article-{i}.html"
+
+
+def target(i: int) -> str:
+    return f"http://www.site{i % HOSTS}.example/articles/{i}"
+
+
+def build(path: Path, n: int, mode: str) -> dict[str, Any]:
+    from scrapy_iri.store import Alias, open_store
+
+    path.unlink(missing_ok=True)
+    started = time.perf_counter()
+    with open_store(f"sqlite:///{path}") as store:
+        if mode == "bulk":
+            now = time.time()
+            store.bulk_aliases(Alias(source(i), target(i), 301, now) for i in range(n))  # type: ignore[attr-defined]
+        else:
+            for i in range(n):
+                store.record_redirect(source(i), 301, target(i))
+    seconds = time.perf_counter() - started
+    return {"build_s": round(seconds, 1), "build_per_s": round(n / seconds), "file_mb": round(path.stat().st_size / 1e6)}
+
+
+def build_redis(url: str, n: int) -> dict[str, Any]:
+    import json as _json
+
+    import redis
+
+    client = redis.Redis.from_url(url, socket_timeout=None)
+    started = time.perf_counter()
+    now = time.time()
+    pipe = client.pipeline(transaction=False)
+    for i in range(n):
+        pipe.hset("bench:store:aliases", source(i), _json.dumps([target(i), 301, now]))
+        if i % 10_000 == 9_999:
+            pipe.execute()
+    pipe.execute()
+    client.set("bench:store:epoch", "bench")
+    used = int(client.info("memory")["used_memory"])
+    return {"build_s": round(time.perf_counter() - started, 1), "redis_mb": round(used / 1e6)}
+
+
+def _rss() -> int:
+    """Private resident memory (RssAnon): what this process holds itself, not the file's shared pages."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no RssAnon in /proc/self/status")
+
+
+def measure(path: Path | str, n: int) -> dict[str, Any]:
+    """In this (fresh) process: open, memory, lookups."""
+    import scrapy_iri.store._redis  # noqa: F401 - imported before the baseline
+    import scrapy_iri.store._sqlite  # noqa: F401
+    from scrapy_iri.store import open_store
+
+    rng = random.Random(1)
+    hits = [source(rng.randrange(n)) for _ in range(LOOKUPS)]
+    misses = [source(n + rng.randrange(n)) for _ in range(LOOKUPS)]
+    before = _rss()
+    started = time.perf_counter()
+    uri = str(path) if str(path).startswith("redis://") else f"sqlite:///{path}"
+    store = open_store(uri, create=False)
+    open_s = time.perf_counter() - started
+    result: dict[str, Any] = {"open_s": round(open_s, 3)}
+    for name, urls in (("hit_cold_us", hits), ("hit_warm_us", hits), ("miss_us", misses)):
+        started, cpu = time.perf_counter(), time.process_time()
+        for url in urls:
+            store.representative(url)
+        result[name] = round((time.perf_counter() - started) / len(urls) * 1e6, 2)
+        result[name.replace("_us", "_cpu_us")] = round((time.process_time() - cpu) / len(urls) * 1e6, 2)
+    few = hits[:10_000]  # the cache holds them all: lookups that never read the file
+    for url in few:
+        store.representative(url)
+    cpu = time.process_time()
+    for _ in range(3):
+        for url in few:
+            store.representative(url)
+    result["hit_cached_cpu_us"] = round((time.process_time() - cpu) / (3 * len(few)) * 1e6, 2)
+    for url in [source(rng.randrange(n)) for _ in range(200_000)]:
+        store.representative(url)
+    assert store.representative(hits[0]) != hits[0] and store.representative(misses[0]) == misses[0]
+    result["resident_bytes_per_alias"] = round((_rss() - before) / n, 1)
+    result["resident_mb"] = round((_rss() - before) / 1e6, 1)
+    store.close()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--aliases", type=int, default=1_000_000)
+    parser.add_argument("--mode", choices=["bulk", "record", "redis"], default="bulk")
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/scrapy-iri-store-bench"))
+    parser.add_argument("--measure", help=argparse.SUPPRESS)  # the fresh measuring process
+    parser.add_argument("--reuse", action="store_true", help="measure the store built by an earlier run")
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.aliases)))  # type: ignore[arg-type]
+        return
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    if args.mode == "redis":
+        from redis_bench import redis_server
+
+        with redis_server() as url:
+            row = build_redis(url, args.aliases)
+            print(f"built: {row}", flush=True)
+            child = subprocess.run(
+                [sys.executable, __file__, "--aliases", str(args.aliases), "--measure", f"{url}?namespace=bench"],
+                check=True, capture_output=True, text=True,
+            )  # fmt: skip
+        row.update(json.loads(child.stdout))
+        print(f"redis {args.aliases}: {row}")
+        results[f"redis-{args.aliases}"] = row
+        RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+        return
+    args.dir.mkdir(parents=True, exist_ok=True)
+    path = args.dir / f"{args.mode}-{args.aliases}.db"
+    if args.reuse and path.exists():
+        row = {k: v for k, v in results.get(f"{args.mode}-{args.aliases}", {}).items() if k.startswith(("build", "file"))}
+    else:
+        row = build(path, args.aliases, args.mode)
+    print(f"built: {row}", flush=True)
+    child = subprocess.run(
+        [sys.executable, __file__, "--aliases", str(args.aliases), "--measure", str(path)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    row.update(json.loads(child.stdout))
+    print(f"{args.mode} {args.aliases}: {row}")
+    results[f"{args.mode}-{args.aliases}"] = row
+    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
