@@ -21,7 +21,7 @@ def _us(results: dict[str, Any], data: str, name: str) -> float | None:
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 7's targets, each with the measured ratio and whether it is met."""
+    """The speed targets, each with the measured ratio and whether it is met."""
     out = []
     ours, w3lib, ada = (_us(results, "kasztp", n) for n in (OURS, W3LIB, ADA))
     if ours and w3lib:
@@ -74,7 +74,7 @@ def markdown(results: dict[str, Any], svg_name: str) -> str:
         "",
     ]
     if results.get("targets"):
-        lines += ["## Issue 7 targets", "", _row(["target", "ratio", "met"]), _row(["---", "---:", "---"])]
+        lines += ["## Speed targets", "", _row(["target", "ratio", "met"]), _row(["---", "---:", "---"])]
         for t in results["targets"]:
             lines.append(_row([t["target"], f"{t['ratio']:.2f}", "yes" if t["met"] else "**no**"]))
         lines.append("")

@@ -7,7 +7,7 @@ Writes ``latest.json`` (every figure), ``latest.md`` (the tables, with the
 machine) and ``latest.svg`` (a chart) into ``$TMPDIR/scrapy-iri-bench/``;
 ``--save`` writes them into the tracked ``benchmarks/results/`` instead
 (``--output DIR`` anywhere else). Not part of the test
-suite: nothing here asserts a timing; the targets of issue 7 are reported as
+suite: nothing here asserts a timing; the speed targets are reported as
 met or not.
 
 1. Canonicalization throughput at the scheme rung (fragment dropped, as for

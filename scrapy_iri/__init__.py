@@ -11,9 +11,9 @@ implements the string, syntax and scheme rungs of the comparison ladder
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .errors import IRIError
+from .errors import IRIError, ScrapyIRIError
 from ._display import to_display
 from ._ladder import Rung, canonicalize, equivalent
 from ._mapping import to_iri, to_uri
@@ -24,6 +24,7 @@ __all__ = [
     "IRIError",
     "IRIReference",
     "Rung",
+    "ScrapyIRIError",
     "canonicalize",
     "equivalent",
     "parse",
@@ -36,15 +37,27 @@ __all__ = [
 # Scrapy-side names -> their module, imported on first attribute access (PEP 562),
 # so that ``import scrapy_iri`` and ``from scrapy_iri import *`` never import Scrapy.
 _LAZY = {
-    "Addon": "scrapy_iri.scrapy._addon",
-    "IRIDupeFilter": "scrapy_iri.scrapy._dupefilter",
-    "IRIRequestFingerprinter": "scrapy_iri.scrapy._fingerprint",
-    "IRILinkExtractor": "scrapy_iri.scrapy._links",
-    "iri_request": "scrapy_iri.scrapy._links",
-    "CanonicalizeURLsPipeline": "scrapy_iri.scrapy._pipelines",
-    "RedirectLearningMiddleware": "scrapy_iri.scrapy._redirects",
+    "Addon": "scrapy_iri.scrapy",
+    "IRIDupeFilter": "scrapy_iri.scrapy",
+    "IRIRequestFingerprinter": "scrapy_iri.scrapy",
+    "IRILinkExtractor": "scrapy_iri.scrapy",
+    "iri_request": "scrapy_iri.scrapy",
+    "CanonicalizeURLsPipeline": "scrapy_iri.scrapy",
+    "RedirectLearningMiddleware": "scrapy_iri.scrapy",
     "open_store": "scrapy_iri.store",
 }
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
+    from .scrapy import (
+        Addon,
+        CanonicalizeURLsPipeline,
+        IRIDupeFilter,
+        IRILinkExtractor,
+        IRIRequestFingerprinter,
+        RedirectLearningMiddleware,
+        iri_request,
+    )
+    from .store import open_store
 
 
 def __getattr__(name: str) -> Any:

@@ -16,12 +16,10 @@ Bad rows are reported with their line numbers and counted, never dropped
 silently. See docs/graph.md.
 """
 
-from ._cli import _Progress as _Progress
 from ._cli import cmd_graph, format_summary, register
 from ..errors import BadEdge, GraphError
 from ._normalize import DEFAULT_CACHE_SIZE, GraphNormalizer, GraphSummary, normalize_graph, normalize_graph_file
 from ._readers import FORMATS, detect_format
-from ._readers import _csv_rows as _csv_rows
 
 __all__ = [
     "BadEdge",
@@ -32,6 +30,3 @@ __all__ = [
     "normalize_graph_file",
     "register",
 ]
-
-# Also importable from here, as before the split into modules: DEFAULT_CACHE_SIZE,
-# FORMATS, detect_format, cmd_graph, format_summary; _csv_rows and _Progress (tests).

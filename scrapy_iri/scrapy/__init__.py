@@ -12,3 +12,26 @@
 - :mod:`._compat`: Scrapy's present identity, for migrating users;
 - :mod:`._redis_config`, :mod:`._redis_crawl`, :mod:`._redis_seen`: crawls shared through Redis.
 """
+
+from ._addon import Addon
+from ._dupefilter import IRIDupeFilter
+from ._fingerprint import IRIRequestFingerprinter, RequestIdentity
+from ._links import IRILinkExtractor, ascii_domains, iri_request
+from ._location import IRILocationMiddleware
+from ._pipelines import CanonicalizeURLsPipeline
+from ._redirects import RedirectLearningMiddleware
+from ._verbatim import VerbatimLinkMiddleware
+
+__all__ = [
+    "Addon",
+    "CanonicalizeURLsPipeline",
+    "IRIDupeFilter",
+    "IRILinkExtractor",
+    "IRILocationMiddleware",
+    "IRIRequestFingerprinter",
+    "RedirectLearningMiddleware",
+    "RequestIdentity",
+    "VerbatimLinkMiddleware",
+    "ascii_domains",
+    "iri_request",
+]

@@ -86,10 +86,8 @@ class CrawlRedis:
     # timers
 
     def _spider_opened(self, spider: Spider | None = None) -> None:
-        try:
-            from scrapy.utils.asyncio import create_looping_call
-        except ImportError:  # Scrapy < 2.14
-            from twisted.internet.task import LoopingCall as create_looping_call  # type: ignore[assignment]
+        from scrapy.utils.asyncio import create_looping_call
+
         self._loop = create_looping_call(self.tick)
         self._loop.start(self.config.sync_interval, now=False)
 
@@ -163,10 +161,8 @@ class CrawlRedis:
 
     async def probe_async(self) -> bool:
         """:meth:`probe`, with the write in a thread (an unresponsive host must not stall the crawl)."""
-        try:
-            from scrapy.utils.asyncio import run_in_thread
-        except ImportError:  # Scrapy < 2.15
-            return self.probe()
+        from scrapy.utils.asyncio import run_in_thread
+
         self._probing = True
         try:
             await run_in_thread(self._probe_write)
@@ -250,15 +246,9 @@ class CrawlRedis:
 
 
 async def _sleep(seconds: float) -> None:
-    try:
-        from scrapy.utils.asyncio import sleep
-    except ImportError:  # Scrapy < 2.18
-        from twisted.internet import reactor
-        from twisted.internet.task import deferLater
+    from scrapy.utils.asyncio import sleep
 
-        await deferLater(reactor, seconds)
-    else:
-        await sleep(seconds)
+    await sleep(seconds)
 
 
 _crawls: WeakKeyDictionary[Crawler, CrawlRedis] = WeakKeyDictionary()

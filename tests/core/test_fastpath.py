@@ -1,4 +1,4 @@
-"""The fast paths equal the reference paths (issue 7: speed is never traded for correctness).
+"""The fast paths equal the reference paths (speed is never traded for correctness).
 
 ``canonicalize`` = ``fast.web_form`` -> bounded memo -> ``canonicalize_step_by_step``;
 ``web_form`` skips ``normalize_dns_host`` where it knows the result;

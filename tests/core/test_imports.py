@@ -10,6 +10,22 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "scrapy_iri"
 
 
+def runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node that may run, at import or in a call: ``if TYPE_CHECKING:`` blocks left out."""
+    nodes: list[ast.AST] = []
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        nodes.append(node)
+        for child in ast.iter_child_nodes(node):
+            test = getattr(child, "test", None) if isinstance(child, ast.If) else None
+            if test is not None and "TYPE_CHECKING" in ast.unparse(test):
+                pending.extend(child.orelse)
+                continue
+            pending.append(child)
+    return nodes
+
+
 def import_graph() -> dict[str, set[str]]:
     """Module -> the package modules it imports, read from the source (every import statement)."""
     modules = {}
@@ -21,7 +37,7 @@ def import_graph() -> dict[str, set[str]]:
     graph = {}
     for name, path in modules.items():
         deps = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 deps.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):

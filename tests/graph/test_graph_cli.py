@@ -404,7 +404,7 @@ class FakeTerminal(io.StringIO):
 
 
 def test_progress_on_a_terminal_only_for_large_slow_inputs():
-    from scrapy_iri.graph import _Progress
+    from scrapy_iri.graph._cli import _Progress
 
     small = _Progress(FakeTerminal(), forced=False)
     small.started -= 10  # as if it had been running for a while

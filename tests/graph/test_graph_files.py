@@ -110,7 +110,7 @@ def test_a_quoted_field_within_the_caps_still_spans_lines(tmp_path, monkeypatch)
 def test_records_are_those_of_the_csv_module(lines):
     """Whenever the csv module (strict) reads a text without error and each record it
     finds has the header's two fields, the reader finds the same records and no bad row."""
-    from scrapy_iri.graph import _csv_rows
+    from scrapy_iri.graph._readers import _csv_rows
 
     text = "source,target\n" + "\n".join(lines) + "\n"
     try:

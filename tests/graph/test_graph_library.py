@@ -209,7 +209,7 @@ def test_normalize_graph_file_returns_a_summary(tmp_path):
 def test_csv_reader_reads_what_csv_writes(rows, quoting):
     """The reader's fast path (no quotes: split on commas) and its slow path (quoted
     fields, line breaks inside) give back the fields, the original text and the line numbers."""
-    from scrapy_iri.graph import _csv_rows
+    from scrapy_iri.graph._readers import _csv_rows
 
     buffer = io.StringIO(newline="")
     writer = csv.writer(buffer, quoting=quoting)  # lineterminator \r\n: fields with \r or \n are quoted

@@ -145,7 +145,6 @@ class Outage:
         self.next_attempt = 0.0
         self.attempts = 0
         self.last_error = ""
-        self.count = 0
 
     @property
     def down(self) -> bool:
@@ -166,7 +165,6 @@ class Outage:
         if started:
             self.since = now
             self.attempts = 0
-            self.count += 1
         self.attempts += 1
         self.last_error = str(exc) or type(exc).__name__
         self.next_attempt = now + min(self.max_delay, self.delay * 2 ** (self.attempts - 1))
