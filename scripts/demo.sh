@@ -3,5 +3,5 @@
 # local web, with Scrapy's defaults and with scrapy-iri, and its report.
 # Usage: bash scripts/demo.sh [--rung RUNG]
 set -euo pipefail
-. "$(dirname "$0")/_venv.sh" scrapy
+. "$(dirname "$0")/_venv.sh"
 exec .venv/bin/python example_project/run_demo.py "$@"

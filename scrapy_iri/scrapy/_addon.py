@@ -106,15 +106,15 @@ class Addon:
     @staticmethod
     def _check_store(config: IRISettings) -> None:
         """Stop before the crawl starts when a configured feature's package is missing."""
-        from ._redis_config import is_redis_uri
+        from ._resources import is_redis_store
 
         missing = []
         if config.needs_store:
             missing += _missing("publicsuffixlist", "scrapy-iri")
-        if is_redis_uri(config.store):
+        if is_redis_store(config.store):
             missing += _missing("redis", "'scrapy-iri[redis]'")
         if missing:
-            needs = "IRI_STORE = %r" % config.store if is_redis_uri(config.store) else "IRI_RUNG = 'protocol'"
+            needs = "IRI_STORE = %r" % config.store if is_redis_store(config.store) else "IRI_RUNG = 'protocol'"
             raise IRISettingsError(
                 f"{needs} needs the package(s) {', '.join(name for name, _ in missing)}:"
                 f" install them with: pip install {' '.join(sorted({dist for _, dist in missing}))}"

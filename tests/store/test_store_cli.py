@@ -279,7 +279,7 @@ def test_export_parquet_writes_the_resolved_alias_table(tmp_path: Path, capsys: 
         store.record_redirect("http://c.example/y", 301, "http://c.example/x")  # a loop: no merge
         store.record_redirect("http://c.example/t", 302, "http://c.example/u")  # temporary: no alias
     out = tmp_path / "aliases.parquet"
-    code, stdout, err = run(capsys, "store", "--store", str(path), "export", "--format", "parquet", "--output", str(out))
+    code, stdout, err = run(capsys, "store", "--store", f"sqlite:///{path}", "export", "--format", "parquet", "--output", str(out))
     assert code == 0 and err == "" and "wrote 2 aliases" in stdout
     table = pq.read_table(out)
     assert table.column_names == ["alias", "representative"]
@@ -287,19 +287,19 @@ def test_export_parquet_writes_the_resolved_alias_table(tmp_path: Path, capsys: 
         ("http://c.example/a", "http://c.example/c"),
         ("http://c.example/b", "http://c.example/c"),
     ]
-    code, _, _ = run(capsys, "store", "--store", str(path), "export")  # JSON Lines stays the default
+    code, _, _ = run(capsys, "store", "--store", f"sqlite:///{path}", "export")  # JSON Lines stays the default
     assert code == 0
 
 
 def test_export_parquet_faults(store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
-    code, _, err = run(capsys, "store", "--store", str(store_path), "export", "--format", "parquet")
+    code, _, err = run(capsys, "store", "--store", f"sqlite:///{store_path}", "export", "--format", "parquet")
     assert code == 2 and "--output FILE" in err
     code, _, err = run(
-        capsys, "store", "--store", str(store_path), "export", "--format", "parquet", "--output", str(store_path)
+        capsys, "store", "--store", f"sqlite:///{store_path}", "export", "--format", "parquet", "--output", str(store_path)
     )
     assert code == 2 and "is the store itself" in err and "Traceback" not in err
     monkeypatch.setitem(__import__("sys").modules, "pyarrow", None)  # as if the extra were not installed
     code, _, err = run(
-        capsys, "store", "--store", str(store_path), "export", "--format", "parquet", "--output", str(tmp_path / "a.pq")
+        capsys, "store", "--store", f"sqlite:///{store_path}", "export", "--format", "parquet", "--output", str(tmp_path / "a.pq")
     )
     assert code == 2 and "scrapy-iri[arrow]" in err and not (tmp_path / "a.pq").exists()
