@@ -16,7 +16,7 @@ identity with the store's resolution now and decides:
   so a page fetched meanwhile is not fetched again); ``orphan`` is an older
   filing nobody may fetch now.
 
-Invariants this keeps (tests in ``tests/scrapy/test_plan.py`` and the crawl
+Invariants this keeps (tests in ``tests/scrapy/test_request_path.py`` and the crawl
 tests): nothing filed is left unfetched, nothing fetched twice because a
 rule changed while the request was in flight.
 """

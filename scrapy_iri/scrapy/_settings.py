@@ -36,7 +36,7 @@ DEFAULTS: dict[str, Any] = {
     "IRI_VERIFY_ADAPTIVE": True,
     "IRI_SINK_FANIN": 5,
     "IRI_MAX_ALIAS_CHAIN": 20,
-    "IRI_CROSS_SITE_ALIASES": False,
+    "IRI_CROSS_SITE_ALIASES": True,
     "IRI_REWRITE": True,
     # CanonicalizeURLsPipeline
     "IRI_URL_FIELDS": [],
@@ -162,7 +162,7 @@ class IRISettings:
     verify_adaptive: bool = True
     sink_fanin: int = 5
     max_alias_chain: int = 20
-    cross_site_aliases: bool = False
+    cross_site_aliases: bool = True
     rewrite: bool = True
 
     @classmethod

@@ -354,8 +354,9 @@ class LearningPolicy:
     sink_fanin: int = 5
     #: hops followed in a row before giving up (no merge); Scrapy's REDIRECT_MAX_TIMES
     max_chain: int = 20
-    #: whether a permanent redirect to another registrable domain is an alias
-    cross_site_aliases: bool = False
+    #: whether a clean permanent redirect to another registrable domain is an exact alias
+    #: (source -> target only; rules never cross registrable domains)
+    cross_site_aliases: bool = True
 
     def __post_init__(self) -> None:
         if self.min_observations < 1:

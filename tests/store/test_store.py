@@ -113,14 +113,19 @@ def test_vary_on_encoding_is_harmless() -> None:
     assert context_flags(vary=["Accept-Encoding"]) == frozenset()
 
 
-def test_cross_site_redirects_are_evidence_only(make_store: Callable[..., EquivalenceStore]) -> None:
+def test_cross_site_permanent_redirects_are_exact_aliases_source_to_target(make_store: Callable[..., EquivalenceStore]) -> None:
     store = make_store()
+    store.record_redirect("http://old.example/x", 301, "http://new.example/x")
+    assert rep(store, "http://old.example/x") == "http://new.example/x"
+    assert rep(store, "http://new.example/x") == "http://new.example/x"  # never the reverse
+    assert rep(store, "http://old.example/y") == "http://old.example/y"  # one URL, no rule
+
+
+def test_cross_site_aliases_can_be_turned_off(make_store: Callable[..., EquivalenceStore]) -> None:
+    store = make_store(cross_site_aliases=False)
     store.record_redirect("http://go.example/away?to=x", 301, "http://other.example/x")
     assert rep(store, "http://go.example/away?to=x") == "http://go.example/away?to=x"
     assert "another registrable domain" in next(store.evidence("http://other.example/x")).note
-    permissive = make_store(cross_site_aliases=True)
-    permissive.record_redirect("http://old.example/x", 301, "http://new.example/x")
-    assert rep(permissive, "http://old.example/x") == "http://new.example/x"
 
 
 def test_an_open_redirector_teaches_nothing_about_the_site_it_points_to(make_store: Callable[..., EquivalenceStore]) -> None:
@@ -129,7 +134,10 @@ def test_an_open_redirector_teaches_nothing_about_the_site_it_points_to(make_sto
         store.record_redirect(f"http://go.example/out?url=http://b.example/topic-{i}/", 301, f"http://b.example/topic-{i}/")
     assert not [r for r in store.rules() if "b.example" in r.key.origin]
     assert rep(store, "http://b.example/topic-9") == "http://b.example/topic-9"
-    assert not list(store.aliases())
+    # each redirector URL merges into its own target, and nothing on b.example moves
+    assert {(a.source, a.target) for a in store.aliases()} == {
+        (f"http://go.example/out?url=http://b.example/topic-{i}/", f"http://b.example/topic-{i}/") for i in range(1, 6)
+    }
 
 
 # -- rules ----------------------------------------------------------------------
@@ -482,10 +490,12 @@ def test_no_rule_is_learned_or_applied_on_ip_hosts(store: EquivalenceStore) -> N
     assert not list(store.rules())
 
 
-def test_ipv4_spellings_of_two_addresses_are_two_sites(store: EquivalenceStore) -> None:
+def test_ipv4_spellings_of_two_addresses_are_two_sites(make_store: Callable[..., EquivalenceStore]) -> None:
     """0300.0250.0.1 (192.168.0.1) and 012.0.0.1 (10.0.0.1) once counted as one site ("0.1")."""
+    store = make_store(cross_site_aliases=False)
     store.record_redirect("http://0300.0250.0.1/old", 301, "http://012.0.0.1/new")
-    assert rep(store, "http://0300.0250.0.1/old") == "http://0300.0250.0.1/old"  # cross-site: no alias by default
+    assert rep(store, "http://0300.0250.0.1/old") == "http://0300.0250.0.1/old"  # cross-site: evidence only
+    assert "another registrable domain" in next(store.evidence("http://012.0.0.1/new")).note
 
 
 def test_a_uri_without_a_host_teaches_nothing(store: EquivalenceStore) -> None:
