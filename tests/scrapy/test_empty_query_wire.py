@@ -1,0 +1,192 @@
+"""The empty query reaches the server: ``http://h/e?`` is sent as ``GET /e? HTTP/1.1``.
+
+A loopback server written here (it sees the raw request target) serves one
+document for ``/e`` and another for ``/e?``. Real crawls with the add-on,
+on a direct connection (no proxy), over http and https, by a
+``response.follow`` spider and a ``CrawlSpider``: every document is fetched
+exactly once, and each callback gets the URL it asked for. Through a proxy
+(absolute targets, CONNECT tunnels) the simulated web's crawls cover it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scrapy_iri.scrapy._download import has_empty_query, with_question_mark
+
+CHILD = Path(__file__).with_name("wire_child.py")
+REPO = Path(__file__).resolve().parents[2]
+
+#: request target -> (document id, the links on it). ``/e`` and ``/e?`` are different documents.
+SITE: dict[str, tuple[str, list[str]]] = {
+    "/": ("home", ["/e?", "/e", "?", "/f?#top", "/f", "/q?a=1", "/e?"]),
+    "/?": ("home-empty", ["/", "/e"]),
+    "/e": ("e", ["/e?", "/"]),
+    "/e?": ("e-empty", ["/e", "/f?"]),
+    "/f": ("f", []),
+    "/f?": ("f-empty", ["#top", "?#x"]),
+    "/q?a=1": ("q", ["/q?a=1#y"]),
+}
+#: what a crawl from "/" must send: each target once, except that Scrapy's start requests are
+#: ``dont_filter``, so "/" linked back from "/?" and "/e" is fetched once more
+WIRE_TRUTH = {target: 1 for target in SITE} | {"/": 2}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        with self.server.lock:
+            self.server.targets[self.path] += 1
+        page = SITE.get(self.path)
+        if page is None:
+            self.send_error(404)
+            return
+        doc, links = page
+        anchors = "".join(f'<a href="{href}">{doc} {i}</a>' for i, href in enumerate(links))
+        body = f"<html><head><title>{doc}</title></head><body>{anchors}</body></html>".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.lock = threading.Lock()
+        self.targets: Counter[str] = Counter()
+
+
+@pytest.fixture(scope="module", params=["http", "https"])
+def site(request: pytest.FixtureRequest) -> Iterator[tuple[str, _Server]]:
+    server = _Server()
+    tls = None
+    if request.param == "https":
+        from simweb.tls import ServerTLS
+
+        tls = ServerTLS(("localhost",))
+        server.socket = tls.context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"{request.param}://127.0.0.1:{server.server_address[1]}/", server
+    finally:
+        server.shutdown()
+        server.server_close()
+        if tls is not None:
+            tls.close()
+
+
+def crawl(server: _Server, spider: str, start: str, **settings: Any) -> dict[str, Any]:
+    server.targets.clear()
+    with tempfile.TemporaryDirectory(prefix="wire-crawl-") as tmp:
+        config = Path(tmp, "config.json")
+        config.write_text(
+            json.dumps(
+                {
+                    "spider": spider,
+                    "start": start,
+                    "settings": {
+                        "ADDONS": {"scrapy_iri.Addon": 0},
+                        "IRI_STORE": "memory:",
+                        "TELNETCONSOLE_ENABLED": False,
+                        "REMOTE_CONTROL_ENABLED": False,
+                        "LOG_LEVEL": "INFO",
+                        "DOWNLOAD_TIMEOUT": 30,
+                        **settings,
+                    },
+                }
+            ),
+            encoding="utf-8",
+        )
+        proxies = {"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"}
+        env = {k: v for k, v in os.environ.items() if k not in proxies}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), str(REPO / "tests"), env.get("PYTHONPATH")) if p)
+        process = subprocess.run(
+            [sys.executable, str(CHILD), str(config)], env=env, capture_output=True, text=True, timeout=120, cwd=tmp
+        )
+        assert process.returncode == 0, process.stderr[-4000:]
+        result = json.loads(Path(tmp, "result.json").read_text(encoding="utf-8"))
+    result["log"] = process.stderr
+    result["wire"] = dict(server.targets)
+    return result
+
+
+def docs_by_url(result: dict[str, Any], start: str) -> dict[str, str]:
+    origin = start.rstrip("/")
+    return {page["url"].removeprefix(origin): page["doc"] for page in result["parsed"]}
+
+
+@pytest.mark.parametrize("spider", ["follow", "rules"])
+def test_each_document_is_fetched_once_under_its_own_target(site, spider):
+    start, server = site
+    result = crawl(server, spider, start)
+    assert result["wire"] == WIRE_TRUTH, result["log"][-4000:]
+    # each callback got the URL it asked for (the "?" kept, no fragment) and that URL's document
+    assert docs_by_url(result, start) == {target: doc for target, (doc, _) in SITE.items()}
+    assert len(result["parsed"]) == sum(WIRE_TRUTH.values())
+    assert result["stats"].get("log_count/ERROR", 0) == 0, result["log"][-4000:]
+    assert "IRIDownloadHandler" not in result["log"]  # no fallback, no handler kept
+
+
+def test_on_a_scrapy_it_does_not_know_the_handler_falls_back_with_one_warning(site):
+    start, server = site
+    handler = "__main__.MismatchedHandler"
+    result = crawl(server, "follow", start, DOWNLOAD_HANDLERS={"http": handler, "https": handler})
+    assert result["log"].count("cannot keep an empty query on the wire") == 1, result["log"][-4000:]
+    # Scrapy's standard way: /e? is sent as /e, the crawl itself is unharmed
+    assert result["wire"] == {"/": 3, "/e": 2, "/f": 2, "/q?a=1": 1}, result["log"][-4000:]
+    assert result["stats"].get("log_count/ERROR", 0) == 0, result["log"][-4000:]
+
+
+def test_a_handler_the_project_chose_is_kept_with_one_warning(site):
+    start, server = site
+    aiohttp = "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"
+    pytest.importorskip("aiohttp")
+    result = crawl(server, "follow", start, DOWNLOAD_HANDLERS={"http": aiohttp, "https": aiohttp})
+    assert result["log"].count("so an empty query may not reach the server") == 1, result["log"][-4000:]
+    assert result["stats"].get("log_count/ERROR", 0) == 0, result["log"][-4000:]
+    # what docs/scrapy-plugin.md says of aiohttp (yarl drops the "?"): /e? is fetched as /e
+    assert result["wire"] == {"/": 3, "/e": 2, "/f": 2, "/q?a=1": 1}, result["log"][-4000:]
+
+
+@pytest.mark.parametrize(
+    ("url", "empty"),
+    [
+        ("http://h/e?", True),
+        ("http://h/e?#f", True),
+        ("http://h?", True),
+        ("http://h/e", False),
+        ("http://h/e#?", False),
+        ("http://h/e??", False),
+        ("http://h/e?a", False),
+        ("http://h/e?#", True),
+    ],
+)
+def test_empty_query_is_a_question_mark_ending_the_url_before_its_fragment(url, empty):
+    assert has_empty_query(url) is empty
+
+
+def test_the_request_target_gets_the_question_mark_once():
+    assert with_question_mark(b"/e") == b"/e?"
+    assert with_question_mark(b"/e?") == b"/e?"
+    assert with_question_mark(b"http://h/e") == b"http://h/e?"
