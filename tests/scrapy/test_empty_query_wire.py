@@ -1,17 +1,21 @@
 """The empty query reaches the server: ``http://h/e?`` is sent as ``GET /e? HTTP/1.1``.
 
 A loopback server written here (it sees the raw request target) serves one
-document for ``/e`` and another for ``/e?``. Real crawls with the add-on,
-on a direct connection (no proxy), over http and https, by a
-``response.follow`` spider and a ``CrawlSpider``: every document is fetched
-exactly once, and each callback gets the URL it asked for. Through a proxy
-(absolute targets, CONNECT tunnels) the simulated web's crawls cover it.
+document for ``/e`` and another for ``/e?``. Real crawls with the add-on, by
+a ``response.follow`` spider and a ``CrawlSpider``, over http and https, on a
+direct connection and through a proxy (for http the server itself, which
+then gets absolute targets; for https a ``CONNECT`` tunnel written here):
+every document is fetched exactly once, and each callback gets the URL it
+asked for.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
+import socketserver
 import subprocess
 import sys
 import tempfile
@@ -48,9 +52,14 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        target = self.path
+        absolute = target.startswith("http://")  # absolute form: this server is the proxy too
+        if absolute:
+            target = "/" + target.split("/", 3)[3] if target.count("/") >= 3 else "/"
         with self.server.lock:
-            self.server.targets[self.path] += 1
-        page = SITE.get(self.path)
+            self.server.targets[target] += 1
+            self.server.proxied += absolute
+        page = SITE.get(target)
         if page is None:
             self.send_error(404)
             return
@@ -74,6 +83,51 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.lock = threading.Lock()
         self.targets: Counter[str] = Counter()
+        self.proxied = 0
+        self.tunnel: _Tunnel | None = None
+
+
+class _Tunnel(socketserver.ThreadingTCPServer):
+    """An HTTP proxy that only opens ``CONNECT`` tunnels, to ``target`` whatever the request names."""
+
+    daemon_threads = True
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        super().__init__(("127.0.0.1", 0), _TunnelHandler)
+        self.target = target
+        self.connects = 0
+
+
+class _TunnelHandler(socketserver.StreamRequestHandler):
+    server: _Tunnel
+
+    def handle(self) -> None:
+        request_line = self.rfile.readline()
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+            pass
+        if not request_line.startswith(b"CONNECT "):
+            self.wfile.write(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+            return
+        self.server.connects += 1
+        upstream = socket.create_connection(self.server.target)
+        self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        self.wfile.flush()
+        pending = self.rfile.peek() if hasattr(self.rfile, "peek") else b""
+        if pending:
+            upstream.sendall(self.rfile.read(len(pending)))
+        threading.Thread(target=_pipe, args=(upstream, self.connection), daemon=True).start()
+        _pipe(self.connection, upstream)
+
+def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for sock in (source, sink):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 @pytest.fixture(scope="module", params=["http", "https"])
@@ -87,17 +141,27 @@ def site(request: pytest.FixtureRequest) -> Iterator[tuple[str, _Server]]:
         server.socket = tls.context.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    server.tunnel = tunnel = _Tunnel(server.server_address)
+    threading.Thread(target=tunnel.serve_forever, daemon=True).start()
+    server.proxy = (  # type: ignore[attr-defined]
+        f"http://127.0.0.1:{tunnel.server_address[1]}" if tls else f"http://127.0.0.1:{server.server_address[1]}"
+    )
     try:
         yield f"{request.param}://127.0.0.1:{server.server_address[1]}/", server
     finally:
+        tunnel.shutdown()
+        tunnel.server_close()
         server.shutdown()
         server.server_close()
         if tls is not None:
             tls.close()
 
 
-def crawl(server: _Server, spider: str, start: str, **settings: Any) -> dict[str, Any]:
+def crawl(server: _Server, spider: str, start: str, *, proxy: bool = False, **settings: Any) -> dict[str, Any]:
     server.targets.clear()
+    server.proxied = 0
+    assert server.tunnel is not None
+    server.tunnel.connects = 0
     with tempfile.TemporaryDirectory(prefix="wire-crawl-") as tmp:
         config = Path(tmp, "config.json")
         config.write_text(
@@ -118,8 +182,10 @@ def crawl(server: _Server, spider: str, start: str, **settings: Any) -> dict[str
             ),
             encoding="utf-8",
         )
-        proxies = {"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"}
-        env = {k: v for k, v in os.environ.items() if k not in proxies}
+        proxies = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
+        env = {k: v for k, v in os.environ.items() if k.lower() not in proxies}
+        if proxy:
+            env["http_proxy"] = env["https_proxy"] = server.proxy
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), str(REPO / "tests"), env.get("PYTHONPATH")) if p)
         process = subprocess.run(
             [sys.executable, str(CHILD), str(config)], env=env, capture_output=True, text=True, timeout=120, cwd=tmp
@@ -128,6 +194,7 @@ def crawl(server: _Server, spider: str, start: str, **settings: Any) -> dict[str
         result = json.loads(Path(tmp, "result.json").read_text(encoding="utf-8"))
     result["log"] = process.stderr
     result["wire"] = dict(server.targets)
+    result["through_proxy"] = server.proxied + server.tunnel.connects
     return result
 
 
@@ -136,10 +203,12 @@ def docs_by_url(result: dict[str, Any], start: str) -> dict[str, str]:
     return {page["url"].removeprefix(origin): page["doc"] for page in result["parsed"]}
 
 
+@pytest.mark.parametrize("route", ["direct", "proxy"])
 @pytest.mark.parametrize("spider", ["follow", "rules"])
-def test_each_document_is_fetched_once_under_its_own_target(site, spider):
+def test_each_document_is_fetched_once_under_its_own_target(site, spider, route):
     start, server = site
-    result = crawl(server, spider, start)
+    result = crawl(server, spider, start, proxy=route == "proxy")
+    assert bool(result["through_proxy"]) is (route == "proxy")
     assert result["wire"] == WIRE_TRUTH, result["log"][-4000:]
     # each callback got the URL it asked for (the "?" kept, no fragment) and that URL's document
     assert docs_by_url(result, start) == {target: doc for target, (doc, _) in SITE.items()}
