@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 
@@ -49,6 +48,9 @@ class Addon:
       :setting:`SPIDER_MIDDLEWARES`, so ``response.follow(link)`` and
       ``CrawlSpider`` rules request :class:`~scrapy_iri.IRILinkExtractor`
       links as extracted (``/e?`` stays ``/e?``);
+    - :class:`~scrapy_iri.scrapy._download.IRIDownloadHandler` in
+      :setting:`DOWNLOAD_HANDLERS` for ``http`` and ``https``, so ``/e?`` is
+      sent as ``GET /e?`` (unless the project chose a handler: then one warning);
     - :class:`~scrapy_iri.CanonicalizeURLsPipeline` in
       :setting:`ITEM_PIPELINES` when ``IRI_URL_FIELDS`` is set.
 
@@ -138,6 +140,8 @@ class Addon:
 
     def _use_download_handler(self, settings: Settings) -> None:
         """``http``/``https`` get :class:`~scrapy_iri.scrapy._download.IRIDownloadHandler` unless the user chose a handler."""
+        from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+
         from ._download import HANDLER, IRIDownloadHandler
 
         own = settings["DOWNLOAD_HANDLERS"]
@@ -160,7 +164,7 @@ class Addon:
         if kept:
             logger.warning(
                 "DOWNLOAD_HANDLERS keeps %(kept)s, so an empty query may not reach the server:"
-                " Scrapy's handlers send http://h/e? as http://h/e, another resource. scrapy_iri's"
+                " Scrapy's own handlers send http://h/e? as http://h/e, another resource. scrapy_iri's"
                 " %(ours)s (the add-on's choice when the project sets no handler) keeps it.",
                 {"kept": kept, "ours": HANDLER},
                 extra={"crawler": self.crawler},

@@ -46,6 +46,8 @@ logger = logging.getLogger(__name__)
 
 #: What the add-on puts in :setting:`DOWNLOAD_HANDLERS` for ``http`` and ``https``.
 HANDLER = "scrapy_iri.scrapy._download.IRIDownloadHandler"
+#: Requests sent with the ``?`` of their empty query in the request target.
+STAT = "iri/download/empty_query"
 
 #: The agents Scrapy's ``_ScrapyAgent._get_agent`` returns: direct, CONNECT tunnel, HTTP proxy.
 AGENTS = ("_BindAddressAgent", "_TunnelingAgent", "_ScrapyProxyAgent")
@@ -179,6 +181,7 @@ class IRIDownloadHandler(HTTP11DownloadHandler):
             warnsize=getattr(spider, "download_warnsize", self._default_warnsize),
         )
         module = self.scrapy_module
+        self._crawler.stats.inc_value(STAT)
         try:
             with module.wrap_twisted_exceptions():
                 response: Response = await maybe_deferred_to_future(agent.download_request(request))

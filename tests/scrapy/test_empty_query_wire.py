@@ -213,6 +213,7 @@ def test_each_document_is_fetched_once_under_its_own_target(site, spider, route)
     # each callback got the URL it asked for (the "?" kept, no fragment) and that URL's document
     assert docs_by_url(result, start) == {target: doc for target, (doc, _) in SITE.items()}
     assert len(result["parsed"]) == sum(WIRE_TRUTH.values())
+    assert result["stats"].get("iri/download/empty_query") == sum(t.endswith("?") for t in WIRE_TRUTH)
     assert result["stats"].get("log_count/ERROR", 0) == 0, result["log"][-4000:]
     assert "IRIDownloadHandler" not in result["log"]  # no fallback, no handler kept
 
@@ -259,3 +260,45 @@ def test_the_request_target_gets_the_question_mark_once():
     assert with_question_mark(b"/e") == b"/e?"
     assert with_question_mark(b"/e?") == b"/e?"
     assert with_question_mark(b"http://h/e") == b"http://h/e?"
+
+
+def _handlers_after_addon(caplog: pytest.LogCaptureFixture, **settings: Any) -> dict[str, Any]:
+    from scrapy.settings import Settings
+
+    from scrapy_iri import Addon
+
+    configured = Settings()
+    configured.setdict({"IRI_RUNG": "scheme", **settings}, priority="project")
+    caplog.clear()
+    Addon().update_settings(configured)
+    handlers = configured.getwithbase("DOWNLOAD_HANDLERS")
+    return {scheme: handlers.get(scheme) for scheme in ("http", "https", "ftp")}
+
+
+OURS = "scrapy_iri.scrapy._download.IRIDownloadHandler"
+AIOHTTP = "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"
+WARNING = "so an empty query may not reach the server"
+
+
+def test_the_addon_sets_its_handler_for_http_and_https_only(caplog):
+    handlers = _handlers_after_addon(caplog)
+    assert handlers == {"http": OURS, "https": OURS, "ftp": "scrapy.core.downloader.handlers.ftp.FTPDownloadHandler"}
+    assert WARNING not in caplog.text
+
+
+def test_the_addon_keeps_a_handler_the_project_chose_and_says_so_once(caplog):
+    handlers = _handlers_after_addon(caplog, DOWNLOAD_HANDLERS={"https": AIOHTTP})
+    assert handlers["http"] == OURS and handlers["https"] == AIOHTTP
+    assert caplog.text.count(WARNING) == 1 and "'https'" in caplog.text
+    # Scrapy's own handler named explicitly is a choice too
+    scrapys = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
+    handlers = _handlers_after_addon(caplog, DOWNLOAD_HANDLERS={"http": scrapys, "https": scrapys})
+    assert handlers["http"] == handlers["https"] == scrapys
+    assert caplog.text.count(WARNING) == 1
+
+
+def test_the_addon_leaves_switched_off_schemes_and_its_own_subclasses_alone(caplog):
+    mismatched = "wire_child.MismatchedHandler"
+    handlers = _handlers_after_addon(caplog, DOWNLOAD_HANDLERS={"http": None, "https": mismatched})
+    assert handlers["http"] is None and handlers["https"] == mismatched
+    assert WARNING not in caplog.text
