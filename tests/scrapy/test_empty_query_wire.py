@@ -228,15 +228,24 @@ def test_on_a_scrapy_it_does_not_know_the_handler_falls_back_with_one_warning(si
     assert result["stats"].get("log_count/ERROR", 0) == 0, result["log"][-4000:]
 
 
-def test_a_handler_the_project_chose_is_kept_with_one_warning(site):
+#: Scrapy's other HTTP handlers -> (the package they need, what the server gets for a crawl from "/")
+OTHER_HANDLERS = {
+    # yarl drops the "?": /e? is fetched as /e
+    "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler": ("aiohttp", {"/": 3, "/e": 2, "/f": 2, "/q?a=1": 1}),
+    # httpx2 keeps it
+    "scrapy.core.downloader.handlers._httpx.HttpxDownloadHandler": ("httpx2", WIRE_TRUTH),
+}
+
+
+@pytest.mark.parametrize("handler", list(OTHER_HANDLERS))
+def test_a_handler_the_project_chose_is_kept_with_one_warning(site, handler):
+    package, wire = OTHER_HANDLERS[handler]
+    pytest.importorskip(package)
     start, server = site
-    aiohttp = "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"
-    pytest.importorskip("aiohttp")
-    result = crawl(server, "follow", start, DOWNLOAD_HANDLERS={"http": aiohttp, "https": aiohttp})
+    result = crawl(server, "follow", start, DOWNLOAD_HANDLERS={"http": handler, "https": handler})
     assert result["log"].count("so an empty query may not reach the server") == 1, result["log"][-4000:]
     assert result["stats"].get("log_count/ERROR", 0) == 0, result["log"][-4000:]
-    # what docs/scrapy-plugin.md says of aiohttp (yarl drops the "?"): /e? is fetched as /e
-    assert result["wire"] == {"/": 3, "/e": 2, "/f": 2, "/q?a=1": 1}, result["log"][-4000:]
+    assert result["wire"] == wire, result["log"][-4000:]  # what docs/scrapy-plugin.md says of each
 
 
 @pytest.mark.parametrize(
