@@ -218,9 +218,10 @@ def test_each_document_is_fetched_once_under_its_own_target(site, spider, route)
     assert "IRIDownloadHandler" not in result["log"]  # no fallback, no handler kept
 
 
-def test_on_a_scrapy_it_does_not_know_the_handler_falls_back_with_one_warning(site):
+@pytest.mark.parametrize("handler", ["MismatchedHandler", "LateMismatchHandler"])
+def test_on_a_scrapy_it_does_not_know_the_handler_falls_back_with_one_warning(site, handler):
     start, server = site
-    handler = "__main__.MismatchedHandler"
+    handler = f"__main__.{handler}"
     result = crawl(server, "follow", start, DOWNLOAD_HANDLERS={"http": handler, "https": handler})
     assert result["log"].count("cannot keep an empty query on the wire") == 1, result["log"][-4000:]
     # Scrapy's standard way: /e? is sent as /e, the crawl itself is unharmed

@@ -63,6 +63,22 @@ class MismatchedHandler(IRIDownloadHandler):
     scrapy_module = ModuleType("http11_without_agents")
 
 
+def _http11_with_another_direct_agent() -> ModuleType:
+    """Scrapy's http11 module as a handler would see it if Scrapy's direct agent were another class."""
+    from scrapy.core.downloader.handlers import http11
+
+    module = ModuleType("http11_with_another_direct_agent")
+    module.__dict__.update(vars(http11))
+    module._BindAddressAgent = type("OtherAgent", (http11._BindAddressAgent,), {})
+    return module
+
+
+class LateMismatchHandler(IRIDownloadHandler):
+    """The handler when Scrapy hands it an agent it does not know, found at the first ``/e?``."""
+
+    scrapy_module = _http11_with_another_direct_agent()
+
+
 SPIDERS = {"follow": FollowSpider, "rules": RulesSpider}
 
 
