@@ -48,6 +48,9 @@ class Addon:
       :setting:`SPIDER_MIDDLEWARES`, so ``response.follow(link)`` and
       ``CrawlSpider`` rules request :class:`~scrapy_iri.IRILinkExtractor`
       links as extracted (``/e?`` stays ``/e?``);
+    - :class:`~scrapy_iri.scrapy._download.IRIDownloadHandler` in
+      :setting:`DOWNLOAD_HANDLERS` for ``http`` and ``https``, so ``/e?`` is
+      sent as ``GET /e?`` (unless the project chose a handler: then one warning);
     - :class:`~scrapy_iri.CanonicalizeURLsPipeline` in
       :setting:`ITEM_PIPELINES` when ``IRI_URL_FIELDS`` is set.
 
@@ -80,6 +83,7 @@ class Addon:
         )
         self._add_location_middleware(settings, config)
         self._add_verbatim_middleware(settings)
+        self._use_download_handler(settings)
         if config.url_fields:
             pipeline = load_object(PIPELINE)
             settings.setdefault_in_component_priority_dict("ITEM_PIPELINES", pipeline, config.url_pipeline_order)
@@ -133,6 +137,38 @@ class Addon:
         from ._verbatim import ORDER, VerbatimLinkMiddleware
 
         settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", VerbatimLinkMiddleware, ORDER)
+
+    def _use_download_handler(self, settings: Settings) -> None:
+        """``http``/``https`` get :class:`~scrapy_iri.scrapy._download.IRIDownloadHandler` unless the user chose a handler."""
+        from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+
+        from ._download import HANDLER, IRIDownloadHandler
+
+        own = settings["DOWNLOAD_HANDLERS"]
+        base = settings["DOWNLOAD_HANDLERS_BASE"]
+        kept = {}
+        for scheme in ("http", "https"):
+            current = own.get(scheme) if scheme in own else base.get(scheme)
+            if current is None:
+                continue  # the scheme is switched off
+            try:
+                cls = load_object(current)
+            except Exception:  # noqa: BLE001 -- Scrapy reports a handler it cannot load when it loads it
+                cls = None
+            if isinstance(cls, type) and issubclass(cls, IRIDownloadHandler):
+                continue
+            if scheme not in own and cls is HTTP11DownloadHandler:
+                own.set(scheme, HANDLER, "addon")
+            else:
+                kept[scheme] = current if isinstance(current, str) else getattr(current, "__qualname__", current)
+        if kept:
+            logger.warning(
+                "DOWNLOAD_HANDLERS keeps %(kept)s, so an empty query may not reach the server:"
+                " Scrapy's own handlers send http://h/e? as http://h/e, another resource. scrapy_iri's"
+                " %(ours)s (the add-on's choice when the project sets no handler) keeps it.",
+                {"kept": kept, "ours": HANDLER},
+                extra={"crawler": self.crawler},
+            )
 
     def _update_protocol_settings(self, settings: Settings, config: IRISettings) -> Any:
         """At the protocol rung: the redirect-learning middleware (learning, rewriting before download)."""
