@@ -43,8 +43,8 @@ class Rung(IntEnum):
         raise ValueError(f"unknown rung {value!r}: choose one of {names}")
 
 
-class EquivalenceStore(Protocol):
-    """What the protocol rung needs of a store: the representative of a scheme form."""
+class Representatives(Protocol):
+    """What the protocol rung needs of an equivalence store: the representative of a scheme form."""
 
     def representative(self, url: str) -> str: ...
 
@@ -74,7 +74,7 @@ def canonicalize(
     *,
     keep_fragment: bool = True,
     lenient: bool = False,
-    store: EquivalenceStore | None = None,
+    store: Representatives | None = None,
 ) -> str:
     """The canonical form of an absolute IRI at ``rung``.
 
@@ -131,7 +131,7 @@ def canonicalize_step_by_step(
     *,
     keep_fragment: bool = True,
     lenient: bool = False,
-    store: EquivalenceStore | None = None,
+    store: Representatives | None = None,
 ) -> str:
     """:func:`canonicalize` without its fast paths: the ladder as the specs describe it.
 
@@ -169,7 +169,7 @@ def equivalent(
     *,
     keep_fragment: bool = True,
     lenient: bool = False,
-    store: EquivalenceStore | None = None,
+    store: Representatives | None = None,
 ) -> bool:
     """Whether ``a`` and ``b`` are equivalent at ``rung`` (their canonical forms are equal)."""
     options = dict(keep_fragment=keep_fragment, lenient=lenient, store=store)
@@ -183,7 +183,7 @@ def lowest_common_rung(
     *,
     keep_fragment: bool = True,
     lenient: bool = False,
-    store: EquivalenceStore | None = None,
+    store: Representatives | None = None,
 ) -> Rung | None:
     """The lowest rung (up to ``highest``) at which ``a`` and ``b`` are equivalent, or ``None``."""
     top = Rung.parse(highest)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ._ladder import EquivalenceStore, Rung
+from ._ladder import Representatives, Rung
 from .errors import GraphError
 from .graph._nodes import canonical_or_error, iri_form
 
@@ -38,7 +38,7 @@ __all__ = [
 CACHE_SIZE = 250_000
 """Canonical forms cached per worker process and configuration (an LRU)."""
 
-_STORES: dict[str, EquivalenceStore] = {}
+_STORES: dict[str, Representatives] = {}
 _TABLES: dict[tuple[str, int, int], _AliasTable] = {}
 _KERNELS: dict[tuple[Any, ...], Callable[[str | None], tuple[str | None, str | None]]] = {}
 _HELD: dict[int, Any] = {}  # the objects whose id() is in a kernel's key: held, so no other takes that id
@@ -62,7 +62,7 @@ class _AliasTable:
         return url if found is None else found + sep + fragment
 
 
-def worker_store(uri: str) -> EquivalenceStore:
+def worker_store(uri: str) -> Representatives:
     """The store at ``uri``, opened once per process and never created (a mistyped path is an error)."""
     store = _STORES.get(uri)
     if store is None:
@@ -101,7 +101,7 @@ def _alias_lookup(aliases: Any) -> tuple[Any, _AliasTable]:
     return key, table
 
 
-def alias_table(store: EquivalenceStore | str) -> pa.Table:
+def alias_table(store: Representatives | str) -> pa.Table:
     """Every exact alias of ``store`` (an open store or a URI) with its representative, as a table.
 
     Rules the store has learned are not in it: a table covers the aliases
@@ -133,7 +133,7 @@ def _kernel(
     """A cached function from one string to (canonical form, error), per configuration."""
     if identity:
         return _identity
-    opened: EquivalenceStore | None = None
+    opened: Representatives | None = None
     store_key: Any = None
     if aliases is not None:
         store_key, opened = _alias_lookup(aliases)

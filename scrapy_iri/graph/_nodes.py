@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from .._ladder import EquivalenceStore, Rung, canonicalize
+from .._ladder import Representatives, Rung, canonicalize
 from .._mapping import to_iri
 from ..errors import GraphError, IRIError
 
 
 def canonical_or_error(
-    raw: str | None, level: Rung, keep_fragment: bool, lenient: bool, store: EquivalenceStore | None
+    raw: str | None, level: Rung, keep_fragment: bool, lenient: bool, store: Representatives | None
 ) -> tuple[str | None, str | None]:
     """One end of an edge: (its canonical form, None) or (None, why it has none).
 

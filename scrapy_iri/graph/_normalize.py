@@ -16,7 +16,7 @@ from hashlib import blake2b
 from typing import Any, TextIO
 
 from ..errors import IRIError
-from .._ladder import EquivalenceStore, Rung, canonicalize
+from .._ladder import Representatives, Rung, canonicalize
 from .._mapping import to_iri
 from ..errors import BadEdge, GraphError
 from ._outputs import _not_the_input, _output, _same_files
@@ -104,7 +104,7 @@ class GraphNormalizer:
         *,
         keep_fragment: bool = False,
         lenient: bool = True,
-        store: EquivalenceStore | None = None,
+        store: Representatives | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
         on_alias: Callable[[str, str], Any] | None = None,
         form: str = "uri",
@@ -220,7 +220,7 @@ def normalize_graph(
     *,
     keep_fragment: bool = False,
     lenient: bool = True,
-    store: EquivalenceStore | None = None,
+    store: Representatives | None = None,
     cache_size: int = DEFAULT_CACHE_SIZE,
     on_bad: Callable[[int, str, str, str], Any] | None = None,
     on_alias: Callable[[str, str], Any] | None = None,
@@ -269,7 +269,7 @@ def normalize_graph_file(
     fmt: str | None = None,
     keep_fragment: bool = False,
     lenient: bool = True,
-    store: EquivalenceStore | str | None = None,
+    store: Representatives | str | None = None,
     cache_size: int = DEFAULT_CACHE_SIZE,
     aliases: str | os.PathLike[str] | None = None,
     bad_rows: str | os.PathLike[str] | None = None,

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from typing_extensions import Self
 
-    from scrapy_iri._ladder import EquivalenceStore
+    from scrapy_iri._ladder import Representatives
 
 FINGERPRINT_SIZE = 20
 _PERSON = b"scrapy-iri/1"
@@ -202,7 +202,7 @@ class IRIRequestFingerprinter:
         self.config = IRISettings.from_settings(crawler.settings) if crawler is not None else IRISettings()
         self.rung: Rung = self.config.rung
         self._fallback: Any = None
-        self._store: EquivalenceStore | None = None
+        self._store: Representatives | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -301,7 +301,7 @@ class IRIRequestFingerprinter:
             config=self._config_key,
         )
 
-    def _get_store(self) -> EquivalenceStore:
+    def _get_store(self) -> Representatives:
         if self._store is None:
             if self._crawler is None:
                 raise ValueError("the protocol rung needs a crawler (to find its equivalence store)")

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from typing_extensions import Self
 
-    from scrapy_iri._ladder import EquivalenceStore
+    from scrapy_iri._ladder import Representatives
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ class CanonicalizeURLsPipeline:
         self.config = IRISettings.from_settings(crawler.settings)
         self.fields = self.config.url_fields
         self.rung = self.config.url_rung
-        self._store: EquivalenceStore | None = None
+        self._store: Representatives | None = None
         self._warned_schema = False
 
     @classmethod
@@ -104,7 +104,7 @@ class CanonicalizeURLsPipeline:
         )
         return value
 
-    def _get_store(self) -> EquivalenceStore:
+    def _get_store(self) -> Representatives:
         if self._store is None:
             from ._resources import crawler_store
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from scrapy_iri.store._redis import SCHEMES, redact
+from scrapy_iri.store._redis import REDIS_SCHEMES, redact
 
 from scrapy_iri.errors import IRISettingsError
 
@@ -22,7 +22,7 @@ _DEFAULT_URL = "redis://localhost:6379/0"
 
 
 def is_redis_uri(value: Any) -> bool:
-    return isinstance(value, str) and value.partition(":")[0].lower() in SCHEMES
+    return isinstance(value, str) and value.partition(":")[0].lower() in REDIS_SCHEMES
 
 
 def uses_redis(settings: Any) -> bool:

@@ -15,6 +15,8 @@ from weakref import WeakKeyDictionary
 
 from scrapy import signals
 
+from scrapy_iri.store import REDIS_SCHEMES
+
 from ._settings import IRISettings, store_uri
 
 if TYPE_CHECKING:
@@ -24,8 +26,6 @@ if TYPE_CHECKING:
 
     from ._seen import SeenSet
 
-#: ``IRI_STORE`` schemes that put the store and the seen set in Redis
-REDIS_SCHEMES = frozenset({"redis", "rediss", "unix"})
 
 
 def is_redis_store(uri: str | None) -> bool:

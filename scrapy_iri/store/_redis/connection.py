@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 logger = logging.getLogger(__name__)
 
 #: URI schemes of the Redis backend (``unix://`` is a socket path)
-SCHEMES = ("redis", "rediss", "unix")
+REDIS_SCHEMES = ("redis", "rediss", "unix")
 #: the namespace when none is given
 DEFAULT_NAMESPACE = "scrapy-iri:default"
 #: client options scrapy-iri sets unless the caller does (short timeouts: a
