@@ -59,6 +59,8 @@ class _Dask:
         settings = {
             "distributed.worker.multiprocessing-method": "fork",  # workers start with this process's modules
             "distributed.scheduler.work-stealing": False,  # the tasks are even: nothing to steal
+            "distributed.worker.profile.enabled": False,  # no sampling of the tasks' stacks every 10 ms
+            "distributed.admin.tick.interval": "500ms",  # blocked event loops are looked for twice a second
         }
         with dask.config.set(settings):
             self.cluster = LocalCluster(
