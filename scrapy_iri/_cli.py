@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, --version, usage errors: argparse has written its text
+    except SystemExit:  # --help, --version, usage errors: argparse has written its text
         try:
             sys.stdout.flush()
         except (OSError, ValueError) as error:

@@ -245,6 +245,24 @@ def canonicalize_edges(
     )
 
 
+def _value_forms(values: pa.Array, options: dict[str, Any]) -> tuple[pa.Array, pa.Array]:
+    """(canonical, error) of distinct values, with ``canonicalize_edges``'s options.
+
+    A canonical form equal to its value is null (``changed_only``): it
+    travels back as nothing. The values are distinct already, so the
+    worker keeps no cache of them.
+    """
+    import pyarrow.compute as pc
+
+    one = _kernel(
+        Rung.parse(options["rung"]), bool(options["keep_fragment"]), bool(options["lenient"]), options["store"],
+        options["aliases"], 0, bool(options.get("identity")),
+    )
+    values = _string_array(values)
+    canon, error = _forms(one, values)
+    return pc.if_else(pc.equal(canon, values), pa.scalar(None, pa.string()), canon), error
+
+
 def _string_array(array: Any) -> pa.Array:
     """One Arrow array of type string (chunks combined, large strings cast)."""
     if isinstance(array, pa.ChunkedArray):

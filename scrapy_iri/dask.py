@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ._ladder import Rung
-from .arrow import CACHE_SIZE, _arrow_rows, _kernel, _rows, canonicalize_edges
+from .arrow import CACHE_SIZE, _arrow_rows, _kernel, _rows
 
 __all__ = ["normalize_graph"]
 
@@ -77,10 +77,3 @@ def normalize_graph(
     bad = rows[~valid][[f"{source}_original", f"{target}_original", *keep, "reason"]]
     bad = bad.rename(columns={f"{source}_original": source, f"{target}_original": target})
     return edges, bad
-
-
-def _stage_part(path: str, keep: Sequence[str], options: dict[str, Any]) -> pa.Table:
-    """The rows of one staged Parquet part, canonicalized (the ``graph --engine dask`` task)."""
-    import pyarrow.parquet as pq
-
-    return canonicalize_edges(pq.read_table(path), "source", "target", keep=keep, **options)

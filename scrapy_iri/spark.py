@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from ._ladder import Rung
-from .arrow import CACHE_SIZE, canonicalize_edges
+from .arrow import CACHE_SIZE, _value_forms, canonicalize_edges
 
 __all__ = ["normalize_graph", "session"]
 
@@ -55,6 +55,25 @@ def _batches(
     for batch in batches:
         if batch.num_rows:
             yield from canonicalize_edges(batch, source, target, keep=keep, **options).to_batches()
+
+
+def _value_batches(batches: Iterator[pa.RecordBatch], options: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+    """Batches of distinct values (column ``value``) with their ``canonical`` form and ``error``."""
+    for batch in batches:
+        if batch.num_rows:
+            values = batch.column(0)
+            canon, error = _value_forms(values, options)
+            yield pa.RecordBatch.from_arrays([values, canon, error], ["value", "canonical", "error"])
+
+
+def _value_job(spark: Any, values: pa.Array, options: dict[str, Any]) -> pa.Table:
+    """The ``graph --engine spark`` job: distinct values, canonicalized on ``spark`` (columns of :func:`_value_batches`)."""
+    df = spark.createDataFrame(pa.table({"value": values}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return df.mapInArrow(
+            partial(_value_batches, options=options), "value string, canonical string, error string"
+        ).toArrow()
 
 
 def rows_schema(df: Any, source: str, target: str, keep: Sequence[str]) -> Any:

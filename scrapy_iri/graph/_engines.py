@@ -1,97 +1,49 @@
 """``scrapy-iri graph --engine dask|spark``: canonicalization on an engine, merging here.
 
 This project's reader reads IN (so bad rows are found, with their line
-numbers, the same way on every engine) and stages the rows it could parse
-as Parquet part files with their line numbers. The engine runs the batch
-kernel (:func:`scrapy_iri.arrow.canonicalize_edges`) over the parts; the
-results come back part by part, in input order, and are merged here
-exactly as the local engine merges: same edges, same order, same summary.
+numbers, the same way on every engine) and the rows are merged here,
+exactly as the local engine merges them: same edges, same order, same
+summary. The engine canonicalizes: the rows come in chunks, each chunk's
+distinct values that this process holds no node for go to the engine as
+one Arrow array, their canonical forms and errors come back, and the
+chunk is merged once they are in (a few chunks are on the engine at a
+time). The nodes held here are bounded by ``cache_size``, as the local
+engine's cache is (see :class:`_Chunk`).
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
-import shutil
 import tempfile
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
+from operator import itemgetter
 from typing import Any
 
 from ..errors import GraphError
 from ._readers import Row
 
+_SOURCE, _TARGET, _PROBLEM = itemgetter(1), itemgetter(2), itemgetter(4)
+_ABSENT = object()
+
 ENGINES = ("local", "dask", "spark")
-STAGE_ROWS = 250_000  # rows per staged part
-
-# (line, source, target, raw, problem, canonical source, canonical target)
-Item = tuple[int, str, str, str, "str | None", "str | None", "str | None"]
-
-
-def _stage(rows: Iterator[Row], directory: str, with_raw: bool, early: list[Row]) -> list[str]:
-    """Write the rows the reader parsed as Parquet parts; keep the others in ``early``."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    paths: list[str] = []
-    lines: list[int] = []
-    sources: list[str] = []
-    targets: list[str] = []
-    raws: list[str] = []
-
-    def flush() -> None:
-        columns: dict[str, Any] = {
-            "line": pa.array(lines, pa.int64()),
-            "source": pa.array(sources, pa.string()),
-            "target": pa.array(targets, pa.string()),
-        }
-        if with_raw:
-            columns["raw"] = pa.array(raws, pa.string())
-        path = os.path.join(directory, f"part-{len(paths):05d}.parquet")
-        pq.write_table(pa.table(columns), path, compression="none")
-        paths.append(path)
-        for column in (lines, sources, targets, raws):
-            column.clear()
-
-    for row in rows:
-        line, source, target, raw, problem = row
-        if problem is not None:
-            early.append(row)
-            continue
-        lines.append(line)
-        sources.append(source)
-        targets.append(target)
-        if with_raw:
-            raws.append(raw)
-        if len(lines) >= STAGE_ROWS:
-            flush()
-    if lines or not paths:
-        flush()
-    return paths
-
-
-def _results(table: Any, with_raw: bool) -> Iterator[Item]:
-    columns = [table.column(name).to_pylist() for name in ("line", "source_original", "target_original")]
-    raws = table.column("raw").to_pylist() if with_raw else [""] * table.num_rows
-    reasons = table.column("reason").to_pylist()
-    import pyarrow.compute as pc
-
-    # a null canonical end of a valid row is its original (changed_only)
-    canon_s = pc.coalesce(table.column("source"), table.column("source_original")).to_pylist()
-    canon_t = pc.coalesce(table.column("target"), table.column("target_original")).to_pylist()
-    yield from zip(columns[0], columns[1], columns[2], raws, reasons, canon_s, canon_t)
+CHUNK_ROWS = 100_000  # rows read before their new values go to the engine
+PART_ROWS = 10_000  # rows looked at together, while fresh in the processor's cache
 
 
 class _Dask:
     def __init__(self, workers: int) -> None:
         try:
-            import pandas  # noqa: F401 - the tasks need it
             from distributed import Client, LocalCluster
         except ImportError:
             raise GraphError("--engine dask needs dask and distributed: pip install 'scrapy-iri[dask]'") from None
         self.workers = workers
+        self.depth, self.scale = 2 * workers, 1  # chunks on the engine at a time; CHUNK_ROWS times this a chunk
         self.owned = True
         try:  # a client this process already has (a test, a notebook) is used, and left open
             from distributed import default_client
@@ -102,32 +54,34 @@ class _Dask:
             return
         except ValueError:
             pass
-        self.cluster = LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            silence_logs=logging.ERROR,
-        )
-        self.client = Client(self.cluster)
+        import dask
 
-    def run(self, paths: list[str], keep: tuple[str, ...], options: dict[str, Any]) -> Iterator[Any]:
-        from ..dask import _stage_part
+        settings = {
+            "distributed.worker.multiprocessing-method": "fork",  # workers start with this process's modules
+            "distributed.scheduler.work-stealing": False,  # the tasks are even: nothing to steal
+            "distributed.worker.profile.enabled": False,  # no sampling of the tasks' stacks every 10 ms
+            "distributed.admin.tick.interval": "500ms",  # blocked event loops are looked for twice a second
+        }
+        with dask.config.set(settings):
+            self.cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                silence_logs=logging.ERROR,
+            )
+            self.client = Client(self.cluster)
 
-        window: deque[Any] = deque()
-        pending = iter(paths)
-        for path in pending:
-            window.append(self.client.submit(_stage_part, path, keep, options, pure=False))
-            if len(window) >= 2 * self.workers:
-                break
-        while window:
-            future = window.popleft()
-            table = future.result()
-            future.release()
-            nxt = next(pending, None)
-            if nxt is not None:
-                window.append(self.client.submit(_stage_part, nxt, keep, options, pure=False))
-            yield table
+    def submit(self, values: Any, options: dict[str, Any]) -> Any:
+        from ..arrow import _value_forms
+
+        return self.client.submit(_value_forms, values, options, pure=False), values
+
+    def result(self, job: Any) -> tuple[list[Any], list[Any], list[Any]]:
+        future, values = job
+        canon, errors = future.result()
+        future.release()
+        return values.to_pylist(), canon.to_pylist(), errors.to_pylist()
 
     def close(self) -> None:
         if not self.owned:
@@ -149,15 +103,20 @@ appender.console.layout.pattern = scrapy-iri: spark: %p %c{1}: %m%n
 """
 
 
+# A local run is short and the JVM mostly moves data: with the C1 compiler alone and one garbage
+# collector thread it takes about half the CPU seconds it takes with its defaults.
+_LOCAL_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 def _quiet_spark() -> dict[str, str]:
-    """Settings for the command's own session: a 2 GB driver, and only Spark's errors on stderr."""
+    """Settings for the command's own session: a 2 GB driver, a light JVM, only Spark's errors on stderr."""
     path = os.path.join(tempfile.gettempdir(), f"scrapy-iri-log4j2-{os.getuid()}.properties")
     with suppress(OSError):
         with open(path, "w", encoding="utf-8") as f:
             f.write(_LOG4J2)
     return {
         "spark.driver.memory": "2g",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{path}",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{path} {_LOCAL_JVM}",
     }
 
 
@@ -170,6 +129,8 @@ class _Spark:
         except ImportError:
             raise GraphError("--engine spark needs pyspark: pip install 'scrapy-iri[spark]'") from None
         self.workers = workers
+        self.depth, self.scale = 2, 3  # one job at a time, in larger chunks: each job costs the JVM planning
+        self.jobs = ThreadPoolExecutor(1, thread_name_prefix="scrapy-iri-spark")  # jobs run while chunks merge
 
         active = SparkSession.getActiveSession()
         self.owned = active is None  # a session this process already has is used, and left running
@@ -180,84 +141,198 @@ class _Spark:
             except Exception as exc:  # no Java, a JVM that did not start
                 raise GraphError(f"--engine spark: Spark did not start (is a Java runtime installed?): {exc}") from None
 
-    def run(self, paths: list[str], keep: tuple[str, ...], options: dict[str, Any]) -> Iterator[Any]:
-        from ..spark import canonical_rows
+    def submit(self, values: Any, options: dict[str, Any]) -> Any:
+        from ..spark import _value_job
 
-        group = max(1, self.workers)  # parts per job: what the driver collects at a time
-        for start in range(0, len(paths), group):
-            df = self.spark.read.parquet(*paths[start : start + group])
-            rows = canonical_rows(df, "source", "target", keep=keep, **options)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                table = rows.toArrow()
-            yield table.sort_by("line")
+        return self.jobs.submit(_value_job, self.spark, values, options)
+
+    def result(self, job: Any) -> tuple[list[Any], list[Any], list[Any]]:
+        table = job.result()
+        return tuple(table.column(name).to_pylist() for name in ("value", "canonical", "error"))  # type: ignore[return-value]
 
     def close(self) -> None:
+        self.jobs.shutdown(wait=True, cancel_futures=True)
         if self.owned:
             with suppress(Exception):
                 self.spark.stop()
 
 
-def _merged(early: list[Row], tables: Iterator[Any], with_raw: bool) -> Iterator[Item]:
-    """The engine's rows (tables in line order) with the reader's bad rows put back in their places."""
-    pending = 0
-    for table in tables:
-        if not table.num_rows:
-            continue
-        last = table.column("line")[-1].as_py()
-        if pending == len(early) or early[pending][0] > last:  # no bad row of the reader falls in this part
-            yield from _results(table, with_raw)
-            continue
-        for item in _results(table, with_raw):
-            while pending < len(early) and early[pending][0] < item[0]:
-                yield (*early[pending], None, None)
-                pending += 1
-            yield item
-    for row in early[pending:]:
-        yield (*row, None, None)
+def _failed(engine: str, exc: Exception) -> GraphError:
+    """A failure of the engine (a worker lost, a store a worker cannot open): fatal, in one line."""
+    if isinstance(exc, GraphError):
+        return exc
+    first = str(exc).strip().splitlines()
+    return GraphError(f"--engine {engine} failed: {type(exc).__name__}: {first[-1] if first else ''}")
 
 
-def _guarded(engine: str, tables: Iterator[Any]) -> Iterator[Any]:
-    """The engine's results; a failure of the engine (a worker lost, a store a worker cannot open) is fatal."""
-    while True:
-        try:
-            table = next(tables)
-        except StopIteration:
+class _Chunk:
+    """Rows read (in parts), the nodes their values are looked up in, and the values the engine is asked for.
+
+    The nodes (value -> node; None while the engine works on it) are shared
+    by the chunks that follow until they hold ``cache_size`` values; the
+    next chunk then starts anew, taking from them the nodes of its own
+    values only, and lets the others go.
+    """
+
+    __slots__ = ("parts", "rows", "nodes", "older", "asked", "waiting", "job")
+
+    def __init__(self, nodes: dict[str, Any], cache_size: int) -> None:
+        self.older: dict[str, Any] | None = None
+        if nodes and len(nodes) >= cache_size:
+            self.older, nodes = nodes, {}
+        self.nodes = nodes
+        self.parts: list[list[Row]] = []
+        self.rows = 0
+        self.asked: list[str] = []
+        self.waiting: list[str] = []  # asked by an earlier chunk, whose answer comes first
+        self.job: Any = None
+
+    def add(self, part: list[Row]) -> None:
+        """Take a part of the rows, while they are fresh in the processor's cache."""
+        self.parts.append(part)
+        self.rows += len(part)
+        read = part if not any(map(_PROBLEM, part)) else [row for row in part if row[4] is None]
+        values = set(map(_SOURCE, read))
+        values.update(map(_TARGET, read))
+        nodes, older = self.nodes, self.older
+        missing = values.difference(nodes)  # a dict, not its keys: then only the values are walked
+        if older is None:
+            self.asked.extend(missing)
+            nodes.update(dict.fromkeys(missing))
             return
-        except GraphError:
-            raise
-        except Exception as exc:
-            first = str(exc).strip().splitlines()
-            raise GraphError(f"--engine {engine} failed: {type(exc).__name__}: {first[-1] if first else ''}") from exc
-        yield table
+        asked, waiting = self.asked.append, self.waiting.append
+        for value in missing:
+            node = older.get(value, _ABSENT)
+            if node is _ABSENT:
+                asked(value)
+                node = None
+            elif node is None:
+                waiting(value)
+            nodes[value] = node
+
+    def answered(self, make: Callable[[str | None, str | None], Any], values: list[str], forms: list[Any],
+                 errors: list[Any]) -> None:
+        """Nodes for the values asked (``forms`` null where a value is its own form) and those waited for."""
+        nodes = self.nodes
+        for value, form, error in zip(values, forms, errors):
+            nodes[value] = make(value if form is None and error is None else form, error)
+        if self.waiting:
+            older = self.older
+            assert older is not None
+            for value in self.waiting:
+                node = older.get(value)
+                if node is None:
+                    raise GraphError(f"no canonical form came back for {value!r}")
+                nodes[value] = node
 
 
-def engine_items(
+def _encodable(chunk: _Chunk, make: Callable[[str | None, str | None], Any]) -> list[str]:
+    """The asked values that are valid UTF-8; the others get their bad node here."""
+    from ._normalize import canonical_or_error
+
+    kept = []
+    for value in chunk.asked:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            chunk.nodes[value] = make(*canonical_or_error(value, None, False, True, None))  # type: ignore[arg-type]
+        else:
+            kept.append(value)
+    chunk.asked = kept
+    return kept
+
+
+def engine_rows(
     engine: str,
     rows: Iterator[Row],
+    normalizer: Any,
     *,
     workers: int | None,
     options: dict[str, Any],
-    with_raw: bool,
+    cache_size: int,
     on_stage: Callable[[str], Any] | None = None,
-) -> Iterator[Item]:
-    """Every row of ``rows`` in input order, canonicalized on ``engine`` (bad rows with their reasons)."""
+) -> Iterator[Row]:
+    """Every row of ``rows`` in input order; before a chunk's rows are given,
+    ``normalizer`` is set to look their values up in nodes made from the engine's forms."""
     from ._parquet import _pyarrow
 
     _pyarrow(f"--engine {engine}", engine)  # a clear error when pyarrow is missing
+    import pyarrow as pa
+
     workers = workers or os.cpu_count() or 1
-    directory = tempfile.mkdtemp(prefix="scrapy-iri-graph-")
+    if on_stage is not None:
+        on_stage(f"canonicalizing on {engine} with {workers} worker{'s' if workers != 1 else ''}")
     runner: Any = None
+    collecting = gc.isenabled()
+    make = normalizer._engine_node
+    nodes: dict[str, Any] = {}
+    window: deque[_Chunk] = deque()
+
+    def send(chunk: _Chunk) -> None:
+        if chunk.asked:
+            try:
+                values = pa.array(chunk.asked, pa.string())
+            except UnicodeEncodeError:  # invalid UTF-8 in the input: a bad value before any canonicalization
+                values = pa.array(_encodable(chunk, make), pa.string())
+            try:
+                chunk.job = runner.submit(values, options)
+            except Exception as exc:
+                raise _failed(engine, exc) from exc
+        window.append(chunk)
+
+    def finish() -> list[list[Row]]:
+        chunk = window.popleft()
+        if chunk.job is not None:
+            try:
+                values, forms, errors = runner.result(chunk.job)
+            except Exception as exc:
+                raise _failed(engine, exc) from exc
+            if len(values) != len(chunk.asked):
+                raise GraphError(f"--engine {engine} failed: {len(chunk.asked)} values sent, {len(values)} back")
+        else:
+            values = forms = errors = []
+        chunk.answered(make, values, forms, errors)
+        normalizer._lookup = chunk.nodes.__getitem__
+        return chunk.parts
+
     try:
-        early: list[Row] = []
-        paths = _stage(rows, directory, with_raw, early)
-        if on_stage is not None:
-            on_stage(f"read; canonicalizing on {engine} with {workers} worker{'s' if workers != 1 else ''}")
         runner = _Dask(workers) if engine == "dask" else _Spark(workers)
-        keep = ("line", "raw") if with_raw else ("line",)
-        options = {**options, "changed_only": True}
-        yield from _merged(early, _guarded(engine, runner.run(paths, keep, options)), with_raw)
+        gc.freeze()  # the engine's modules and client live as long as the run: no collection need walk them
+        chunk_rows = CHUNK_ROWS * runner.scale
+        part_rows = min(PART_ROWS, chunk_rows)
+        chunk = _Chunk(nodes, cache_size)
+        part: list[Row] = []
+        append = part.append
+        collecting = gc.isenabled()
+        gc.disable()  # rows are read into a chunk (tuples of strings, no cycles): one collection per chunk, not hundreds
+        for row in rows:
+            append(row)
+            if len(part) < part_rows:
+                continue
+            chunk.add(part)
+            part = []
+            append = part.append
+            if chunk.rows >= chunk_rows:
+                if collecting:
+                    gc.enable()
+                send(chunk)
+                nodes = chunk.nodes
+                chunk = _Chunk(nodes, cache_size)
+                if len(window) >= runner.depth:
+                    for done in finish():
+                        yield from done
+                gc.disable()
+        if collecting:
+            gc.enable()
+        if part:
+            chunk.add(part)
+        if chunk.rows:
+            send(chunk)
+        while window:
+            for done in finish():
+                yield from done
     finally:
+        if collecting:
+            gc.enable()
         if runner is not None:
             runner.close()
-        shutil.rmtree(directory, ignore_errors=True)

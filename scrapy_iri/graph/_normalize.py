@@ -15,12 +15,10 @@ from functools import lru_cache
 from hashlib import blake2b
 from typing import Any, TextIO
 
-from ..errors import IRIError
-from .._ladder import Representatives, Rung, canonicalize
-from .._mapping import to_iri
+from .._ladder import Representatives, Rung
 from ..errors import BadEdge, GraphError
 from ._outputs import _not_the_input, _output, _same_files
-from ._engines import ENGINES, engine_items
+from ._engines import ENGINES, engine_rows
 from ._nodes import canonical_or_error, iri_form
 from ._parquet import ParquetEdges, is_parquet_name, parquet_rows, row_text
 from ._readers import _READERS, FORMATS, Row, _open_input, detect_format
@@ -122,6 +120,7 @@ class GraphNormalizer:
         self._edges: set[int] = set()  # node number pairs: source << 32 | target
         self._nodes_in: set[bytes] = set()  # digests of the originals
         self._numbers: dict[bytes, int] = {}  # digest of a canonical form -> its node number
+        self._show = show
 
         def compute(raw: str) -> _Node:
             canon, error = canonical_or_error(raw, level, keep_fragment, lenient, store)
@@ -133,6 +132,11 @@ class GraphNormalizer:
             return _Node(canon, None, show(canon) if show is not None else None)
 
         self._node = lru_cache(maxsize=cache_size)(known) if cache_size > 0 else known
+
+    def _engine_node(self, canon: str | None, error: str | None) -> _Node:
+        """The node of a value an engine canonicalized: ``canon``, or ``error`` when it has none."""
+        show = self._show
+        return _Node(canon, error, show(canon) if show is not None and canon is not None else None)
 
     def add(self, source: str, target: str) -> tuple[str, str] | None:
         pair = self._add(source, target)
@@ -366,8 +370,12 @@ def normalize_graph_file(
                     "cache_size": cache_size or 0,
                     "identity": identity,
                 }
-                items = engine_items(
-                    engine, counted, workers=workers, options=options, with_raw=bad_rows is not None, on_stage=on_stage
+                items = (
+                    (*row, None, None)
+                    for row in engine_rows(
+                        engine, counted, normalizer, workers=workers, options=options, cache_size=cache_size,
+                        on_stage=on_stage,
+                    )
                 )
             if _is_parquet_out(dst):
                 edges_out = ParquetEdges(dst)

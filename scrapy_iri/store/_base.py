@@ -648,7 +648,6 @@ class EquivalenceStore(ABC):
 
     def stats(self) -> dict[str, int]:
         """Counts of what the store holds."""
-        now = self.clock()
         counts = {"aliases": sum(1 for _ in self._iter_aliases())}
         counts.update(dict.fromkeys(("rules/active", "rules/candidate", "rules/suspended", "rules/refuted"), 0))
         counts["blocked_origins"] = 0

@@ -9,7 +9,6 @@ of its own; a URI without a host belongs to no site.
 
 from __future__ import annotations
 
-import ipaddress
 from functools import lru_cache
 
 WWW = "www."

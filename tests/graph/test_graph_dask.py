@@ -78,13 +78,40 @@ def test_library_equals_the_local_engine_on_a_messy_graph(client):
 def test_cli_dask_equals_local_byte_for_byte(client, capsys, tmp_path, monkeypatch, seed, part_rows):
     from scrapy_iri.graph import _engines
 
-    monkeypatch.setattr(_engines, "STAGE_ROWS", part_rows)  # many parts: the reader's bad rows fall between them
+    monkeypatch.setattr(_engines, "CHUNK_ROWS", part_rows)  # many chunks: the reader's bad rows fall between them
     text = messy_graph(600, seed)
     local = run_cli(capsys, tmp_path, "local", text)
     on_dask = run_cli(capsys, tmp_path, "dask", text, "--engine", "dask", "--workers", "2")
     assert local["code"] == on_dask["code"] == 1
     assert on_dask == local
     assert local["err"] and all("Traceback" not in line for line in local["err"])
+
+
+@pytest.mark.parametrize("cache_size, chunk_rows, part_rows", [(0, 13, 4), (1, 9, 9), (7, 13, 5), (40, 50, 7)])
+def test_cli_dask_small_caches_equal_local(client, capsys, tmp_path, monkeypatch, cache_size, chunk_rows, part_rows):
+    """Nodes let go and asked again, values waited for from chunks still on the engine: the same output."""
+    from scrapy_iri.graph import _engines
+
+    monkeypatch.setattr(_engines, "CHUNK_ROWS", chunk_rows)
+    monkeypatch.setattr(_engines, "PART_ROWS", part_rows)
+    text = messy_graph(700, 10 + cache_size)
+    options = ("--cache-size", str(cache_size))
+    local = run_cli(capsys, tmp_path, "local", text, *options)
+    on_dask = run_cli(capsys, tmp_path, "dask", text, *options, "--engine", "dask", "--workers", "2")
+    assert local["code"] == on_dask["code"] == 1
+    assert on_dask == local
+
+
+def test_cli_dask_invalid_utf8_is_a_bad_row_as_on_local(client, capsys, tmp_path):
+    raw = "source,target\nhttp://a.example/x,http://b.example/\n".encode() + b"http://a.example/\xff,http://b.example/\n"
+    (tmp_path / "in.csv").write_bytes(raw + b"HTTP://A.example/x,http://b.example/#top\n")
+    local = run_cli(capsys, tmp_path, "local", "")
+    on_dask = run_cli(capsys, tmp_path, "dask", "", "--engine", "dask", "--workers", "2")
+    assert local["code"] == on_dask["code"] == 1
+    assert on_dask == local
+    assert local["out"] == b"source,target\nhttp://a.example/x,http://b.example/\n"
+    assert local["bad"].endswith(b"http://a.example/\xff,http://b.example/\n")
+    assert any("invalid UTF-8" in line for line in local["err"])
 
 
 def test_cli_dask_iri_form_and_parquet_out(client, capsys, tmp_path):
@@ -150,5 +177,5 @@ def test_progress_says_when_the_engine_takes_over(client, capsys, tmp_path):
     code = main(["graph", str(tmp_path / "in.csv"), str(tmp_path / "out.csv"), "--engine", "dask", "--progress"])
     err = capsys.readouterr().err
     assert code == 1
-    assert "scrapy-iri: graph: read; canonicalizing on dask with " in err
+    assert "scrapy-iri: graph: canonicalizing on dask with " in err
     assert "scrapy-iri: graph: 100 rows, " in err and "Traceback" not in err

@@ -74,7 +74,7 @@ def test_alias_table_and_store_uri_give_the_protocol_rung(spark, tmp_path):
 def test_cli_spark_equals_local_byte_for_byte(spark, capsys, tmp_path, monkeypatch, part_rows):
     from scrapy_iri.graph import _engines
 
-    monkeypatch.setattr(_engines, "STAGE_ROWS", part_rows)  # several parts and jobs: bad rows fall between them
+    monkeypatch.setattr(_engines, "CHUNK_ROWS", part_rows)  # several chunks and jobs: bad rows fall between them
     text = messy_graph(600, 5)
     local = run_cli(capsys, tmp_path, "local", text)
     on_spark = run_cli(capsys, tmp_path, "spark", text, "--engine", "spark", "--workers", "2")
