@@ -228,7 +228,7 @@ class _Chunk:
 
 def _encodable(chunk: _Chunk, make: Callable[[str | None, str | None], Any]) -> list[str]:
     """The asked values that are valid UTF-8; the others get their bad node here."""
-    from ._normalize import canonical_or_error
+    from ._nodes import canonical_or_error
 
     kept = []
     for value in chunk.asked:
