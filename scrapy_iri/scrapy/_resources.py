@@ -67,11 +67,12 @@ class CrawlResources:
                 store.policy = policy  # before any use: the Redis connection opens it with the default policy
                 store._save_policy(policy)  # recorded, as every backend does: readers judge rules with it
             else:
-                from scrapy_iri.store import open_store
+                from scrapy_iri.store import open_store, parse_store_uri
 
                 spider_name = getattr(self.crawler.spidercls, "name", None)
                 uri = store_uri(self.crawler.settings, spider_name, createdir=True)
-                options = {"cache_size": self.config.store_cache_size} if uri[:7].lower() == "sqlite:" else {}
+                sqlite = parse_store_uri(uri).scheme == "sqlite"
+                options = {"cache_size": self.config.store_cache_size} if sqlite else {}
                 store = open_store(uri, policy=policy, **options)
             self._store = store
             self.crawler.signals.connect(store.close, signal=signals.engine_stopped)
