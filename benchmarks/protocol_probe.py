@@ -88,9 +88,9 @@ class RedirectProbe:
             return "in_flight"
         store = self.store
         whys = set()
-        for prediction in predictions(source, store._case_target):
+        for prediction in predictions(source, store.storage.case_target):
             if prediction.target == destination:
-                record = store._rules_at(prediction.key.origin).get(prediction.key)
+                record = store.storage.rules_at(prediction.key.origin).get(prediction.key)
                 refuted = record is not None and store.rule_status(record) is RuleStatus.SUSPENDED
                 whys.add("refuted" if refuted else "learning")
         return "learning" if "learning" in whys else whys.pop() if whys else "unpredicted"

@@ -84,17 +84,19 @@ def build_redis(url: str, n: int) -> dict[str, Any]:
             pipe.execute()
     pipe.execute()
     client.set("bench:store:epoch", "bench")
+    client.set("bench:store:layout", "2")
     used = int(client.info("memory")["used_memory"])
     return {"build_s": round(time.perf_counter() - started, 1), "redis_mb": round(used / 1e6)}
 
 
-def _rss() -> int:
-    """Private resident memory (RssAnon): what this process holds itself, not the file's shared pages."""
+def _rss(kind: str = "RssAnon") -> int:
+    """Private resident memory (``RssAnon``): what this process holds itself; ``RssFile``: the
+    pages of files it maps (the store's file read through SQLite's memory map: shared, reclaimable)."""
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("RssAnon:"):
+            if line.startswith(kind + ":"):
                 return int(line.split()[1]) * 1024
-    raise RuntimeError("no RssAnon in /proc/self/status")
+    raise RuntimeError(f"no {kind} in /proc/self/status")
 
 
 def measure(path: Path | str, n: int) -> dict[str, Any]:
@@ -106,7 +108,7 @@ def measure(path: Path | str, n: int) -> dict[str, Any]:
     rng = random.Random(1)
     hits = [source(rng.randrange(n)) for _ in range(LOOKUPS)]
     misses = [source(n + rng.randrange(n)) for _ in range(LOOKUPS)]
-    before = _rss()
+    before, before_file = _rss(), _rss("RssFile")
     started = time.perf_counter()
     uri = str(path) if str(path).startswith("redis://") else f"sqlite:///{path}"
     store = open_store(uri, create=False)
@@ -131,6 +133,7 @@ def measure(path: Path | str, n: int) -> dict[str, Any]:
     assert store.representative(hits[0]) != hits[0] and store.representative(misses[0]) == misses[0]
     result["resident_bytes_per_alias"] = round((_rss() - before) / n, 1)
     result["resident_mb"] = round((_rss() - before) / 1e6, 1)
+    result["mapped_file_mb"] = round((_rss("RssFile") - before_file) / 1e6, 1)
     store.close()
     return result
 

@@ -18,8 +18,10 @@ from scrapy import signals
 from scrapy.utils.job import job_dir
 
 from scrapy_iri.store._redis import Outage, RedisKeys, RedisStore, RedisUnavailable, client_from_url
+from scrapy_iri.store._redis.connection import drop_stale_connections
 
 from ._redis_config import RedisConfig
+from ._settings import IRISettings
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -183,6 +185,9 @@ class CrawlRedis:
     def recovered(self) -> bool:
         """Redis takes writes again: replay what it missed; the outage (and its clock) ends only if that worked."""
         lasted = self.outage.elapsed()
+        drop_stale_connections(self.client)
+        if self.seen is not None:
+            self.seen.drop_connection()
         if self.seen is not None and not self.seen.catch_up():
             return False
         if self.store is not None and not self.store.maintain(force=True):
@@ -275,6 +280,7 @@ def open_crawler_store(crawler: Crawler) -> RedisStore:
             sync_interval=state.config.sync_interval,
             owns_client=False,
             auto_sync=False,  # the timer syncs, between requests (see CrawlRedis.tick)
+            cache_size=IRISettings.from_settings(crawler.settings).store_cache_size,
             pending_path=Path(jobdir, STORE_PENDING_FILE) if (jobdir := job_dir(crawler.settings)) else None,
         )
     return state.store

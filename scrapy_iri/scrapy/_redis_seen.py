@@ -244,6 +244,11 @@ class RedisSeenSet:
             conn.disconnect()
             raise
 
+    def drop_connection(self) -> None:
+        """Close the private connection (it opens again on its next use): after an outage it may be dead."""
+        if self._conn is not None:
+            self._conn.disconnect()
+
     def get(self, key: bytes) -> int | None:
         return self.local.get(key)
 

@@ -65,14 +65,14 @@ class CrawlResources:
 
                 store = open_crawler_store(self.crawler)
                 store.policy = policy  # before any use: the Redis connection opens it with the default policy
-                store._save_policy(policy)  # recorded, as every backend does: readers judge rules with it
+                store.record_policy()  # as every backend does: readers judge rules with it
             else:
                 from scrapy_iri.store import open_store, parse_store_uri
 
                 spider_name = getattr(self.crawler.spidercls, "name", None)
                 uri = store_uri(self.crawler.settings, spider_name, createdir=True)
-                sqlite = parse_store_uri(uri).scheme == "sqlite"
-                options = {"cache_size": self.config.store_cache_size} if sqlite else {}
+                memory = parse_store_uri(uri).scheme == "memory"
+                options = {} if memory else {"cache_size": self.config.store_cache_size}
                 store = open_store(uri, policy=policy, **options)
             self._store = store
             self.crawler.signals.connect(store.close, signal=signals.engine_stopped)

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._base import EquivalenceStore, Explanation, Outcome, Resolution, Step, StoreError
+from ._learner import EquivalenceStore, Outcome, Resolution, Step, StoreError
+from ._report import Explanation
 from ._evidence import Alias, Evidence, context_flags
 from ._memory import MemoryStore
 from ._rules import KINDS, LearningPolicy, RuleKey, RuleRecord, RuleStatus
@@ -139,11 +140,9 @@ def open_store(
     """
     store = _open(uri, policy=policy, clock=clock, create=create, **options)
     if policy is None:
-        recorded = store._load_policy()
-        if recorded is not None:
-            store.policy = recorded
+        store.adopt_recorded_policy()
     elif create:
-        store._save_policy(policy)
+        store.record_policy()
     return store
 
 

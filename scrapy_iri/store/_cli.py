@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from . import REDIS_SCHEMES, StoreError, open_store, parse_store_uri, spider_store_name
-from ._base import EquivalenceStore
+from ._learner import EquivalenceStore
 from ._rules import LearningPolicy
 
 

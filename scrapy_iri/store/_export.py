@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ._base import EquivalenceStore, StoreError
+from ._learner import EquivalenceStore, StoreError
 
 #: rows per Parquet row group
 BATCH = 100_000

@@ -86,7 +86,9 @@ def case_key(url: str) -> str:
 
 def is_case_change(source: str, target: str) -> bool:
     """Whether a redirect changes nothing but the case of the path."""
-    return source != target and case_key(source) == case_key(target)
+    if source == target or source.lower() != target.lower():  # most redirects: no parse needed
+        return False
+    return case_key(source) == case_key(target)
 
 
 # -- predictions, one small function per convention ---------------------------

@@ -55,166 +55,47 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ._base import EquivalenceStore, Outcome, Resolution, StoreError
-from ._codec import RULE_FIELDS, copy_counts, policy_from_text, policy_text, rule_record, rule_values
+from ..errors import StoreError
+from ._codec import copy_counts, policy_from_text, policy_text, rule_record, rule_values
 from ._evidence import Alias, Evidence
-from ._rules import LearningPolicy, RuleKey, RuleRecord, case_key, is_case_change
+from ._learner import EquivalenceStore
+from ._rules import LearningPolicy, RuleKey, RuleRecord, case_key
+from ._sqlite_schema import (
+    ALIAS,
+    ALIAS_AND_NEXT,
+    EVIDENCE,
+    EVIDENCE_COLUMNS,
+    MIGRATIONS,
+    RULE_COLUMNS,
+    SCHEMA_VERSION,
+    WRITES,
+    alias_row,
+    case_key_of,
+    create_schema,
+    evidence_of,
+    locked,
+    transaction,
+)
+from ._storage import DEFAULT_CACHE_SIZE, EVIDENCE_MAX, EVIDENCE_MAX_AGE, LRU, MISSING, Storage
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
-#: aliases (and misses) each process keeps in memory; about 300 bytes each
-DEFAULT_CACHE_SIZE = 65_536
-#: evidence entries kept (the oldest go first)
-EVIDENCE_MAX = 1_000_000
-#: seconds an evidence entry is kept (90 days)
-EVIDENCE_MAX_AGE = 90 * 86400.0
+#: bytes of the file read through a memory map (the rest, and the write-ahead log, with read())
+MMAP_SIZE = 1 << 30
+#: bytes of SQLite's own page cache per process
+PAGE_CACHE = 8 << 20
 #: entries of the change log kept for processes that fell behind (they reload otherwise)
 CHANGES_MAX = 100_000
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS alias (
-    source TEXT PRIMARY KEY, target TEXT NOT NULL, status INTEGER NOT NULL, time REAL NOT NULL, case_key TEXT
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS alias_case ON alias (case_key) WHERE case_key IS NOT NULL;
-CREATE TABLE IF NOT EXISTS rule (
-    origin TEXT NOT NULL, kind TEXT NOT NULL, scope TEXT NOT NULL,
-    support INTEGER NOT NULL, against INTEGER NOT NULL,
-    first_seen REAL NOT NULL, last_support REAL NOT NULL, last_against REAL NOT NULL,
-    example TEXT NOT NULL, counterexample TEXT NOT NULL,
-    PRIMARY KEY (origin, kind, scope)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS fanin (target TEXT NOT NULL, source TEXT NOT NULL, PRIMARY KEY (target, source)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS deferred (rule TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (rule, url)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS declared_case (key TEXT PRIMARY KEY, url TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS evidence (
-    id INTEGER PRIMARY KEY, time REAL NOT NULL, url TEXT NOT NULL, status INTEGER NOT NULL,
-    target TEXT, context TEXT NOT NULL, note TEXT NOT NULL, location TEXT
-);
-CREATE INDEX IF NOT EXISTS evidence_url ON evidence (url);
-CREATE INDEX IF NOT EXISTS evidence_target ON evidence (target);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS change (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sink (target TEXT PRIMARY KEY) WITHOUT ROWID;
-"""
-
-_RULE_COLUMNS = ", ".join(RULE_FIELDS)
-_EVIDENCE_COLUMNS = "time, url, status, target, context, note, location"
-_EVIDENCE = f"INSERT INTO evidence ({_EVIDENCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
-_ALIAS = "INSERT OR REPLACE INTO alias VALUES (?, ?, ?, ?, ?)"
-#: table -> (upsert, delete) statements of the batched writes
-_WRITES = {
-    "alias": (_ALIAS, "DELETE FROM alias WHERE source = ?"),
-    "rule": (
-        f"INSERT OR REPLACE INTO rule (origin, kind, scope, {_RULE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        "DELETE FROM rule WHERE origin = ? AND kind = ? AND scope = ?",
-    ),
-    "fanin": ("INSERT OR IGNORE INTO fanin VALUES (?, ?)", "DELETE FROM fanin WHERE target = ?"),
-    "deferred": ("INSERT OR IGNORE INTO deferred VALUES (?, ?)", "DELETE FROM deferred WHERE rule = ? AND url = ?"),
-    "declared_case": ("INSERT OR REPLACE INTO declared_case VALUES (?, ?)", "DELETE FROM declared_case WHERE key = ?"),
-    "sink": ("INSERT OR IGNORE INTO sink VALUES (?)", "DELETE FROM sink WHERE target = ?"),
-}
-_ALIAS_AND_NEXT = (
-    "SELECT a.target, a.status, a.time, b.target, b.status, b.time"
-    " FROM alias AS a LEFT JOIN alias AS b ON b.source = a.target WHERE a.source = ?"
-)
-_MISSING: Any = object()
 _EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
 
 
-def _statements(script: str) -> list[str]:
-    return [part.strip() for part in script.split(";") if part.strip()]
-
-
-def _locked(exc: BaseException) -> bool:
-    return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
-
-
-def _evidence(row: tuple[Any, ...]) -> Evidence:
-    time_, url, status, target, context, note, location = row
-    return Evidence(time_, url, status, target, frozenset(filter(None, context.split(","))), note, location)
-
-
-def _case_key_of(source: str, target: str) -> str | None:
-    """The case key an alias declares a case for: its target's, when it changes nothing but case."""
-    return case_key(target) if is_case_change(source, target) else None
-
-
-def _alias_row(alias: Alias) -> tuple[Any, ...]:
-    return (alias.source, alias.target, alias.status, alias.time, _case_key_of(alias.source, alias.target))
-
-
-# -- migrations: version -> a function bringing a store of that version to the next one
-
-
-def _to_2(db: sqlite3.Connection) -> None:  # documents declare a case
-    db.execute("CREATE TABLE IF NOT EXISTS declared_case (url TEXT PRIMARY KEY) WITHOUT ROWID")
-
-
-def _to_3(db: sqlite3.Connection) -> None:  # the learning policy
-    db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
-
-
-def _to_4(db: sqlite3.Connection) -> None:
-    """Case keys stored with aliases and declared cases (read on demand, never recomputed at open)."""
-    db.execute(
-        "CREATE TABLE alias4 (source TEXT PRIMARY KEY, target TEXT NOT NULL, status INTEGER NOT NULL,"
-        " time REAL NOT NULL, case_key TEXT) WITHOUT ROWID"
-    )
-    rows = db.execute("SELECT source, target, status, time FROM alias")
-    db.executemany(_ALIAS.replace("alias", "alias4", 1), (_alias_row(Alias(*row)) for row in rows))
-    db.execute("DROP TABLE alias")
-    db.execute("ALTER TABLE alias4 RENAME TO alias")
-    urls = [url for (url,) in db.execute("SELECT url FROM declared_case")]
-    db.execute("DROP TABLE declared_case")
-    for statement in _statements(_SCHEMA):
-        db.execute(statement)
-    db.executemany("INSERT OR REPLACE INTO declared_case VALUES (?, ?)", ((case_key(u), u) for u in urls))
-    row = db.execute("SELECT value FROM meta WHERE key = 'policy'").fetchone()
-    policy = (policy_from_text(row[0]) if row else None) or LearningPolicy()
-    db.execute(
-        "INSERT OR IGNORE INTO sink SELECT target FROM fanin GROUP BY target HAVING count(*) >= ?", (policy.sink_fanin,)
-    )
-
-
-_MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_2, 2: _to_3, 3: _to_4}
-
-
-class _LRU:
-    """A bounded map that forgets the least recently used entry first."""
-
-    def __init__(self, size: int) -> None:
-        self.size = max(0, size)
-        self.data: OrderedDict[Any, Any] = OrderedDict()
-
-    def get(self, key: Any) -> Any:
-        value = self.data.get(key, _MISSING)
-        if value is not _MISSING:
-            self.data.move_to_end(key)
-        return value
-
-    def put(self, key: Any, value: Any) -> None:
-        if not self.size:
-            return
-        self.data[key] = value
-        self.data.move_to_end(key)
-        if len(self.data) > self.size:
-            self.data.popitem(last=False)
-
-    def pop(self, key: Any) -> None:
-        self.data.pop(key, None)
-
-    def clear(self) -> None:
-        self.data.clear()
-
-
-class SQLiteStore(EquivalenceStore):
-    """A store in one SQLite file: rules in memory, aliases read on demand, writes in batches."""
+class SQLiteStorage(Storage):
+    """One SQLite file: rules and sinks in memory, aliases read on demand, writes in batches."""
 
     def __init__(
         self,
         path: str | Path,
-        policy: LearningPolicy | None = None,
         *,
         clock: Callable[[], float] = time.time,
         create: bool = True,
@@ -224,11 +105,13 @@ class SQLiteStore(EquivalenceStore):
         evidence_max: int = EVIDENCE_MAX,
         evidence_max_age: float = EVIDENCE_MAX_AGE,
         sync_interval: float = 0.5,
+        mmap_size: int = MMAP_SIZE,
+        page_cache: int = PAGE_CACHE,
         lock_wait: float = 0.5,
         close_wait: float = 30.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(policy, clock=clock)
+        self.clock = clock
         self.path = Path(path)
         self.batch_size = batch_size
         self.flush_interval = flush_interval
@@ -249,6 +132,10 @@ class SQLiteStore(EquivalenceStore):
             self._db.execute("PRAGMA busy_timeout = 10000")  # opening waits for a concurrent first open
             self._journal_mode()
             self._db.execute("PRAGMA synchronous=NORMAL")
+            # reads through a memory map (no copy, no system call; the pages are the file's,
+            # shared, not the process's own) and a page cache that holds the upper levels of the B-trees
+            self._db.execute(f"PRAGMA mmap_size = {int(mmap_size)}")
+            self._db.execute(f"PRAGMA cache_size = -{int(page_cache) // 1024}")
             self._migrate()
             self._db.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
         except sqlite3.DatabaseError as exc:
@@ -256,8 +143,8 @@ class SQLiteStore(EquivalenceStore):
         # what is resident: rules (small, per origin), and bounded caches of what is on disk
         self._rules: dict[str, dict[RuleKey, RuleRecord]] = {}
         self._sinks: set[str] = set()
-        self._aliases = _LRU(cache_size)
-        self._cases = _LRU(cache_size // 4)
+        self._aliases = LRU(cache_size)
+        self._cases = LRU(cache_size // 4)
         # the pending batch: (table, key) -> row (None: a delete), latest write last
         self._pending: dict[tuple[str, Any], tuple[Any, ...] | None] = {}
         self._pending_evidence: list[tuple[Any, ...]] = []
@@ -297,7 +184,7 @@ class SQLiteStore(EquivalenceStore):
                 db.execute("PRAGMA journal_mode=WAL")
                 return
             except sqlite3.OperationalError as exc:
-                if not _locked(exc) or time.monotonic() > deadline:
+                if not locked(exc) or time.monotonic() > deadline:
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
@@ -315,27 +202,21 @@ class SQLiteStore(EquivalenceStore):
         self._check_version(version)
         if version == SCHEMA_VERSION:
             return
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(db):
             version = db.execute("PRAGMA user_version").fetchone()[0]  # another process may have done it
             self._check_version(version)
             if version == 0:
                 tables = db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
                 if tables:
                     raise StoreError(f"{self.path}: not a scrapy-iri store (tables but no schema version)")
-                for statement in _statements(_SCHEMA):
-                    db.execute(statement)
+                create_schema(db)
                 version = SCHEMA_VERSION
             if version < SCHEMA_VERSION:
                 logger.info("%s: migrating the store from schema version %d to %d", self.path, version, SCHEMA_VERSION)
             while version < SCHEMA_VERSION:
-                _MIGRATIONS[version](db)
+                MIGRATIONS[version](db)
                 version += 1
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     def _connection(self) -> sqlite3.Connection:
         if self._db is None:
@@ -344,11 +225,11 @@ class SQLiteStore(EquivalenceStore):
 
     # -- the learning policy the crawl used ------------------------------------
 
-    def _load_policy(self) -> LearningPolicy | None:
+    def load_policy(self) -> LearningPolicy | None:
         row = self._connection().execute("SELECT value FROM meta WHERE key = 'policy'").fetchone()
         return None if row is None else policy_from_text(row[0])
 
-    def _save_policy(self, policy: LearningPolicy) -> None:
+    def save_policy(self, policy: LearningPolicy) -> None:
         try:
             self._connection().execute("INSERT OR REPLACE INTO meta VALUES ('policy', ?)", (policy_text(policy),))
         except sqlite3.OperationalError as exc:  # a read-only file, or held too long: judged by defaults
@@ -356,35 +237,11 @@ class SQLiteStore(EquivalenceStore):
 
     # -- the entry points: commit whole observations, notice other processes -------
 
-    def resolve(self, url: str) -> Resolution:
+    def refresh(self) -> None:
         self._sync_if_due()
-        return super().resolve(url)
 
-    def record_redirect(self, source: str, status: int, target: str, **kwargs: Any) -> Outcome:
-        self._sync_if_due()
-        outcome = super().record_redirect(source, status, target, **kwargs)
+    def observed(self) -> None:
         self._flush_if_due()
-        return outcome
-
-    def record_response(self, url: str, status: int, **kwargs: Any) -> Outcome:
-        self._sync_if_due()
-        outcome = super().record_response(url, status, **kwargs)
-        self._flush_if_due()
-        return outcome
-
-    def defer(self, url: str, rules: Iterable[RuleKey]) -> None:
-        super().defer(url, rules)
-        self._flush_if_due()
-
-    def forget(self, url: str) -> int:
-        removed = super().forget(url)
-        self.flush()
-        return removed
-
-    def forget_host(self, host: str) -> int:
-        removed = super().forget_host(host)
-        self.flush()
-        return removed
 
     @property
     def pending(self) -> int:
@@ -403,7 +260,7 @@ class SQLiteStore(EquivalenceStore):
         try:
             self._commit()
         except sqlite3.OperationalError as exc:
-            if not _locked(exc):
+            if not locked(exc):
                 raise StoreError(f"{self.path}: {exc}") from exc
             # the next attempt waits: the file stays locked for a while (a long transaction elsewhere)
             self._lock_backoff = min(max(2 * self._lock_backoff, 1.0), 10.0)
@@ -423,7 +280,7 @@ class SQLiteStore(EquivalenceStore):
                 self._commit()
                 break
             except sqlite3.OperationalError as exc:
-                if not _locked(exc) or self.monotonic() >= deadline:
+                if not locked(exc) or self.monotonic() >= deadline:
                     logger.error("%s: %s: %d writes to the store are lost", self.path, exc, self.pending)
                     break
         try:
@@ -448,22 +305,35 @@ class SQLiteStore(EquivalenceStore):
             return
         db = self._connection()
         fresh: dict[str, dict[RuleKey, RuleRecord]] = {}
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(db):
             rules: dict[str, list[tuple[RuleKey, tuple[Any, ...] | None]]] = {}
-            for (table, key), row in self._pending.items():
+            run: list[tuple[Any, ...]] = []
+            statement = ""
+            for (table, key), row in self._pending.items():  # in write order, runs of one statement at once
                 if table == "rule":
                     rules.setdefault(key[0], []).append((RuleKey(*key), row))
                     continue
-                upsert, delete = _WRITES[table]
-                if row is None:
-                    db.execute(delete, key if isinstance(key, tuple) else (key,))
-                else:
-                    db.execute(upsert, row)
-            upsert, delete = _WRITES["rule"]
+                upsert, delete = WRITES[table]
+                step, args = (delete, key if isinstance(key, tuple) else (key,)) if row is None else (upsert, row)
+                if step != statement:
+                    if run:
+                        db.executemany(statement, run)
+                    statement, run = step, []
+                run.append(args)
+            if run:
+                db.executemany(statement, run)
+            upsert, delete = WRITES["rule"]
+            alone = db.execute("PRAGMA data_version").fetchone()[0] == self._data_version
+            touched = sorted(rules)
+            if alone and not self._rule_dropped:
+                # nobody else committed since this process last looked: the rows on disk are
+                # what it read or wrote, so its image is the merge (no read back)
+                db.executemany(upsert, [row for written in rules.values() for _, row in written if row is not None])
+                db.executemany(delete, [tuple(rule) for written in rules.values() for rule, row in written if row is None])
+                rules = {}
             for origin, written in rules.items():  # one read per origin: the rows as other processes left them
                 disk: dict[RuleKey, RuleRecord] = {}
-                for row in db.execute(f"SELECT kind, scope, {_RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,)):
+                for row in db.execute(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,)):
                     key = RuleKey(origin, row[0], row[1])
                     disk[key] = rule_record(key, row[2:])
                 for rule, row in written:
@@ -474,17 +344,13 @@ class SQLiteStore(EquivalenceStore):
                         disk[rule] = self._merged_rule(rule, disk.get(rule))
                         db.execute(upsert, (*rule, *rule_values(disk[rule])))
                 fresh[origin] = disk
-            db.executemany(_EVIDENCE, self._pending_evidence)
+            db.executemany(EVIDENCE, self._pending_evidence)
             db.executemany(
                 "INSERT INTO change (kind, name) VALUES (?, ?)",
-                [*self._pending_changes, *(("r", origin) for origin in sorted(fresh))],
+                [*self._pending_changes, *(("r", origin) for origin in touched)],
             )
             self._commits += 1
             self._prune(db)
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         for origin, records in fresh.items():  # the image follows the disk
             self._set_rules(origin, records)
         self._rule_delta.clear()
@@ -547,7 +413,7 @@ class SQLiteStore(EquivalenceStore):
             low = db.execute("SELECT min(id) FROM change").fetchone()[0]
             rows = db.execute("SELECT id, kind, name FROM change WHERE id > ? ORDER BY id", (self._change_id,)).fetchall()
         except sqlite3.OperationalError as exc:
-            if not _locked(exc):
+            if not locked(exc):
                 raise StoreError(f"{self.path}: {exc}") from exc
             return  # the next look will do
         self._data_version = version
@@ -576,13 +442,13 @@ class SQLiteStore(EquivalenceStore):
     def _load_rules(self) -> None:
         self._rules = {}
         self._rule_seen = {}
-        for row in self._connection().execute(f"SELECT origin, kind, scope, {_RULE_COLUMNS} FROM rule"):
+        for row in self._connection().execute(f"SELECT origin, kind, scope, {RULE_COLUMNS} FROM rule"):
             key = RuleKey(*row[:3])
             self._rules.setdefault(key.origin, {})[key] = record = rule_record(key, row[3:])
             self._rule_seen[key] = (record.support, record.against)
 
     def _reload_rules(self, origin: str) -> None:
-        rows = self._connection().execute(f"SELECT kind, scope, {_RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,))
+        rows = self._connection().execute(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,))
         records = {}
         for row in rows:
             key = RuleKey(origin, row[0], row[1])
@@ -614,7 +480,7 @@ class SQLiteStore(EquivalenceStore):
         try:
             return self._connection().execute(sql, args).fetchall()
         except sqlite3.OperationalError as exc:
-            if not _locked(exc):
+            if not locked(exc):
                 raise StoreError(f"{self.path}: {exc}") from exc
             return None
 
@@ -624,15 +490,15 @@ class SQLiteStore(EquivalenceStore):
         self._pending.pop((table, key), None)  # the latest write goes last: commit order is write order
         self._pending[(table, key)] = row
 
-    def _get_alias(self, source: str) -> Alias | None:
-        row = self._pending.get(("alias", source), _MISSING)
-        if row is not _MISSING:
+    def alias(self, source: str) -> Alias | None:
+        row = self._pending.get(("alias", source), MISSING)
+        if row is not MISSING:
             return None if row is None else Alias(*row[:4])
         alias = self._aliases.get(source)
-        if alias is not _MISSING:
+        if alias is not MISSING:
             return alias  # type: ignore[no-any-return]
         # the alias and its target's own alias in one read: resolving follows the target next
-        rows = self._read(_ALIAS_AND_NEXT, (source,))
+        rows = self._read(ALIAS_AND_NEXT, (source,))
         if rows is None:
             return None  # unknown: no merge (a missed merge costs one fetch)
         if not rows:
@@ -640,30 +506,24 @@ class SQLiteStore(EquivalenceStore):
             return None
         target, status, time_, next_target, next_status, next_time = rows[0]
         alias = Alias(source, target, status, time_)
-        if self._aliases.get(target) is _MISSING:
+        if self._aliases.get(target) is MISSING:
             self._aliases.put(target, None if next_target is None else Alias(target, next_target, next_status, next_time))
         self._aliases.put(source, alias)
         return alias
 
-    def _put_alias(self, alias: Alias) -> None:
-        self._set_alias(alias.source, alias, _alias_row(alias))
-
-    def _drop_alias(self, source: str) -> None:
-        self._set_alias(source, None, None)
-
-    def _set_alias(self, source: str, alias: Alias | None, row: tuple[Any, ...] | None) -> None:
-        old = self._get_alias(source)
-        self._write("alias", source, row)
+    def set_alias(self, source: str, alias: Alias | None) -> None:
+        old = self.alias(source)
+        self._write("alias", source, None if alias is None else alias_row(alias))
         self._aliases.put(source, alias)
         self._pending_changes[("a", source)] = None
         for written in (old, alias):
-            key = None if written is None else _case_key_of(written.source, written.target)
+            key = None if written is None else case_key_of(written.source, written.target)
             if key is not None:
                 self._pending_cases.setdefault(key, {})[source] = alias
                 self._cases.pop(key)
                 self._pending_changes[("c", key)] = None
 
-    def _iter_aliases(self) -> Iterator[Alias]:
+    def aliases(self) -> Iterator[Alias]:
         self.flush()
         written = {key: row for (table, key), row in self._pending.items() if table == "alias"}
         for row in self._connection().execute("SELECT source, target, status, time FROM alias"):
@@ -680,7 +540,7 @@ class SQLiteStore(EquivalenceStore):
         count = 0
         rows: list[tuple[Any, ...]] = []
         for alias in aliases:
-            rows.append(_alias_row(alias))
+            rows.append(alias_row(alias))
             if len(rows) >= chunk:
                 count += self._bulk(db, rows)
                 rows = []
@@ -693,35 +553,30 @@ class SQLiteStore(EquivalenceStore):
         if not rows:
             return 0
         rows.sort()  # in key order: each page of the table is written once per chunk
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            db.executemany(_ALIAS, rows)
+        with transaction(db):
+            db.executemany(ALIAS, rows)
             db.execute("INSERT INTO change (kind, name) VALUES ('*', '')")  # other processes start afresh
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
         return len(rows)
 
     # -- primitives: cases ----------------------------------------------------------
 
-    def _case_target(self, key: str) -> str | None:
+    def case_target(self, key: str) -> str | None:
         cached = self._cases.get(key)
-        if cached is not _MISSING:
+        if cached is not MISSING:
             return cached  # type: ignore[no-any-return]
         rows = self._read("SELECT source, target, time FROM alias WHERE case_key = ?", (key,))
         if rows is None:
             return None
         candidates = {source: (time_, target) for source, target, time_ in rows}
         for source, alias in self._pending_cases.get(key, {}).items():
-            if alias is None or _case_key_of(alias.source, alias.target) != key:
+            if alias is None or case_key_of(alias.source, alias.target) != key:
                 candidates.pop(source, None)
             else:
                 candidates[source] = (alias.time, alias.target)
         url: str | None = max(candidates.values())[1] if candidates else None
         if url is None:
-            row = self._pending.get(("declared_case", key), _MISSING)
-            if row is _MISSING:
+            row = self._pending.get(("declared_case", key), MISSING)
+            if row is MISSING:
                 declared = self._read("SELECT url FROM declared_case WHERE key = ?", (key,))
                 if declared is None:
                     return None
@@ -731,29 +586,19 @@ class SQLiteStore(EquivalenceStore):
         self._cases.put(key, url)
         return url
 
-    def _declare_case(self, url: str) -> None:
-        key = case_key(url)
-        self._write("declared_case", key, (key, url))
-        self._cases.pop(key)
-        self._pending_changes[("c", key)] = None
-
-    def _declared(self, key: str) -> str | None:
-        row = self._pending.get(("declared_case", key), _MISSING)
-        if row is not _MISSING:
+    def declared_case(self, key: str) -> str | None:
+        row = self._pending.get(("declared_case", key), MISSING)
+        if row is not MISSING:
             return None if row is None else row[1]
         rows = self._read("SELECT url FROM declared_case WHERE key = ?", (key,))
         return rows[0][0] if rows else None
 
-    def _drop_declared_case(self, url: str) -> bool:
-        key = case_key(url)
-        if self._declared(key) != url:
-            return False
-        self._write("declared_case", key, None)
+    def set_declared_case(self, key: str, url: str | None) -> None:
+        self._write("declared_case", key, None if url is None else (key, url))
         self._cases.pop(key)
         self._pending_changes[("c", key)] = None
-        return True
 
-    def _iter_declared_cases(self) -> Iterator[str]:
+    def declared_cases(self) -> Iterator[str]:
         self.flush()
         written = {key: row for (table, key), row in self._pending.items() if table == "declared_case"}
         urls = [url for key, url in self._connection().execute("SELECT key, url FROM declared_case") if key not in written]
@@ -761,11 +606,13 @@ class SQLiteStore(EquivalenceStore):
 
     # -- primitives: rules (resident) -----------------------------------------------
 
-    def _rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
+    def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         return self._rules.get(origin, _EMPTY)
 
-    def _put_rule(self, record: RuleRecord) -> None:
-        key = record.key
+    def set_rule(self, key: RuleKey, record: RuleRecord | None) -> None:
+        if record is None:
+            self._drop_rule(key)
+            return
         self._rules.setdefault(key.origin, {})[key] = record
         seen_support, seen_against = self._rule_seen.get(key, (0, 0))
         support, against = self._rule_delta.get(key, (0, 0))
@@ -788,7 +635,7 @@ class SQLiteStore(EquivalenceStore):
         self._rule_dropped.add(key)
         self._write("rule", tuple(key), None)
 
-    def _iter_rules(self) -> Iterator[RuleRecord]:
+    def rules(self) -> Iterator[RuleRecord]:
         return iter([r for records in self._rules.values() for r in records.values()])
 
     # -- primitives: fan-in (on disk, read per redirect; sinks resident) -----------------
@@ -805,7 +652,7 @@ class SQLiteStore(EquivalenceStore):
                 sources.append(source)
         return sources[:cap]
 
-    def _add_fanin(self, target: str, source: str, cap: int) -> list[str]:
+    def add_fanin(self, target: str, source: str, cap: int) -> list[str]:
         sources = self._fanin_sources(target, cap)
         if sources is None:  # locked: count this source only (no sink is declared on a guess)
             sources = []
@@ -819,11 +666,11 @@ class SQLiteStore(EquivalenceStore):
             self._pending_changes[("s", target)] = None
         return sources
 
-    def _fanin(self, target: str) -> int:
-        """The cap for a sink (resident: no read), else 0: lookups only ask whether a target is a sink."""
-        return self.policy.sink_fanin if target in self._sinks else 0
+    def is_sink(self, target: str, cap: int) -> bool:
+        """Resident: no read (a target becomes a sink when ``add_fanin`` reaches the cap)."""
+        return target in self._sinks
 
-    def _drop_fanin(self, target: str) -> None:
+    def drop_fanin(self, target: str) -> None:
         if target in self._sinks:
             self._sinks.discard(target)
             self._write("sink", target, None)
@@ -834,60 +681,60 @@ class SQLiteStore(EquivalenceStore):
             del self._pending[key]
         self._write("fanin", target, None)
 
-    def _iter_fanin(self) -> Iterator[tuple[str, int]]:
+    def fanins(self) -> Iterator[tuple[str, int]]:
         self.flush()
         rows = self._connection().execute("SELECT target, count(*) FROM fanin GROUP BY target").fetchall()
         return iter([(target, int(n)) for target, n in rows])
 
     # -- primitives: evidence (on disk) -----------------------------------------------
 
-    def _add_evidence(self, evidence: Evidence) -> None:
+    def add_evidence(self, evidence: Evidence) -> None:
         e = evidence
         self._pending_evidence.append(
             (e.time, e.url, e.status, e.target, ",".join(sorted(e.context)), e.note, e.location)
         )
 
-    def _iter_evidence(self, url: str | None = None) -> Iterator[Evidence]:
+    def evidence(self, url: str | None = None) -> Iterator[Evidence]:
         self.flush()
         db = self._connection()
         if url is None:
-            rows = db.execute(f"SELECT {_EVIDENCE_COLUMNS} FROM evidence ORDER BY id")
-            return (_evidence(row) for row in rows)
+            rows = db.execute(f"SELECT {EVIDENCE_COLUMNS} FROM evidence ORDER BY id")
+            return (evidence_of(row) for row in rows)
         rows = db.execute(
-            f"SELECT {_EVIDENCE_COLUMNS} FROM evidence WHERE url = ? OR target = ? ORDER BY id",
+            f"SELECT {EVIDENCE_COLUMNS} FROM evidence WHERE url = ? OR target = ? ORDER BY id",
             (url, url),
         )
-        return iter([_evidence(row) for row in rows.fetchall()])
+        return iter([evidence_of(row) for row in rows.fetchall()])
 
-    def _drop_evidence(self, url: str) -> int:
+    def drop_evidence(self, url: str) -> int:
         self.flush()
         cursor = self._connection().execute("DELETE FROM evidence WHERE url = ? OR target = ?", (url, url))
         return cursor.rowcount
 
-    def _count_evidence(self) -> int:
-        return self._connection().execute("SELECT count(*) FROM evidence").fetchone()[0] + len(self._pending_evidence)
+    def counts(self) -> dict[str, int]:
+        db = self._connection()
+        deferred = sum(1 for key, row in self._pending.items() if key[0] == "deferred" and row)
+        return {
+            "evidence": db.execute("SELECT count(*) FROM evidence").fetchone()[0] + len(self._pending_evidence),
+            "deferred": db.execute("SELECT count(*) FROM deferred").fetchone()[0] + deferred,
+        }
 
     # -- primitives: deferred requests (on disk) ---------------------------------------
 
-    def _add_deferred(self, rule: RuleKey, url: str) -> None:
+    def add_deferred(self, rule: RuleKey, url: str) -> None:
         self._write("deferred", (str(rule), url), (str(rule), url))
 
-    def _take_deferred(self, rule: RuleKey) -> list[str]:
+    def take_deferred(self, rule: RuleKey) -> list[str]:
         """The URLs deferred under ``rule`` by any process, taken in one transaction (one taker gets each)."""
         name = str(rule)
         mine = [key[1][1] for key, row in self._pending.items() if key[0] == "deferred" and key[1][0] == name and row]
         db = self._connection()
         try:
             self._commit()
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with transaction(db):
                 urls = [url for (url,) in db.execute("DELETE FROM deferred WHERE rule = ? RETURNING url", (name,))]
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
         except sqlite3.OperationalError as exc:
-            if not _locked(exc):
+            if not locked(exc):
                 raise StoreError(f"{self.path}: {exc}") from exc
             # locked: take what is known here now, and delete it from the file with the next commit
             rows = self._read("SELECT url FROM deferred WHERE rule = ?", (name,)) or []
@@ -896,6 +743,26 @@ class SQLiteStore(EquivalenceStore):
                 self._write("deferred", (name, url), None)
         return sorted(set(urls))
 
-    def _count_deferred(self) -> int:
-        pending = sum(1 for key, row in self._pending.items() if key[0] == "deferred" and row)
-        return self._connection().execute("SELECT count(*) FROM deferred").fetchone()[0] + pending
+
+class SQLiteStore(EquivalenceStore):
+    """A store in one SQLite file (:class:`SQLiteStorage`; its options are the storage's)."""
+
+    storage: SQLiteStorage
+
+    def __init__(
+        self,
+        path: str | Path,
+        policy: LearningPolicy | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        **options: Any,
+    ) -> None:
+        super().__init__(SQLiteStorage(path, clock=clock, **options), policy, clock=clock)
+
+    @property
+    def path(self) -> Path:
+        return self.storage.path
+
+    def bulk_aliases(self, aliases: Iterable[Alias], *, chunk: int = 500_000) -> int:
+        """Write many aliases at once (an import; no evidence is logged for them). Returns how many."""
+        return self.storage.bulk_aliases(aliases, chunk=chunk)

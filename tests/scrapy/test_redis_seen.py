@@ -330,9 +330,9 @@ def test_the_outage_ends_only_when_the_replay_succeeds(make_filter, redis_server
 def test_with_a_jobdir_the_store_saves_its_pending_writes_there(redis_url, tmp_path):
     crawler = make_crawler(IRI_STORE=redis_url, JOBDIR=str(tmp_path))
     store = redis_seen.open_crawler_store(crawler)
-    assert store.pending_path == tmp_path / redis_seen.STORE_PENDING_FILE
+    assert store.storage.pending_path == tmp_path / redis_seen.STORE_PENDING_FILE
     store.close()
-    assert redis_seen.open_crawler_store(make_crawler(IRI_STORE=redis_url)).pending_path is None
+    assert redis_seen.open_crawler_store(make_crawler(IRI_STORE=redis_url)).storage.pending_path is None
 
 
 # -- the bucketed layout -------------------------------------------------------------------

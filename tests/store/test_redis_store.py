@@ -97,15 +97,35 @@ def test_visible_within_two_sync_intervals(make_store):
     assert b.counters["syncs"] >= 1
 
 
-def test_lookups_do_not_touch_redis_between_syncs(make_store):
+def test_a_lookup_reads_each_alias_once_then_answers_from_its_cache(make_store):
     clock = Clock()
     a = make_store(monotonic=clock)
     learn_slash_rule(a)
     a.sync()
     before = dict(a.counters)
-    for i in range(1000):
-        a.representative(f"http://ex.example/d{i + 100}")
-    assert a.counters == before
+    urls = [f"http://ex.example/d{i + 100}" for i in range(1000)]
+    for url in urls:  # the URL and the rule's prediction: one point read each, nothing else
+        assert a.representative(url) == url + "/"
+    assert a.counters["reads"] - before.get("reads", 0) == 2000
+    assert {k: v for k, v in a.counters.items() if k != "reads"} == {k: v for k, v in before.items() if k != "reads"}
+    reads = a.counters["reads"]
+    for url in urls:
+        assert a.representative(url) == url + "/"
+    assert a.counters["reads"] == reads
+
+
+def test_an_open_reads_no_alias_and_memory_stays_bounded(make_store, redis_server):
+    """Opening reads the rules and sinks only; the alias cache never holds more than its size."""
+    a = make_store()
+    for i in range(300):
+        a.record_redirect(f"http://big.example/old/{i}", 301, f"http://big.example/new/{i}")
+    a.flush()
+    b = make_store(cache_size=100)
+    assert len(b.storage.image.aliases) == 0
+    assert b.counters.get("reads", 0) == 0
+    for i in range(300):
+        assert b.representative(f"http://big.example/old/{i}") == f"http://big.example/new/{i}"
+    assert len(b.storage.image.aliases) <= 100
 
 
 def test_without_auto_sync_the_image_changes_only_on_maintain(make_store):
@@ -188,8 +208,8 @@ def test_a_batch_is_applied_at_most_once(make_store, redis_server):
         "d": [],
     }
     args = [a.keys.store, uuid.uuid4().hex, json.dumps(batch), 1.0, 1e9, 10, 10, 600]
-    assert a._batch(args=args)[0] == b"ok"
-    assert a._batch(args=args)[0] == b"dup"  # a retried call after a lost reply
+    assert a.storage._batch(args=args)[0] == b"ok"
+    assert a.storage._batch(args=args)[0] == b"dup"  # a retried call after a lost reply
     raw = redis_server.client().hget(a.keys.rules("http://ex.example"), "add-slash plain")
     assert json.loads(raw)[0] == 1
 
@@ -307,7 +327,7 @@ def test_a_flush_cut_short_resends_only_what_was_not_applied(make_store, monkeyp
     a = make_store(batch_size=2)
     for i in range(3):  # 3 aliases, rule records, evidence: several batches of 2
         a.record_redirect(f"http://ex.example/d{i}", 301, f"http://ex.example/d{i}/")
-    apply, calls = a._apply, []
+    apply, calls = a.storage._apply, []
 
     def flaky(batch):
         calls.append(batch)
@@ -315,10 +335,10 @@ def test_a_flush_cut_short_resends_only_what_was_not_applied(make_store, monkeyp
             raise RedisConnectionError("lost in the middle")
         apply(batch)
 
-    monkeypatch.setattr(a, "_apply", flaky)
+    monkeypatch.setattr(a.storage, "_apply", flaky)
     a.flush()  # logs, keeps the rest pending
     assert 0 < a.pending
-    monkeypatch.setattr(a, "_apply", apply)
+    monkeypatch.setattr(a.storage, "_apply", apply)
     a.flush()
     assert a.pending == 0
     b = make_store()

@@ -109,7 +109,7 @@ WRITER = textwrap.dedent(
 
     store = open_store(sys.argv[1], batch_size=10**9, flush_interval=1e9)
     # announce each transaction as it starts, so that the parent can kill inside it
-    store._db.set_trace_callback(lambda sql: sql.startswith("BEGIN") and print("begin", flush=True))
+    store.storage._db.set_trace_callback(lambda sql: sql.startswith("BEGIN") and print("begin", flush=True))
     i = 0
     while True:
         for _ in range({batch}):
@@ -208,9 +208,9 @@ def test_an_old_layout_store_is_migrated(tmp_path: Path, version: int) -> None:
     with open_store(uri(path), create=False) as store:
         assert store.representative("http://a.example/old") == "http://a.example/new"
         # the case a case-only alias declared is found by its stored key
-        assert store._case_target("http://iis.example/docs/page-2") == "http://iis.example/Docs/Page-2"  # type: ignore[attr-defined]
+        assert store.storage.case_target("http://iis.example/docs/page-2") == "http://iis.example/Docs/Page-2"  # type: ignore[attr-defined]
         if version == 3:
-            assert store._case_target("http://iis.example/docs/page-7") == "http://iis.example/Docs/Page-7"  # type: ignore[attr-defined]
+            assert store.storage.case_target("http://iis.example/docs/page-7") == "http://iis.example/Docs/Page-7"  # type: ignore[attr-defined]
         assert store.stats()["aliases"] == 4
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
@@ -295,7 +295,7 @@ def test_the_crawl_policy_is_recorded_and_used_by_readers(tmp_path: Path) -> Non
 def test_a_locked_database_does_not_escape_from_record(tmp_path: Path) -> None:
     path = tmp_path / "store.db"
     store = open_store(uri(path), batch_size=2)
-    store._db.execute("PRAGMA busy_timeout = 0")  # type: ignore[attr-defined]
+    store.storage._db.execute("PRAGMA busy_timeout = 0")  # type: ignore[attr-defined]
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
     teach(store)  # batches are due: the flush fails, the writes are kept
@@ -348,12 +348,12 @@ def test_the_alias_cache_is_bounded_and_remembers_misses(tmp_path: Path) -> None
         n = store.bulk_aliases(Alias(f"http://b.example/p{i}", f"http://b.example/q{i}", 301, 1.0) for i in range(2000))
         assert n == 2000
     with open_store(uri(path), cache_size=100) as store:
-        assert store._rules == {}  # type: ignore[attr-defined]  # nothing of the aliases is loaded at open
+        assert store.storage._rules == {}  # type: ignore[attr-defined]  # nothing of the aliases is loaded at open
         for i in range(2000):
             assert store.representative(f"http://b.example/p{i}") == f"http://b.example/q{i}"
             assert store.representative(f"http://b.example/q{i}") == f"http://b.example/q{i}"
-        assert len(store._aliases.data) == 100  # type: ignore[attr-defined]
-        assert store._aliases.data.get("http://b.example/q1999", 0) is None  # type: ignore[attr-defined]
+        assert len(store.storage._aliases.data) == 100  # type: ignore[attr-defined]
+        assert store.storage._aliases.data.get("http://b.example/q1999", 0) is None  # type: ignore[attr-defined]
 
 
 WHOLE = textwrap.dedent(

@@ -427,9 +427,9 @@ def test_a_dropped_case_alias_forgets_its_case(store: EquivalenceStore) -> None:
     store.record_redirect("http://a.example/docs", 301, "http://a.example/Docs")
     key = case_key("http://a.example/Docs")
     store.record_response("http://a.example/DOCS", 200)
-    assert store._case_target(key) == "http://a.example/Docs"  # /docs still declares it
+    assert store.storage.case_target(key) == "http://a.example/Docs"  # /docs still declares it
     store.record_response("http://a.example/docs", 200)
-    assert store._case_target(key) is None
+    assert store.storage.case_target(key) is None
 
 
 # -- rules scoped to their evidence -------------------------------------------------

@@ -1,9 +1,16 @@
 """The Redis backend (``IRI_STORE = "redis://host:port/db"``): one store shared by many processes.
 
-Every process keeps a full image of the store in memory (the in-memory
-backend's dictionaries), so a lookup (:meth:`~.EquivalenceStore.representative`)
-never waits for Redis. The image and Redis meet in two directions, at most
-once per ``sync_interval`` (0.5 s by default):
+A process holds the small part of the store (the rules of every origin,
+the set of sinks, the learning policy) and reads the rest on demand: an
+alias is one ``HGET``, the case known for a path one pipelined pair of
+``HGET``, a fan-in record one ``SMEMBERS``, each behind a bounded LRU
+cache that remembers misses too (``cache_size`` aliases, 65,536 by
+default). Opening reads the rules and sinks only, whatever the number of
+aliases; per-process memory is bounded by the caches. While Redis is
+unreachable a read answers "unknown", which merges nothing.
+
+The cache and Redis meet in two directions, at most once per
+``sync_interval`` (0.5 s by default):
 
 * **flush** (write-behind): the writes made since the last flush go to Redis
   in one Lua script call, atomically and at most once (a batch id guards
@@ -17,59 +24,65 @@ once per ``sync_interval`` (0.5 s by default):
   refuses older alias writes (``answered``), and a write older than what
   Redis holds is refused (the writer reads the entry back).
 * **sync** (invalidation): every batch increments a version counter and
-  appends what it touched (an alias source, a rule origin, a fan-in target)
-  to a change log; a process asks for the changes since the version it knows
-  and re-reads only those entries, in one pipelined round trip. When it fell
-  too far behind (the log keeps the last ``changes_max`` entries) it reloads
-  everything.
-
-So something learned by one process serves the others within about two
-sync intervals (its flush, then their sync), as long as they use the store
-(each lookup checks whether a sync is due; the Scrapy integration also runs
-one on a timer).
+  appends what it touched (an alias source, a case key, a rule origin, a
+  fan-in target) to a change log; a process asks for the changes since the
+  version it knows, forgets those cache entries and reads the changed rules
+  and sinks again, in one pipelined round trip. When it fell too far behind
+  (the log keeps the last ``changes_max`` entries) it reads the rules and
+  sinks again and empties its caches.
 
 Faults: a Redis error during a flush or a sync keeps the writes pending (none
-is dropped) and lookups go on from the image; attempts are retried with
-exponential backoff (:class:`Outage`). When Redis comes back empty (it was
-restarted without persistence: the ``epoch`` key is gone), every process
-publishes its image again with set-if-absent semantics, so what was learned
-is not forgotten and nothing is counted twice.
+is dropped) and lookups go on from the caches; attempts are retried with
+exponential backoff (:class:`Outage`). When Redis comes back empty (the
+``epoch`` key is gone), every process writes back what it holds (rules,
+sinks, its last ``rollback_memory`` alias writes and its cached aliases),
+set-if-absent, so nothing is counted twice. When Redis comes back *older*
+(a restart from an earlier RDB snapshot, a restored backup: the marker of
+the process's last batch is gone or the version went down), the process
+says so in an error and writes back its rules (counts merged by maximum),
+its last alias writes and ends, and the URLs it deferred.
 
-Key layout, under a namespace ``NS`` (``scrapy-iri:<spider>`` in a crawl):
+Key layout (version 2, in ``NS:store:layout``), under a namespace ``NS``
+(``scrapy-iri:<spider>`` in a crawl):
 
 =================================  ======  ==========================================
 key                                type    content
 =================================  ======  ==========================================
+``NS:store:layout``                string  the layout version (a store of layout 1 is indexed once at open)
 ``NS:store:epoch``                 string  random id of this store's life (gone = data lost)
 ``NS:store:version``               string  batches' change counter
 ``NS:store:changes``               list    ``a<source>``, ``c<case key>``, ``r<origin>``, ``f<target>``: what
                                            each version touched
 ``NS:store:aliases``               hash    source -> JSON ``[target, status, time]`` (target ``""``: a tombstone)
+``NS:store:casealiases``           hash    case key -> JSON ``{source: [target, time]}``: the case-only aliases
+``NS:store:aliascase``             hash    source -> case key, for each case-only alias
 ``NS:store:answered``              zset    URLs that answered for themselves, scored with the time
 ``NS:store:cases``                 hash    case key -> JSON ``[url, time]`` (url ``""``: a tombstone)
 ``NS:store:policy``                string  JSON learning policy a crawl recorded (``open_store`` judges with it)
 ``NS:store:origins``               set     origins that have rule records
-``NS:store:rules:<origin>``        hash    ``"kind scope"`` -> JSON ``[support, against, first_seen,
-                                           last_support, last_against, example, counterexample]``
+``NS:store:rules:<origin>``        hash    ``"kind scope"`` -> JSON array of the rule record's fields
 ``NS:store:fanins``                set     targets with fan-in records
 ``NS:store:fanin:<target>``        set     sources redirected to target (at most the sink cap)
+``NS:store:sinks``                 set     targets with the sink cap of sources
 ``NS:store:evidence``              list    JSON ``[time, url, status, target, [context], note, location]``,
-                                           newest last
+                                           newest last (at most ``evidence_max``, none older than
+                                           ``evidence_max_age``)
 ``NS:store:deferreds``             set     rules with deferred URLs
 ``NS:store:deferred:<rule>``       set     URLs merged away by the rule
 ``NS:store:batch:<id>``            string  marks a batch as applied (expires after 10 minutes)
 ``NS:store:taken:<id>``            string  the answer of one take of deferred URLs (10 minutes)
 =================================  ======  ==========================================
 
-The seen set of the dupefilter (``NS:seen``, see
-:mod:`scrapy_iri.scrapy._redis_seen`) shares the namespace. Only a standalone
-Redis (or a primary) is supported: the scripts address keys they build from
-the namespace, which Redis Cluster does not allow.
+The seen set of the dupefilter (``NS:seen``, see :mod:`.seen`) shares the
+namespace. Only a standalone Redis (or a primary) is supported: the scripts
+address keys they build from the namespace, which Redis Cluster cannot
+route; a cluster is refused at open.
 
 Modules: :mod:`.connection` (client, outages, key names), :mod:`.scripts`
 (the Lua scripts), :mod:`.codec` (JSON encodings), :mod:`.journal` (the
-pending batch), :mod:`.sync` (load, refresh, republish) and :mod:`.store`
-(:class:`RedisStore`). This package does not import Scrapy.
+pending writes), :mod:`.sync` (the resident image and following Redis),
+:mod:`.storage` (:class:`RedisStorage`) and :mod:`.store` (:class:`RedisStore`,
+the learner over it). This package does not import Scrapy.
 """
 
 from __future__ import annotations
@@ -89,6 +102,7 @@ from .connection import (
     redact,
     split_uri,
 )
+from .storage import RedisStorage
 from .store import RedisStore
 
 __all__ = [
@@ -100,6 +114,7 @@ __all__ = [
     "UNAVAILABLE",
     "Outage",
     "RedisKeys",
+    "RedisStorage",
     "RedisStore",
     "RedisUnavailable",
     "check_reachable",

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .._base import StoreError
+from ...errors import StoreError
 
 try:
     import redis
@@ -130,6 +130,15 @@ def refuse_cluster(client: Any, where: str) -> None:
         )
 
 
+def drop_stale_connections(client: Any) -> None:
+    """Close the pool's connections (each opens again on its next use): after an outage, the ones
+    opened before it may be dead, and a command on one would fail once more."""
+    try:
+        client.connection_pool.disconnect()
+    except (AttributeError, *UNAVAILABLE):
+        pass
+
+
 class Outage:
     """When to try Redis again while it is unreachable: exponential backoff, and for how long so far.
 
@@ -194,6 +203,10 @@ class RedisKeys:
         self.changes = self.store + "changes"
         self.aliases = self.store + "aliases"
         self.cases = self.store + "cases"
+        self.case_aliases = self.store + "casealiases"
+        self.alias_case = self.store + "aliascase"
+        self.sinks = self.store + "sinks"
+        self.layout = self.store + "layout"
         self.policy = self.store + "policy"
         self.probe = f"{namespace}:probe"
         self.origins = self.store + "origins"
@@ -211,7 +224,7 @@ class RedisKeys:
         return f"{self.store}deferred:{rule}"
 
 
-def _describe(client: Any) -> str:
+def describe(client: Any) -> str:
     """``redis://host:port/db`` (or the socket path) of a client, for messages."""
     try:
         kwargs = client.connection_pool.connection_kwargs

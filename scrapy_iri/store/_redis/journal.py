@@ -1,172 +1,154 @@
-"""The pending batch of writes, its encoding as deltas, and sending it (or saving it) at most once.
+"""The writes a process made and Redis has not got yet, as batches, and what a rollback would lose.
 
-A mixin of :class:`.store.RedisStore` (its state is the store's).
+:class:`Journal` holds no connection: the storage sends its batches (see
+:data:`.scripts.BATCH`) and tells it which were applied.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import uuid
-from dataclasses import replace
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
-from .._rules import RuleKey
-from .codec import (
-    _EMPTY_BATCH,
-    _ZERO,
-    _adds,
-    _chunks,
-    _rule_field,
-)
+from .._rules import RuleKey, RuleRecord
+from .codec import EMPTY_BATCH, chunks, rule_field
 
-logger = logging.getLogger("scrapy_iri.store._redis")
+#: alias write modes: a put, a drop, "answered for itself", a put written back (set-if-older)
+PUT, DROP, ANSWERED, REPUBLISHED = 0, 1, 2, 3
 
 
-class RedisJournal:
-    """What this process wrote and Redis has not got yet (see the package docstring: *flush*)."""
+class Journal:
+    """Pending writes by kind, in the order they were made."""
 
-    def _flush(self) -> None:
-        """Send the pending writes as one batch (several when large).
+    def __init__(self, memory: int) -> None:
+        #: source -> (JSON value, time, mode, case key or "")
+        self.aliases: dict[str, tuple[str, float, int, str]] = {}
+        #: case key -> (JSON value, time, mode, guard: the URL a drop expects)
+        self.cases: dict[str, tuple[str, float, int, str]] = {}
+        #: rule -> "merge", "drop" or "dropmerge"
+        self.rules: dict[RuleKey, str] = {}
+        self.fanins: list[tuple[str, str, int]] = []
+        self.evidence: list[str] = []
+        self.deferred: dict[RuleKey, dict[str, None]] = {}
+        #: rules whose deferred URLs could not be taken (an outage): taken again once Redis is back
+        self.retake: set[RuleKey] = set()
+        # what a rollback of Redis would lose and this process can write again (the last
+        # ``memory`` alias writes and ends, and the URLs deferred here and not taken yet)
+        self.memory = memory
+        self.written: OrderedDict[str, tuple[str, float, int, str]] = OrderedDict()
+        self.deferred_here: dict[str, dict[str, None]] = {}
 
-        A write leaves the pending batch only once a batch holding it was
-        applied: after a failure the rest is sent again later, never what
-        was already applied (a rule's additions would count twice).
-        """
-        if not self.pending:
-            return
-        batch, rule_keys, deferred = self._pending_batch()
-        applied = dict.fromkeys(batch, 0)
-        try:
-            if sum(len(ops) for ops in batch.values()) <= self.batch_size:
-                self._apply(batch)
-                applied = {name: len(ops) for name, ops in batch.items()}
-            else:
-                for name, ops in batch.items():
-                    for part in _chunks(ops, self.batch_size):
-                        self._apply({**{n: [] for n in batch}, name: part})
-                        applied[name] += len(part)
-        finally:
-            self._applied(applied, rule_keys, deferred)
+    def __len__(self) -> int:
+        return (
+            len(self.aliases) + len(self.cases) + len(self.rules) + len(self.fanins) + len(self.evidence)
+            + sum(len(urls) for urls in self.deferred.values())
+        )  # fmt: skip
 
-    def _pending_batch(self) -> tuple[dict[str, list[Any]], list[RuleKey], list[tuple[RuleKey, str]]]:
+    def clear(self) -> None:
+        self.aliases.clear()
+        self.cases.clear()
+        self.rules.clear()
+        self.fanins.clear()
+        self.evidence.clear()
+        self.deferred.clear()
+        self.retake.clear()
+
+    def batch(self, rule_op: Callable[[RuleKey, str], list[Any]]) -> tuple[dict[str, list[Any]], list[RuleKey], list[tuple[RuleKey, str]]]:
         """The pending writes as one batch, with the rules and deferred URLs in it (in batch order)."""
-        rule_keys = list(self._rule_ops)
-        deferred = [(rule, url) for rule, urls in self._deferred_ops.items() for url in urls]
+        rule_keys = list(self.rules)
+        deferred = [(rule, url) for rule, urls in self.deferred.items() for url in urls]
         batch: dict[str, list[Any]] = {
-            "a": [[source, *op] for source, op in self._alias_ops.items()],
-            "c": [[key, *op] for key, op in self._case_ops.items()],
-            "r": [self._rule_op(key) for key in rule_keys],
-            "f": [list(op) for op in self._fanin_ops],
-            "e": list(self._evidence_ops),
+            "a": [[source, *op] for source, op in self.aliases.items()],
+            "c": [[key, *op] for key, op in self.cases.items()],
+            "r": [rule_op(key, self.rules[key]) for key in rule_keys],
+            "f": [list(op) for op in self.fanins],
+            "e": list(self.evidence),
             "d": [[str(rule), url] for rule, url in deferred],
         }
         return batch, rule_keys, deferred
 
-    def _save_pending(self) -> None:
-        """Redis is unreachable at close: save the pending writes (in batches with their ids) to ``pending_path``."""
-        assert self.pending_path is not None
-        batch, _, _ = self._pending_batch()
-        saved: list[Any] = []
-        if self.pending_path.exists():
-            try:
-                saved = json.loads(self.pending_path.read_text(encoding="utf-8"))["batches"]
-            except (OSError, ValueError, KeyError):  # pragma: no cover - a damaged file: keep it aside
-                self.pending_path.replace(self.pending_path.with_suffix(".damaged"))
-        for name, ops in batch.items():
-            for part in _chunks(ops, self.batch_size):
-                saved.append([uuid.uuid4().hex, {**_EMPTY_BATCH, name: part}])
-        retake = sorted(str(rule) for rule in {*self._retake, *self._remote_contradicted})
-        if retake:
-            saved.append([uuid.uuid4().hex, {**_EMPTY_BATCH, "retake": retake}])
-        self.pending_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.pending_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"batches": saved}, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(self.pending_path)
-
-    def _replay_saved(self) -> None:
-        """Write the batches a previous run of this job saved at close (Redis was unreachable then)."""
-        if self.pending_path is None or not self.pending_path.exists():
-            return
-        saved = json.loads(self.pending_path.read_text(encoding="utf-8"))["batches"]
-        retake: set[RuleKey] = set()
-        for batch_id, batch in saved:
-            retake.update(RuleKey.parse(rule) for rule in batch.pop("retake", ()))
-            self._apply({**_EMPTY_BATCH, **batch}, batch_id)  # the id: applied at most once, even if retried
-        self.pending_path.unlink()
-        self._load()
-        self._remote_contradicted.update(retake)  # their deferred URLs are taken at the next observation
-        logger.info(
-            "Wrote %(n)d batches of store writes saved by the previous run to Redis", {"n": len(saved)}
-        )
-
-    def _remember(self, batch: dict[str, list[Any]]) -> None:
-        """Keep what a rollback of Redis would lose and this process can write again: alias drops and
-        answers (the last ``rollback_memory``), and the URLs deferred here and not taken yet."""
-        for op in batch.get("a", ()):
-            if op[3] in (1, 2):  # a drop, or a URL that answered for itself
-                self._ended[op[0]] = (op[1], op[2], op[3])
-                self._ended.move_to_end(op[0])
-                if len(self._ended) > self.rollback_memory:
-                    self._ended.popitem(last=False)
-        for rule, url in batch.get("d", ()):
-            self._deferred_here.setdefault(rule, {})[url] = None
-
-    def _rule_op(self, key: RuleKey) -> list[Any]:
-        """The batch entry of one rule: a drop, or what this process added since ``base``."""
-        record = self._rules_at(key.origin).get(key)
-        if record is None:
-            return [key.origin, _rule_field(key), "drop", 0, 0, 0, 0, 0, "", ""]
-        base = self._rule_base.get(key, _ZERO)
-        support = _adds(base.support, record.support, base.last_support, record.last_support)
-        against = _adds(base.against, record.against, base.last_against, record.last_against)
-        return [
-            key.origin, _rule_field(key), self._rule_ops[key], support, against, record.first_seen,
-            record.last_support, record.last_against, record.example, record.counterexample,
-        ]  # fmt: skip
-
-    def _applied(self, applied: dict[str, int], rule_keys: list[RuleKey], deferred: list[tuple[RuleKey, str]]) -> None:
-        """Take the first ``applied[kind]`` writes of each kind out of the pending batch."""
-        for source in list(self._alias_ops)[: applied["a"]]:
-            del self._alias_ops[source]
-        for key in list(self._case_ops)[: applied["c"]]:
-            del self._case_ops[key]
-        for key in rule_keys[: applied["r"]]:
-            del self._rule_ops[key]
-            record = self._rules_at(key.origin).get(key)
-            if record is None:
-                self._rule_base.pop(key, None)
-            else:
-                self._rule_base[key] = replace(record)  # its additions are in Redis now
-        del self._fanin_ops[: applied["f"]]
-        del self._evidence_ops[: applied["e"]]
-        for rule, url in deferred[: applied["d"]]:
-            urls = self._deferred_ops[rule]
+    def applied(self, counts: dict[str, int], rule_keys: list[RuleKey], deferred: list[tuple[RuleKey, str]]) -> list[RuleKey]:
+        """Take the first ``counts[kind]`` writes of each kind out; the rules whose additions are in Redis now."""
+        for source in list(self.aliases)[: counts["a"]]:
+            del self.aliases[source]
+        for key in list(self.cases)[: counts["c"]]:
+            del self.cases[key]
+        done = rule_keys[: counts["r"]]
+        for key in done:
+            del self.rules[key]
+        del self.fanins[: counts["f"]]
+        del self.evidence[: counts["e"]]
+        for rule, url in deferred[: counts["d"]]:
+            urls = self.deferred[rule]
             del urls[url]
             if not urls:
-                del self._deferred_ops[rule]
+                del self.deferred[rule]
+        return done
 
-    def _apply(self, batch: dict[str, list[Any]], batch_id: str | None = None) -> None:
-        """Run one batch. When nobody else wrote since this process's last sync, the changes
-        it made are all its own and already in the image: the known version moves past them
-        (no need to read them back), unless Redis kept a newer write than one of them (the next
-        sync reads those back)."""
-        self._tally("batches")
-        batch_id = batch_id or uuid.uuid4().hex
-        answer = self._batch(
-            args=[
-                self.keys.store,
-                batch_id,
-                json.dumps(batch, ensure_ascii=False),
-                self.clock(),
-                self.policy.rule_ttl,
-                self.evidence_max,
-                self.changes_max,
-                self.answered_horizon,
-            ]
-        )
-        if answer[0] == b"ok":
-            self._last_batch = (batch_id, self.monotonic())
-            self._remember(batch)
-        if answer[0] == b"ok" and int(answer[1]) - int(answer[2]) == self._version and not int(answer[3]):
-            self._version = int(answer[1])
+    def remember(self, batch: dict[str, list[Any]]) -> None:
+        """Keep what a rollback would lose from an applied batch (bounded by ``memory``)."""
+        for source, value, time_, mode, case in batch.get("a", ()):
+            self.written[source] = (value, time_, mode, case)
+            self.written.move_to_end(source)
+            if len(self.written) > self.memory:
+                self.written.popitem(last=False)
+        for rule, url in batch.get("d", ()):
+            self.deferred_here.setdefault(rule, {})[url] = None
+
+    # -- pending writes kept on disk when Redis is gone at close ----------------------
+
+    def save(self, path: Path, rule_op: Callable[[RuleKey, str], list[Any]], size: int, retake: Iterable[RuleKey]) -> None:
+        """Append the pending writes (in batches with their ids) to ``path``."""
+        batch, _, _ = self.batch(rule_op)
+        saved: list[Any] = []
+        if path.exists():
+            try:
+                saved = json.loads(path.read_text(encoding="utf-8"))["batches"]
+            except (OSError, ValueError, KeyError):  # a damaged file: keep it aside
+                path.replace(path.with_suffix(".damaged"))
+        for name, ops in batch.items():
+            for part in chunks(ops, size):
+                saved.append([uuid.uuid4().hex, {**EMPTY_BATCH, name: part}])
+        rules = sorted(str(rule) for rule in retake)
+        if rules:
+            saved.append([uuid.uuid4().hex, {**EMPTY_BATCH, "retake": rules}])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"batches": saved}, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+
+
+def saved_batches(path: Path) -> tuple[list[tuple[str, dict[str, list[Any]]]], set[RuleKey]]:
+    """The batches a previous run saved at ``path`` (with their ids), and the rules to take again."""
+    saved = json.loads(path.read_text(encoding="utf-8"))["batches"]
+    retake: set[RuleKey] = set()
+    batches = []
+    for batch_id, batch in saved:
+        retake.update(RuleKey.parse(rule) for rule in batch.pop("retake", ()))
+        batches.append((batch_id, {**EMPTY_BATCH, **batch}))
+    return batches, retake
+
+
+def adds(base_count: int, count: int, base_last: float, last: float) -> int:
+    """How many observations of one kind were added to a record since ``base`` (expiry may have reset it)."""
+    if count > base_count:
+        return count - base_count
+    if count < base_count or last != base_last:
+        return count  # expired locally, then ``count`` added
+    return 0
+
+
+def rule_op(key: RuleKey, mode: str, record: RuleRecord | None, base: RuleRecord | None) -> list[Any]:
+    """The batch entry of one rule: a drop, or what this process added to it since ``base``."""
+    if record is None:
+        return [key.origin, rule_field(key), "drop", 0, 0, 0, 0, 0, "", ""]
+    base = base or RuleRecord(key)
+    support = adds(base.support, record.support, base.last_support, record.last_support)
+    against = adds(base.against, record.against, base.last_against, record.last_against)
+    return [
+        key.origin, rule_field(key), mode, support, against, record.first_seen,
+        record.last_support, record.last_against, record.example, record.counterexample,
+    ]  # fmt: skip

@@ -5,7 +5,8 @@ from the store prefix (``NS:store:``) passed as ``ARGV[1]``.
 """
 
 #: Apply one batch of writes, atomically and at most once.
-#: ARGV: prefix, batch id, JSON batch, now, rule TTL, evidence max, changes max, answered horizon.
+#: ARGV: prefix, batch id, JSON batch, now, rule TTL, evidence max, changes max, answered horizon,
+#: evidence max age.
 BATCH = """
 local p = ARGV[1]
 if not redis.call('SET', p .. 'batch:' .. ARGV[2], '1', 'NX', 'EX', 600) then
@@ -46,8 +47,38 @@ local function lww(h, field, value, t, mode, guard)
   redis.call('HSET', h, field, value)
   return true
 end
+-- The case-only aliases of a case key, for the declared-case rule: casealiases[key] is a JSON
+-- object source -> [target, time], and aliascase[source] its key (only for case-only aliases).
+local function case_index(source, value, t, key)
+  local old = redis.call('HGET', p .. 'aliascase', source)
+  if old then
+    local m = cjson.decode(redis.call('HGET', p .. 'casealiases', old) or '{}')
+    m[source] = nil
+    if next(m) == nil then redis.call('HDEL', p .. 'casealiases', old)
+    else redis.call('HSET', p .. 'casealiases', old, cjson.encode(m)) end
+    redis.call('HDEL', p .. 'aliascase', source)
+    change('c' .. old)
+  end
+  if key ~= '' then
+    local target = cjson.decode(value)[1]
+    if target ~= '' then
+      local m = cjson.decode(redis.call('HGET', p .. 'casealiases', key) or '{}')
+      m[source] = {target, t}
+      redis.call('HSET', p .. 'casealiases', key, cjson.encode(m))
+      redis.call('HSET', p .. 'aliascase', source, key)
+      change('c' .. key)
+    end
+  end
+end
 for _, a in ipairs(b.a) do
-  if lww(p .. 'aliases', a[1], a[2], a[3], a[4], '') then change('a' .. a[1]) end
+  local before = rejected
+  local raw = redis.call('HGET', p .. 'aliases', a[1])
+  if lww(p .. 'aliases', a[1], a[2], a[3], a[4], '') then
+    change('a' .. a[1])
+    if rejected == before and redis.call('HGET', p .. 'aliases', a[1]) ~= raw then
+      case_index(a[1], a[2], a[3], a[5] or '')
+    end
+  end
 end
 for _, c in ipairs(b.c or {}) do
   if lww(p .. 'cases', c[1], c[2], c[3], c[4], c[5]) then change('c' .. c[1]) end
@@ -84,15 +115,26 @@ for _, r in ipairs(b.r) do
 end
 for _, f in ipairs(b.f) do
   local key = p .. 'fanin:' .. f[1]
-  if f[2] == '' then
-    redis.call('DEL', key); redis.call('SREM', p .. 'fanins', f[1])
+  if f[3] < 0 then  -- a sink written back
+    redis.call('SADD', p .. 'sinks', f[1])
+  elseif f[2] == '' then
+    redis.call('DEL', key); redis.call('SREM', p .. 'fanins', f[1]); redis.call('SREM', p .. 'sinks', f[1])
   elseif redis.call('SCARD', key) < f[3] then
     redis.call('SADD', key, f[2]); redis.call('SADD', p .. 'fanins', f[1])
+    if redis.call('SCARD', key) >= f[3] then redis.call('SADD', p .. 'sinks', f[1]) end
   end
   change('f' .. f[1])
 end
 for _, e in ipairs(b.e) do redis.call('RPUSH', p .. 'evidence', e) end
-if #b.e > 0 then redis.call('LTRIM', p .. 'evidence', -tonumber(ARGV[6]), -1) end
+if #b.e > 0 then
+  redis.call('LTRIM', p .. 'evidence', -tonumber(ARGV[6]), -1)
+  local oldest = now - tonumber(ARGV[9])
+  for _ = 1, 100 do  -- by age too, a little at a time
+    local first = redis.call('LINDEX', p .. 'evidence', 0)
+    if not first or cjson.decode(first)[1] >= oldest then break end
+    redis.call('LPOP', p .. 'evidence')
+  end
+end
 for _, d in ipairs(b.d) do
   redis.call('SADD', p .. 'deferred:' .. d[1], d[2]); redis.call('SADD', p .. 'deferreds', d[1])
 end

@@ -1,6 +1,10 @@
-"""Reading Redis into the store's image: a full load, the changes since a version, republishing.
+"""What a process holds of the Redis store, and keeping it in step: load, changes, rollback, republish.
 
-A mixin of :class:`.store.RedisStore` (its state is the store's).
+:class:`Image` is the resident part (rules, sinks) and the bounded caches
+of what is read on demand (aliases, cases, fan-in). :class:`Follower`
+reads Redis into it: the rules and sinks at open, the entries other
+processes changed since the version it knows, and what to do when Redis
+lost the store (restarted empty) or went back to an older state.
 """
 
 from __future__ import annotations
@@ -8,23 +12,17 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 from dataclasses import replace
+from typing import Any
 
+from .._codec import copy_counts
 from .._evidence import Alias
-from .._memory import MemoryStore
-from .._rules import BLOCK, RuleKey, RuleRecord, RuleStatus
-from .codec import (
-    _EMPTY_BATCH,
-    _alias,
-    _alias_value,
-    _case,
-    _case_value,
-    _chunks,
-    _rule,
-    _rule_field,
-    _text,
-)
+from .._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus, case_key, is_case_change
+from .._storage import LRU
+from .codec import EMPTY_BATCH, alias_value, case_value, chunks, rule_field, rule_of, text
+from .connection import RedisKeys
+from .journal import REPUBLISHED, Journal
+from .scripts import SYNC
 
 logger = logging.getLogger("scrapy_iri.store._redis")
 
@@ -32,201 +30,239 @@ logger = logging.getLogger("scrapy_iri.store._redis")
 BATCH_MEMORY = 500.0
 
 
-class RedisSync:
-    """Keep the in-memory image in step with Redis (see the package docstring: *sync*)."""
+class Image:
+    """Rules and sinks (resident), and bounded caches of aliases, cases and fan-in (misses included)."""
 
-    def _load(self) -> None:
-        """Replace the image with what Redis holds."""
-        c, k = self.client, self.keys
-        self._tally("reloads")
+    def __init__(self, cache_size: int) -> None:
+        self.rules: dict[str, dict[RuleKey, RuleRecord]] = {}
+        #: each rule as Redis last had it: what this process's additions are counted from
+        self.rule_base: dict[RuleKey, RuleRecord] = {}
+        self.sinks: set[str] = set()
+        self.aliases = LRU(cache_size)
+        self.cases = LRU(cache_size // 4)
+        self.fanins = LRU(cache_size // 16)
+        self.version = 0
+        self.epoch = ""
+
+    def forget_cached(self) -> None:
+        self.aliases.clear()
+        self.cases.clear()
+        self.fanins.clear()
+
+    def set_rules(self, origin: str, records: Iterable[RuleRecord]) -> None:
+        """Make ``origin``'s rules what Redis says (record objects kept where they exist)."""
+        current = self.rules.get(origin, {})
+        fresh = {record.key: record for record in records}
+        for key in [k for k in current if k not in fresh]:
+            del current[key]
+            self.rule_base.pop(key, None)
+        for key, record in fresh.items():
+            image = current.get(key)
+            if image is None:
+                current[key] = record
+            else:
+                copy_counts(image, record)
+            self.rule_base[key] = replace(record)
+        if current:
+            self.rules[origin] = current
+        else:
+            self.rules.pop(origin, None)
+
+    def all_rules(self) -> list[RuleRecord]:
+        return [r for records in self.rules.values() for r in records.values()]
+
+
+class Follower:
+    """Reads Redis into an :class:`Image` (see the package docstring: *sync*)."""
+
+    def __init__(
+        self,
+        client: Any,
+        keys: RedisKeys,
+        image: Image,
+        journal: Journal,
+        apply: Callable[[dict[str, list[Any]]], None],
+        tally: Callable[[str, int], None],
+        where: str,
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self.image = image
+        self.journal = journal
+        self.apply = apply
+        self.tally = tally
+        self.where = where
+        self._sync = client.register_script(SYNC)
+        #: the id of the last batch this process applied, and when (a rollback loses it)
+        self.last_batch: tuple[str, float] | None = None
+        #: rules active here that Redis now has suspended (reported once)
+        self.contradicted: set[RuleKey] = set()
+
+    def load(self) -> None:
+        """Read the resident part (rules, sinks) again; forget the caches."""
+        c, k, image = self.client, self.keys, self.image
+        self.tally("reloads", 1)
         epoch, version = c.mget(k.epoch, k.version)
-        aliases: dict[str, Alias] = {}
-        for field, raw in c.hscan_iter(k.aliases, count=1000):
-            source = _text(field)
-            alias = _alias(source, raw)
-            if alias is not None:
-                aliases[source] = alias
-        cases: dict[str, str] = {}
-        for field, raw in c.hscan_iter(k.cases, count=1000):
-            url = _case(raw)
-            if url is not None:
-                cases[_text(field)] = url
-        rules: dict[str, dict[RuleKey, RuleRecord]] = {}
-        origins = sorted(_text(o) for o in c.smembers(k.origins))
+        origins = sorted(text(o) for o in c.smembers(k.origins))
+        image.rules.clear()
+        image.rule_base.clear()
         for origin, fields in _read_each(c, origins, lambda pipe, o: pipe.hgetall(k.rules(o))):
-            records = {}
-            for field, raw in fields.items():
-                record = _rule(origin, field, raw)
-                records[record.key] = record
-            if records:
-                rules[origin] = records
-        fanins: dict[str, list[str]] = {}
-        targets = sorted(_text(t) for t in c.smembers(k.fanins))
-        for target, sources in _read_each(c, targets, lambda pipe, t: pipe.smembers(k.fanin(t))):
-            if sources:
-                fanins[target] = sorted(_text(s) for s in sources)
-        # rebuild the image through the in-memory backend, so that its indexes follow
-        MemoryStore.__init__(self, self.policy, clock=self.clock)
-        for alias in aliases.values():
-            MemoryStore._put_alias(self, alias)
-        self._declared_cases.update(cases)
-        for records in rules.values():
-            for record in records.values():
-                MemoryStore._put_rule(self, record)
-        for target, sources in fanins.items():
-            for source in sources:
-                MemoryStore._add_fanin(self, target, source, len(sources))
-        self._rule_base = {key: replace(r) for records in rules.values() for key, r in records.items()}
-        self._epoch = _text(epoch or b"")
-        self._version = int(version or 0)
+            image.set_rules(origin, [rule_of(origin, field, raw) for field, raw in fields.items()])
+        image.sinks = {text(t) for t in c.smembers(k.sinks)}
+        image.forget_cached()
+        image.epoch = text(epoch or b"")
+        image.version = int(version or 0)
 
-    def _pull(self) -> None:
+    def pull(self, policy: LearningPolicy, now: float, monotonic: float) -> None:
         """Read the entries other processes changed since the known version (one or two round trips)."""
-        self._tally("syncs")
-        last = self._last_batch
-        recent = last[0] if last is not None and self.monotonic() - last[1] < BATCH_MEMORY else ""
-        answer = self._sync(args=[self.keys.store, self._version, self._epoch, recent])
-        epoch, version, changes = _text(answer[0]), int(answer[1]), [_text(c) for c in answer[2:]]
+        self.tally("syncs", 1)
+        last = self.last_batch
+        recent = last[0] if last is not None and monotonic - last[1] < BATCH_MEMORY else ""
+        answer = self._sync(args=[self.keys.store, self.image.version, self.image.epoch, recent])
+        epoch, version, changes = text(answer[0]), int(answer[1]), [text(c) for c in answer[2:]]
         if changes == ["!"]:
-            self._rolled_back(version)
+            self.rolled_back(version, policy, now)
             return
         if changes == ["*"]:
             if not epoch:
-                self._republish()
-            before = self._active_rules(self._origins())
-            self._load()
-            self._remote_contradicted.update(before - self._active_rules(self._origins()))
+                self.republish(policy)
+            self._reload_watching(policy, now)
             return
         if not changes:
             return
         origins = {change[1:] for change in changes if change[0] == "r"}
-        before = self._active_rules(origins)
+        before = self._active(origins, policy, now)
         self._refresh(changes)
-        self._version = version
-        self._remote_contradicted.update(before - self._active_rules(origins))
+        self.image.version = version
+        self.contradicted.update(before - self._active(origins, policy, now))
 
-    def _origins(self) -> set[str]:
-        return {record.key.origin for record in MemoryStore._iter_rules(self)}
+    def _reload_watching(self, policy: LearningPolicy, now: float) -> None:
+        before = self._active(self.image.rules, policy, now)
+        self.load()
+        self.contradicted.update(before - self._active(self.image.rules, policy, now))
 
-    def _active_rules(self, origins: Iterable[str]) -> set[RuleKey]:
-        """The rules of ``origins`` that apply now."""
-        return {
-            key
-            for origin in origins
-            for key, record in self._rules_at(origin).items()
-            if key.kind != BLOCK and self.rule_status(record) is RuleStatus.ACTIVE
-        }
+    def _active(self, origins: Iterable[str], policy: LearningPolicy, now: float) -> set[RuleKey]:
+        """The rules of ``origins`` that apply now (an origin a sink blocks has none)."""
+        active = set()
+        for origin in list(origins):
+            records = self.image.rules.get(origin, {})
+            block = records.get(RuleKey(origin, BLOCK))
+            if block is not None and block.status(policy, now) is RuleStatus.SUSPENDED:
+                continue
+            active.update(k for k, r in records.items() if k.kind != BLOCK and r.status(policy, now) is RuleStatus.ACTIVE)
+        return active
 
     def _refresh(self, changes: Iterable[str]) -> None:
-        c, k = self.client, self.keys
-        wanted = sorted(set(changes))
-        pipe = c.pipeline(transaction=False)
-        for change in wanted:
+        """Forget the cached entries that changed; read the changed rules and sinks again (one round trip)."""
+        image = self.image
+        reads = []
+        for change in sorted(set(changes)):
             kind, name = change[0], change[1:]
             if kind == "a":
-                pipe.hget(k.aliases, name)
+                image.aliases.pop(name)
             elif kind == "c":
-                pipe.hget(k.cases, name)
+                image.cases.pop(name)
+            elif kind == "f":
+                image.fanins.pop(name)
+                reads.append(change)
             elif kind == "r":
-                pipe.hgetall(k.rules(name))
+                reads.append(change)
+        self.tally("refreshed", len(reads))
+        if not reads:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for change in reads:
+            if change[0] == "r":
+                pipe.hgetall(self.keys.rules(change[1:]))
             else:
-                pipe.smembers(k.fanin(name))
-        self._tally("refreshed", len(wanted))
-        for change, value in zip(wanted, pipe.execute()):
-            kind, name = change[0], change[1:]
-            if kind == "a":
-                alias = None if value is None else _alias(name, value)
-                if alias is None:
-                    MemoryStore._drop_alias(self, name)
-                else:
-                    MemoryStore._put_alias(self, alias)
-            elif kind == "c":
-                url = None if value is None else _case(value)
-                if url is None:
-                    self._declared_cases.pop(name, None)
-                else:
-                    self._declared_cases[name] = url
-            elif kind == "r":
-                records = [_rule(name, field, raw) for field, raw in value.items()]
-                for key in set(self._rules_at(name)) - {record.key for record in records}:
-                    MemoryStore._drop_rule(self, key)
-                    self._rule_base.pop(key, None)
-                for record in records:
-                    MemoryStore._put_rule(self, record)
-                    self._rule_base[record.key] = replace(record)
+                pipe.sismember(self.keys.sinks, change[1:])
+        for change, value in zip(reads, pipe.execute()):
+            name = change[1:]
+            if change[0] == "r":
+                image.set_rules(name, [rule_of(name, field, raw) for field, raw in value.items()])
+            elif value:
+                image.sinks.add(name)
             else:
-                MemoryStore._drop_fanin(self, name)
-                for source in sorted(_text(s) for s in value):
-                    MemoryStore._add_fanin(self, name, source, len(value))
+                image.sinks.discard(name)
 
-    def _rolled_back(self, version: int) -> None:
+    def rolled_back(self, version: int, policy: LearningPolicy, now: float) -> None:
         """Redis went back to an older state (restarted from an older snapshot, or a restored backup).
 
         Said loudly, then repaired from what this process knows: its rule
         records written back (counts merged by maximum: a suspension it saw
-        comes back, nothing is counted twice), its recent alias drops and
-        answers again (an alias ended since the snapshot stays ended), the URLs
-        it deferred and were not taken yet, and whatever the snapshot lacks of
-        its image (set-if-absent). Then the image is reloaded from the
-        repaired store. What only another, exited process knew is lost.
+        comes back, nothing is counted twice), its last alias writes and
+        ends again (an alias ended since the snapshot stays ended), and the
+        URLs it deferred and were not taken yet. Then the resident part is
+        read again. What only another, exited process knew is lost.
         """
+        journal = self.journal
         logger.error(
             "Redis at %(where)s went back to an older state (version %(was)d -> %(now)d; restarted from an"
             " older snapshot or backup?): the equivalence store lost what was learned since. Writing back"
-            " what this process knows (%(ended)d ended aliases, %(deferred)d deferred requests, its rules"
-            " and aliases); run Redis with appendonly yes to avoid this",
+            " what this process knows (%(written)d alias writes, %(deferred)d deferred requests, its rules);"
+            " run Redis with appendonly yes to avoid this",
             {
                 "where": self.where,
-                "was": self._version,
+                "was": self.image.version,
                 "now": version,
-                "ended": len(self._ended),
-                "deferred": sum(len(urls) for urls in self._deferred_here.values()),
+                "written": len(journal.written),
+                "deferred": sum(len(urls) for urls in journal.deferred_here.values()),
             },
         )
-        self._tally("rollbacks")
-        self._last_batch = None
-        rules = [
-            [r.key.origin, _rule_field(r.key), "max", r.support, r.against, r.first_seen,
-             r.last_support, r.last_against, r.example, r.counterexample]
-            for r in MemoryStore._iter_rules(self)
-        ]  # fmt: skip
-        ended = [[source, value, t, mode] for source, (value, t, mode) in self._ended.items()]
-        deferred = [[rule, url] for rule, urls in self._deferred_here.items() for url in urls]
-        for name, ops in (("r", rules), ("a", ended), ("d", deferred)):
-            for part in _chunks(ops, self.batch_size):
-                self._apply({**_EMPTY_BATCH, name: part})
-        self._republish(quiet=True)
-        before = self._active_rules(self._origins())
-        self._load()
-        self._remote_contradicted.update(before - self._active_rules(self._origins()))
+        self.tally("rollbacks", 1)
+        self.last_batch = None
+        rules = [_rule_entry(r, "max") for r in self.image.all_rules()]
+        written = [[source, *op] for source, op in journal.written.items()]
+        deferred = [[rule, url] for rule, urls in journal.deferred_here.items() for url in urls]
+        sinks = [[target, "", -1] for target in self.image.sinks]
+        for name, ops in (("r", rules), ("a", written), ("d", deferred), ("f", sinks)):
+            for part in chunks(ops, 1000):
+                self.apply({**EMPTY_BATCH, name: part})
+        self._reload_watching(policy, now)
 
-    def _republish(self, *, quiet: bool = False) -> None:
-        """Redis lost the store (restarted empty): write the image back, without overwriting anything."""
-        if not quiet:
-            logger.warning(
-                "Redis at %(where)s lost the equivalence store (restarted without persistence?):"
-                " publishing this process's copy again",
-                {"where": self.where},
-            )
-        self._tally("republished")
-        aliases = [[a.source, _alias_value(a), a.time, 3] for a in MemoryStore._iter_aliases(self)]
-        # time 0: set-if-absent (what another process wrote since, a drop included, stays)
-        cases = [[key, _case_value(url, 0.0), 0.0, 0, ""] for key, url in self._declared_cases.items()]
-        rules = [
-            [r.key.origin, _rule_field(r.key), "setnx", r.support, r.against, r.first_seen,
-             r.last_support, r.last_against, r.example, r.counterexample]
-            for r in MemoryStore._iter_rules(self)
+    def republish(self, policy: LearningPolicy) -> None:
+        """Redis lost the store (restarted empty): write back what this process holds, overwriting nothing.
+
+        Its rules, its sinks, the aliases it wrote last and those it has
+        cached, and the declared cases it has cached.
+        """
+        logger.warning(
+            "Redis at %(where)s lost the equivalence store (restarted without persistence?):"
+            " publishing what this process holds of it again",
+            {"where": self.where},
+        )
+        self.tally("republished", 1)
+        image, journal = self.image, self.journal
+        aliases = {source: [source, *op[:2], REPUBLISHED, op[3]] for source, op in journal.written.items() if op[2] == 0}
+        for source, alias in list(image.aliases.data.items()):
+            if isinstance(alias, Alias) and source not in aliases:
+                aliases[source] = _republished(alias)
+        cases = [
+            [key, case_value(url, 0.0), 0.0, 0, ""] for key, url in list(image.cases.data.items()) if isinstance(url, str)
         ]
-        fanins = [[t, s, self.policy.sink_fanin] for t, sources in self._fanins.items() for s in sources]
-        for name, ops in (("a", aliases), ("c", cases), ("r", rules), ("f", fanins)):
-            for part in _chunks(ops, self.batch_size):
-                self._apply({**_EMPTY_BATCH, name: part})
+        rules = [_rule_entry(r, "setnx") for r in image.all_rules()]
+        sinks = [[target, "", -1] for target in image.sinks]
+        for name, ops in (("a", list(aliases.values())), ("c", cases), ("r", rules), ("f", sinks)):
+            for part in chunks(ops, 1000):
+                self.apply({**EMPTY_BATCH, name: part})
         self.client.set(self.keys.epoch, uuid.uuid4().hex, nx=True)
+
+
+def _republished(alias: Alias) -> list[Any]:
+    key = case_key(alias.target) if is_case_change(alias.source, alias.target) else ""
+    return [alias.source, alias_value(alias), alias.time, REPUBLISHED, key]
+
+
+def _rule_entry(r: RuleRecord, mode: str) -> list[Any]:
+    return [
+        r.key.origin, rule_field(r.key), mode, r.support, r.against, r.first_seen,
+        r.last_support, r.last_against, r.example, r.counterexample,
+    ]  # fmt: skip
 
 
 def _read_each(client: Any, names: list[str], command: Callable[[Any, str], Any]) -> Iterator[tuple[str, Any]]:
     """``(name, reply)`` for one read command per name, pipelined 500 names at a time."""
-    for chunk in _chunks(names, 500):
+    for chunk in chunks(names, 500):
         pipe = client.pipeline(transaction=False)
         for name in chunk:
             command(pipe, name)

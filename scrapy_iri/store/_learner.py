@@ -1,16 +1,15 @@
-"""The equivalence store: the interface every backend offers, and the learning logic they share.
+"""The learner: what evidence means, and how a URL finds its representative.
 
-Backends (:mod:`._memory`, :mod:`._sqlite`, :mod:`._redis`) implement a few
-storage primitives (the ``_``-prefixed abstract methods); everything else,
-what evidence means and how a URL finds its representative, lives here once.
-
-Safety properties, each with a test in ``tests/store`` and ``tests/scrapy``:
+It keeps nothing itself; a :class:`~._storage.Storage` (memory, SQLite or
+Redis) does. Safety properties, each with a test in ``tests/store`` and
+``tests/scrapy``:
 
 * the mapping goes alias -> target only, never the reverse;
 * chains resolve (A -> B -> C gives A, B -> C); a loop or an over-long
   chain resolves to the URL itself (no merge);
-* only clean permanent redirects within one registrable domain make
-  aliases; cookies, credentials, ``Set-Cookie`` and ``Vary`` disqualify;
+* only clean permanent redirects make aliases (across registrable domains
+  only with ``cross_site_aliases``); cookies, credentials, ``Set-Cookie``
+  and ``Vary`` disqualify;
 * rules are keyed by origin and scope (a first-level directory, a numbered
   path family, or the whole origin once several directories agree) and only
   ever predict URLs of their own origin (or its ``www.``/``https`` partner
@@ -21,7 +20,6 @@ Safety properties, each with a test in ``tests/store`` and ``tests/scrapy``:
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -31,6 +29,7 @@ from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
 from ._forms import has_userinfo, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
 from ._psl import same_site
+from ._report import Explanation, explanation, export, rule_label, stats
 from ._rules import (
     ANYWHERE,
     BLOCK,
@@ -51,6 +50,9 @@ from ._rules import (
     predict,
     predictions,
 )
+from ._storage import Storage
+
+__all__ = ["EquivalenceStore", "Explanation", "Outcome", "Resolution", "Step", "StoreError"]
 
 
 class Step(NamedTuple):
@@ -98,22 +100,6 @@ class Outcome:
     confirmed: list[RuleKey] = field(default_factory=list)
     contradicted: list[RuleKey] = field(default_factory=list)
     ignored: str = ""
-
-
-@dataclass
-class Explanation:
-    """Why two URLs are (or are not) merged at the protocol rung."""
-
-    a: Resolution
-    b: Resolution | None
-    lines: list[str]
-
-    @property
-    def merged(self) -> bool:
-        return self.b is not None and self.a.representative == self.b.representative
-
-    def __str__(self) -> str:
-        return "\n".join(self.lines)
 
 
 def _host(url: str) -> str:
@@ -166,111 +152,59 @@ def _origin(url: str) -> str:
     return split_form(url).origin
 
 
-class EquivalenceStore(ABC):
-    """Evidence, exact aliases and rules, and the representative of a URL.
+class EquivalenceStore:
+    """The learner: evidence, exact aliases and rules, and the representative of a URL.
 
-    URLs given to :meth:`representative` and :meth:`resolve` must be
+    It keeps nothing itself: ``storage`` (a :class:`~._storage.Storage`)
+    does. URLs given to :meth:`representative` and :meth:`resolve` must be
     scheme-rung forms (``canonicalize(url, "scheme")``); the ``record_*``
     methods accept any URL and canonicalize it themselves. A fragment is
     carried over to the representative unchanged.
     """
 
-    def __init__(self, policy: LearningPolicy | None = None, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, storage: Storage, policy: LearningPolicy | None = None, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.storage = storage
         self.policy = policy or LearningPolicy()
         self.clock = clock
 
-    # -- storage primitives (backends) ------------------------------------
+    @property
+    def policy(self) -> LearningPolicy:
+        """The learning policy rules are judged with (the storage merges counts with its TTL)."""
+        return self._policy
 
-    @abstractmethod
-    def _get_alias(self, source: str) -> Alias | None: ...
+    @policy.setter
+    def policy(self, policy: LearningPolicy) -> None:
+        self._policy = policy
+        self.storage.policy = policy
 
-    @abstractmethod
-    def _put_alias(self, alias: Alias) -> None: ...
+    def record_policy(self) -> None:
+        """Record the learning policy in the storage: whoever reads the store later judges rules with it."""
+        self.storage.save_policy(self.policy)
 
-    @abstractmethod
-    def _drop_alias(self, source: str) -> None: ...
+    def adopt_recorded_policy(self) -> None:
+        """Judge rules with the policy a crawl recorded in the storage, if any."""
+        recorded = self.storage.load_policy()
+        if recorded is not None:
+            self.policy = recorded
 
-    @abstractmethod
-    def _iter_aliases(self) -> Iterator[Alias]: ...
-
-    @abstractmethod
-    def _case_target(self, key: str) -> str | None:
-        """The case declared for :func:`.rules.case_key` ``key``: a case-only alias's target, else a document's URL."""
-
-    @abstractmethod
-    def _declare_case(self, url: str) -> None:
-        """Remember that a document answered at ``url``: the case its server declared for its path."""
-
-    @abstractmethod
-    def _drop_declared_case(self, url: str) -> bool:
-        """Forget the case the document at ``url`` declared; whether there was one."""
-
-    @abstractmethod
-    def _iter_declared_cases(self) -> Iterator[str]:
-        """The URLs of the documents that declared a case."""
-
-    @abstractmethod
-    def _rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        """The rule records of one origin (empty mapping when none)."""
-
-    @abstractmethod
-    def _put_rule(self, record: RuleRecord) -> None: ...
-
-    @abstractmethod
-    def _drop_rule(self, key: RuleKey) -> None: ...
-
-    @abstractmethod
-    def _iter_rules(self) -> Iterator[RuleRecord]: ...
-
-    @abstractmethod
-    def _add_fanin(self, target: str, source: str, cap: int) -> list[str]:
-        """Remember that ``source`` redirected to ``target`` (up to ``cap`` sources); return them."""
-
-    @abstractmethod
-    def _fanin(self, target: str) -> int:
-        """How many distinct sources redirected to ``target`` (at most the cap)."""
-
-    @abstractmethod
-    def _drop_fanin(self, target: str) -> None: ...
-
-    @abstractmethod
-    def _iter_fanin(self) -> Iterator[tuple[str, int]]: ...
-
-    @abstractmethod
-    def _add_evidence(self, evidence: Evidence) -> None: ...
-
-    @abstractmethod
-    def _iter_evidence(self, url: str | None = None) -> Iterator[Evidence]:
-        """Evidence about ``url`` (as source or target), or all of it, oldest first."""
-
-    @abstractmethod
-    def _drop_evidence(self, url: str) -> int: ...
-
-    @abstractmethod
-    def _count_evidence(self) -> int: ...
-
-    @abstractmethod
-    def _add_deferred(self, rule: RuleKey, url: str) -> None: ...
-
-    @abstractmethod
-    def _take_deferred(self, rule: RuleKey) -> list[str]: ...
-
-    @abstractmethod
-    def _count_deferred(self) -> int: ...
-
-    def _load_policy(self) -> LearningPolicy | None:
-        """The learning policy a crawl recorded in the store, if the backend keeps one (optional hook)."""
-        return None
-
-    def _save_policy(self, policy: LearningPolicy) -> None:
-        """Record the learning policy a crawl judges rules with (optional hook; default: not kept)."""
+    @property
+    def pending(self) -> int:
+        """Writes not yet durable."""
+        return self.storage.pending
 
     def flush(self) -> None:
         """Make everything recorded so far durable (no-op for volatile stores)."""
+        self.storage.flush()
+
+    def sync(self) -> None:
+        """Read what other processes changed, now."""
+        self.storage.sync()
 
     def close(self) -> None:
         """Flush and release resources; the store is unusable afterwards."""
-        self.flush()
+        self.storage.close()
 
     def __enter__(self) -> EquivalenceStore:
         return self
@@ -286,6 +220,7 @@ class EquivalenceStore(ABC):
 
     def resolve(self, url: str) -> Resolution:
         """The representative of the scheme form ``url``, with the hops that lead there."""
+        self.storage.refresh()
         base, fragment = split_fragment(url)
         now = self.clock()
         steps: list[Step] = []
@@ -305,16 +240,16 @@ class EquivalenceStore(ABC):
 
     def _step(self, url: str, now: float) -> Step | None:
         """The next hop from ``url``: its exact alias, else an active rule's prediction."""
-        alias = self._get_alias(url)
+        alias = self.storage.alias(url)
         if alias is not None and not self._is_sink(alias.target):
             return Step(url, alias.target)
         origin = _origin(url)
-        records = self._rules_at(origin)
+        records = self.storage.rules_at(origin)
         if not records or self._blocked(records, origin, now):
             return None
         active = [key for key, r in records.items() if r.status(self.policy, now) is RuleStatus.ACTIVE]
         for key in sorted(active, key=kind_order):
-            target = predict(url, key, self._case_target)
+            target = predict(url, key, self.storage.case_target)
             if target is not None and target != url:
                 return Step(url, target, key)
         return None
@@ -325,13 +260,13 @@ class EquivalenceStore(ABC):
         return block is not None and block.status(self.policy, now) is RuleStatus.SUSPENDED
 
     def _is_sink(self, target: str) -> bool:
-        return self._fanin(sink_key(target)) >= self.policy.sink_fanin
+        return self.storage.is_sink(sink_key(target), self.policy.sink_fanin)
 
     def rule_status(self, record: RuleRecord) -> RuleStatus:
         """A rule's status now, a block on its origin included."""
         now = self.clock()
         origin = record.key.origin
-        if record.key.kind != BLOCK and self._blocked(self._rules_at(origin), origin, now):
+        if record.key.kind != BLOCK and self._blocked(self.storage.rules_at(origin), origin, now):
             return RuleStatus.SUSPENDED
         return record.status(self.policy, now)
 
@@ -355,12 +290,19 @@ class EquivalenceStore(ABC):
         """
         if status not in REDIRECTS:
             raise ValueError(f"{status} is not a redirect status; use record_response()")
+        self.storage.refresh()
+        outcome = self._learn_redirect(source, status, target, frozenset(context), location)
+        return self._observed(outcome)
+
+    def _learn_redirect(
+        self, source: str, status: int, target: str, context: frozenset[str], location: str | None
+    ) -> Outcome:
         src, tgt = scheme_form(source), scheme_form(target)
         if src is None or tgt is None:
             return Outcome(ignored="not a valid URL")
         if not _host(src) or not _host(tgt):  # no site: nothing to learn about
             return Outcome(ignored="a URI without a host")
-        flags = frozenset(context)
+        flags = context
         if has_userinfo(src) or has_userinfo(tgt):  # credentials in the URL: who asked matters, always
             flags |= {USERINFO}
         now = self.clock()
@@ -372,7 +314,7 @@ class EquivalenceStore(ABC):
         if spelling_key(src) == spelling_key(tgt):
             sources = []
         else:
-            sources = self._add_fanin(sink_key(tgt), source_key(src), self.policy.sink_fanin)
+            sources = self.storage.add_fanin(sink_key(tgt), source_key(src), self.policy.sink_fanin)
         outcome.sink = len(sources) >= self.policy.sink_fanin
         cross_site = not same_site(_host(src), _host(tgt))
 
@@ -381,18 +323,20 @@ class EquivalenceStore(ABC):
             if refusal:
                 notes.append(f"no alias: {refusal}")
             else:
-                old = self._get_alias(src)
+                old = self.storage.alias(src)
                 if old is None or old.target != tgt:
-                    self._put_alias(Alias(src, tgt, status, now))
+                    self.storage.set_alias(src, Alias(src, tgt, status, now))
                     outcome.learned_alias = True
-        elif status not in PERMANENT and self._get_alias(src) is not None:
-            self._drop_alias(src)
-            outcome.dropped_alias = True
-            notes.append("alias dropped: no longer a permanent redirect")
+        elif status not in PERMANENT:
+            if self.storage.alias(src) is not None:
+                self.storage.set_alias(src, None)
+                outcome.dropped_alias = True
+                notes.append("alias dropped: no longer a permanent redirect")
+            self.storage.answered(src)  # ends an alias another process may know and this one not yet
 
         trusted = not flags and not outcome.sink and not cross_site
         hop = f"{src} -{status}-> {tgt}"
-        for prediction in predictions(src, self._case_target):
+        for prediction in predictions(src, self.storage.case_target):
             verdict = judge(prediction.target, status, tgt, trusted=trusted)
             if verdict is not Verdict.NEUTRAL:
                 self._count(prediction.key, verdict, now, hop, outcome)
@@ -401,7 +345,7 @@ class EquivalenceStore(ABC):
             for origin in {_origin(src), *(_origin(s) for s in sources)}:
                 self._count(RuleKey(origin, BLOCK), Verdict.AGAINST, now, f"sink {sink_key(tgt)} ({hop})", outcome)
         shown = location if location is not None and location != tgt else None
-        self._add_evidence(Evidence(now, src, status, tgt, flags, "; ".join(notes), shown))
+        self.storage.add_evidence(Evidence(now, src, status, tgt, flags, "; ".join(notes), shown))
         return outcome
 
     def record_response(self, url: str, status: int, *, context: Iterable[str] = (), note: str = "") -> Outcome:
@@ -415,29 +359,49 @@ class EquivalenceStore(ABC):
         """
         if status in REDIRECTS:
             raise ValueError(f"{status} is a redirect status; use record_redirect()")
+        self.storage.refresh()
+        if status >= 400:  # errors teach nothing
+            return self._observed(Outcome())
+        return self._observed(self._learn_response(url, status, frozenset(context), note))
+
+    def _learn_response(self, url: str, status: int, context: frozenset[str], note: str) -> Outcome:
         outcome = Outcome()
-        if status >= 400:
-            return outcome
         u = scheme_form(url)
         if u is None:
             return Outcome(ignored="not a valid URL")
-        context = frozenset(context) | ({USERINFO} if has_userinfo(u) else frozenset())
+        context = context | ({USERINFO} if has_userinfo(u) else frozenset())
         now = self.clock()
         notes = [note] if note else []
-        if self._get_alias(u) is not None:
-            self._drop_alias(u)
+        if self.storage.alias(u) is not None:
+            self.storage.set_alias(u, None)
             outcome.dropped_alias = True
             notes.append("alias dropped: answered for itself")
-        records = self._rules_at(_origin(u))
+        self.storage.answered(u)
+        records = self.storage.rules_at(_origin(u))
         known = False
-        for prediction in predictions(u, self._case_target):
+        for prediction in predictions(u, self.storage.case_target):
             record = records.get(prediction.key)
             known = known or (record is not None and record.support > 0)
             self._count(prediction.key, Verdict.AGAINST, now, f"{u} answered {status}", outcome)
         if known or outcome.dropped_alias:
-            self._add_evidence(Evidence(now, u, status, None, frozenset(context), "; ".join(notes)))
+            self.storage.add_evidence(Evidence(now, u, status, None, frozenset(context), "; ".join(notes)))
         if not context and self._declares_case(u, now):
-            self._declare_case(u)
+            self.storage.set_declared_case(case_key(u), u)
+        return outcome
+
+    def _observed(self, outcome: Outcome) -> Outcome:
+        """Commit when due, and report the rules other processes contradicted as contradicted here too.
+
+        A process re-schedules the requests a rule merged away when an
+        outcome says the rule was contradicted; a rule suspended by another
+        process's observation reaches this one through the storage and is
+        handed over with the next outcome, so every process that deferred
+        requests under it takes them back.
+        """
+        self.storage.observed()
+        elsewhere = self.storage.contradicted_elsewhere()
+        if elsewhere:
+            outcome.contradicted = sorted({*outcome.contradicted, *elsewhere})
         return outcome
 
     def _declares_case(self, url: str, now: float) -> bool:
@@ -457,12 +421,12 @@ class EquivalenceStore(ABC):
         if path.lower() == path.upper():  # nothing a case could change
             return False
         origin = _origin(url)
-        record = self._rules_at(origin).get(RuleKey(origin, DECLARED_CASE, path_prefix(path.lower())))
+        record = self.storage.rules_at(origin).get(RuleKey(origin, DECLARED_CASE, path_prefix(path.lower())))
         if record is None or not record.support or now - record.last_support > self.policy.rule_ttl:
             return False
         if self.rule_status(record) is RuleStatus.SUSPENDED:
             return False
-        return self._case_target(case_key(url)) is None
+        return self.storage.case_target(case_key(url)) is None
 
     def _alias_refusal(self, flags: frozenset[str], cross_site: bool, sink: bool) -> str:
         if flags:
@@ -475,7 +439,7 @@ class EquivalenceStore(ABC):
 
     def _count(self, key: RuleKey, verdict: Verdict, now: float, note: str, outcome: Outcome) -> None:
         """Add one judged observation to a rule and report the rules whose status it changed."""
-        records = self._rules_at(key.origin)
+        records = self.storage.rules_at(key.origin)
         blocked = self._blocked(records, key.origin, now)
         record = records.get(key)
         if record is None:
@@ -485,10 +449,10 @@ class EquivalenceStore(ABC):
             was = record.status(self.policy, now)
             record.expire(self.policy, now)
         record.add(verdict, now, note)
-        self._put_rule(record)
+        self.storage.set_rule(key, record)
         if key.kind == BLOCK:
             if not blocked:  # every active rule of the origin stops at once
-                others = self._rules_at(key.origin).values()
+                others = self.storage.rules_at(key.origin).values()
                 outcome.contradicted += [r.key for r in others if r.key.kind != BLOCK and r.status(self.policy, now) is RuleStatus.ACTIVE]
             return
         if blocked:
@@ -524,12 +488,12 @@ class EquivalenceStore(ABC):
             self._count(wide, Verdict.SUPPORT, now, note, outcome)
 
     def _is_active(self, key: RuleKey, now: float) -> bool:
-        record = self._rules_at(key.origin).get(key)
+        record = self.storage.rules_at(key.origin).get(key)
         return record is not None and record.status(self.policy, now) is RuleStatus.ACTIVE
 
     def confirmations(self, key: RuleKey) -> int:
         """How many consistent observations an active rule has (0 if it is not active): what verification decays with."""
-        record = self._rules_at(key.origin).get(key)
+        record = self.storage.rules_at(key.origin).get(key)
         if record is None or record.status(self.policy, self.clock()) is not RuleStatus.ACTIVE:
             return 0
         return record.support
@@ -539,11 +503,12 @@ class EquivalenceStore(ABC):
     def defer(self, url: str, rules: Iterable[RuleKey]) -> None:
         """Keep ``url``, merged away by ``rules``, for re-scheduling if one is contradicted."""
         for rule in rules:
-            self._add_deferred(rule, url)
+            self.storage.add_deferred(rule, url)
+        self.storage.observed()
 
     def take_deferred(self, rule: RuleKey) -> list[str]:
         """The URLs merged away by ``rule`` (removed from the store)."""
-        return self._take_deferred(rule)
+        return self.storage.take_deferred(rule)
 
     # -- explaining, listing, forgetting ----------------------------------
 
@@ -551,60 +516,43 @@ class EquivalenceStore(ABC):
         """Why ``a`` (and ``b``) resolve where they do; any URLs, canonicalized here."""
         res_a = self._resolve_any(a)
         res_b = None if b is None else self._resolve_any(b)
-        lines = self._explain_one(res_a)
-        if res_b is not None:
-            lines += self._explain_one(res_b)
-            same = res_a.representative == res_b.representative
-            lines.append("merged: same representative" if same else "not merged: different representatives")
-        return Explanation(res_a, res_b, lines)
+        return explanation(self, res_a, res_b)
 
     def _resolve_any(self, url: str) -> Resolution:
         form = scheme_form(url.partition("#")[0])
         return self.resolve(form) if form is not None else Resolution(url, url, (), "not a valid URL")
 
-    def _explain_one(self, res: Resolution) -> list[str]:
-        lines = [f"{res.url}", f"  representative: {res.representative}"]
-        now = self.clock()
-        for step in res.steps:
-            if step.rule is None:
-                alias = self._get_alias(step.source)
-                seen = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(alias.time)) if alias else "?"
-                status = alias.status if alias else "?"
-                lines.append(f"  {step.source} -> {step.target}: exact alias ({status} seen {seen} UTC)")
-            else:
-                record = self._rules_at(step.rule.origin).get(step.rule)
-                detail = ""
-                if record is not None:
-                    detail = f", {record.support} consistent observations, e.g. {record.example}"
-                lines.append(f"  {step.source} -> {step.target}: rule {step.rule} ({record.status(self.policy, now).value if record else '?'}{detail})")
-        if res.note:
-            lines.append(f"  {res.note}")
-        for evidence in self._iter_evidence(res.url.partition("#")[0]):
-            lines.append(f"  evidence: {evidence.describe()}")
-        return lines
-
     def aliases(self) -> Iterator[Alias]:
         """Every exact alias."""
-        return self._iter_aliases()
+        return self.storage.aliases()
 
     def rules(self) -> Iterator[RuleRecord]:
         """Every rule record (candidates, active and suspended rules, origin blocks)."""
-        return self._iter_rules()
+        return self.storage.rules()
 
     def evidence(self, url: str | None = None) -> Iterator[Evidence]:
         """The evidence log, or the entries about one URL (any form)."""
-        return self._iter_evidence(None if url is None else scheme_form(url) or url)
+        return self.storage.evidence(None if url is None else scheme_form(url) or url)
 
     def forget(self, url: str) -> int:
         """Forget what was learned from ``url``: its alias, declared case and evidence. Returns entries removed."""
         form = scheme_form(url) or url
         removed = 0
-        if self._get_alias(form) is not None:
-            self._drop_alias(form)
+        if self.storage.alias(form) is not None:
+            self.storage.set_alias(form, None)
             removed += 1
-        if self._drop_declared_case(form):
+        if self._forget_declared_case(form):
             removed += 1
-        return removed + self._drop_evidence(form)
+        removed += self.storage.drop_evidence(form)
+        self.storage.flush()
+        return removed
+
+    def _forget_declared_case(self, url: str) -> bool:
+        key = case_key(url)
+        if self.storage.declared_case(key) != url:
+            return False
+        self.storage.set_declared_case(key, None)
+        return True
 
     def forget_host(self, host: str) -> int:
         """Forget every alias, rule and sink learned on ``host``. Returns entries removed.
@@ -614,80 +562,32 @@ class EquivalenceStore(ABC):
         """
         on_host = _authority_matcher(host)
         removed = 0
-        for alias in list(self._iter_aliases()):
+        for alias in list(self.storage.aliases()):
             if on_host(alias.source):
-                self._drop_alias(alias.source)
+                self.storage.set_alias(alias.source, None)
                 removed += 1
-        for record in list(self._iter_rules()):
+        for record in list(self.storage.rules()):
             if on_host(record.key.origin + "/"):
-                self._drop_rule(record.key)
+                self.storage.set_rule(record.key, None)
                 removed += 1
-        for target, _ in list(self._iter_fanin()):
+        for target, _ in list(self.storage.fanins()):
             if on_host(target):
-                self._drop_fanin(target)
+                self.storage.drop_fanin(target)
                 removed += 1
-        for declared in list(self._iter_declared_cases()):
-            if on_host(declared):
-                self._drop_declared_case(declared)
+        for declared in list(self.storage.declared_cases()):
+            if on_host(declared) and self._forget_declared_case(declared):
                 removed += 1
+        self.storage.flush()
         return removed
 
     def rule_label(self, record: RuleRecord) -> str:
-        """The one word ``stats`` and ``export`` use for a rule record.
-
-        ``candidate``, ``active``, ``suspended`` (a rule a counterexample
-        stopped), ``refuted`` (counterexamples only: never a rule); for an
-        origin block, ``blocked`` (in force) or ``unblocked`` (expired).
-        """
-        status = self.rule_status(record)
-        if record.key.kind == BLOCK:
-            return "blocked" if status is RuleStatus.SUSPENDED else "unblocked"
-        if status is RuleStatus.SUSPENDED and not record.support:
-            return "refuted"
-        return status.value
+        """The one word ``stats`` and ``export`` use for a rule record (see :func:`._report.rule_label`)."""
+        return rule_label(self, record)
 
     def stats(self) -> dict[str, int]:
         """Counts of what the store holds."""
-        counts = {"aliases": sum(1 for _ in self._iter_aliases())}
-        counts.update(dict.fromkeys(("rules/active", "rules/candidate", "rules/suspended", "rules/refuted"), 0))
-        counts["blocked_origins"] = 0
-        for record in self._iter_rules():
-            label = self.rule_label(record)
-            if label == "blocked":
-                counts["blocked_origins"] += 1
-            elif label != "unblocked":
-                counts[f"rules/{label}"] += 1
-        counts["sinks"] = sum(1 for _, n in self._iter_fanin() if n >= self.policy.sink_fanin)
-        counts["declared_cases"] = sum(1 for _ in self._iter_declared_cases())
-        counts["evidence"] = self._count_evidence()
-        counts["deferred"] = self._count_deferred()
-        return counts
+        return stats(self)
 
     def export(self, *, evidence: bool = False) -> Iterator[dict[str, Any]]:
         """Everything as JSON-ready dicts, each with a ``"type"``."""
-        for alias in self._iter_aliases():
-            yield {"type": "alias", **alias.as_dict()}
-        for record in self._iter_rules():
-            yield {
-                "type": "rule",
-                "rule": str(record.key),
-                "origin": record.key.origin,
-                "kind": record.key.kind,
-                "scope": record.key.scope,
-                "status": self.rule_label(record),
-                "support": record.support,
-                "against": record.against,
-                "first_seen": record.first_seen,
-                "last_support": record.last_support,
-                "last_against": record.last_against,
-                "example": record.example,
-                "counterexample": record.counterexample,
-            }
-        for target, count in self._iter_fanin():
-            if count >= self.policy.sink_fanin:
-                yield {"type": "sink", "target": target, "sources": count}
-        for url in self._iter_declared_cases():
-            yield {"type": "case", "url": url}
-        if evidence:
-            for item in self._iter_evidence():
-                yield {"type": "evidence", **item.as_dict()}
+        return export(self, evidence=evidence)

@@ -1,0 +1,588 @@
+"""The Redis storage: point reads behind bounded caches, a write-behind journal, and its life."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+from dataclasses import replace
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ...errors import StoreError
+from .._codec import policy_from_text, policy_text
+from .._evidence import Alias, Evidence
+from .._rules import RuleKey, RuleRecord, case_key, is_case_change
+from .._storage import DEFAULT_CACHE_SIZE, EVIDENCE_MAX_AGE, MISSING, Storage
+from .codec import (
+    alias_of,
+    alias_value,
+    case_aliases,
+    case_of,
+    case_value,
+    chunks,
+    evidence_of,
+    evidence_value,
+    glob_escape,
+    text,
+    tombstone,
+)
+from .connection import UNAVAILABLE, Outage, RedisKeys, RedisUnavailable, check_reachable, describe, drop_stale_connections
+from .journal import ANSWERED, DROP, PUT, Journal, rule_op, saved_batches
+from .scripts import BATCH, TAKE
+from .sync import Follower, Image
+
+logger = logging.getLogger("scrapy_iri.store._redis")
+
+#: the layout of the store's keys this version writes (``NS:store:layout``)
+LAYOUT = 2
+#: the id of a batch or a take: a uuid4 hex
+_BATCH_ID = re.compile(r"[0-9a-f]{32}")
+_EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
+
+
+class RedisStorage(Storage):
+    """A store in Redis, shared by every process that opens the same namespace.
+
+    ``client`` is a ``redis.Redis``. Opening checks that Redis answers
+    (:class:`RedisUnavailable` otherwise) and reads the rules and sinks
+    only. With ``auto_sync`` lookups and observations run :meth:`maintain`
+    when it is due; without it the owner calls :meth:`maintain` (the Scrapy
+    integration does, on a timer).
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        namespace: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        sync_interval: float = 0.5,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        evidence_max: int = 100_000,
+        evidence_max_age: float = EVIDENCE_MAX_AGE,
+        changes_max: int = 10_000,
+        batch_size: int = 1000,
+        outage: Outage | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        owns_client: bool = True,
+        auto_sync: bool = True,
+        pending_path: str | Path | None = None,
+        answered_horizon: float = 600.0,
+        rollback_memory: int = 100_000,
+    ) -> None:
+        self.client = client
+        self.owns_client = owns_client
+        self.auto_sync = auto_sync
+        self.keys = RedisKeys(namespace)
+        self.where = describe(client)
+        self.clock = clock
+        self.monotonic = monotonic
+        self.sync_interval = sync_interval
+        self.evidence_max = evidence_max
+        self.evidence_max_age = evidence_max_age
+        self.changes_max = changes_max
+        self.batch_size = batch_size
+        #: how long Redis remembers that a URL answered for itself (an alias observed earlier and
+        #: flushed later is refused); an alias write older than this is refused too (learned again)
+        self.answered_horizon = answered_horizon
+        self.outage = outage or Outage(monotonic=monotonic)
+        #: where pending writes are saved when Redis is unreachable at close (a JOBDIR), and read back at open
+        self.pending_path = None if pending_path is None else Path(pending_path)
+        #: counters of the store's traffic (round trips, reloads, ...)
+        self.counters: dict[str, int] = {}
+        self.image = Image(cache_size)
+        self.journal = Journal(rollback_memory)
+        # case keys this process wrote and Redis has not got yet: key -> source -> alias (None: dropped)
+        self._pending_cases: dict[str, dict[str, Alias | None]] = {}
+        self._batch = client.register_script(BATCH)
+        self._take = client.register_script(TAKE)
+        self.follower = Follower(client, self.keys, self.image, self.journal, self._apply, self._tally, self.where)
+        self._next_tick = 0.0
+        self._closed = False
+        check_reachable(client, self.where)
+        try:
+            self.client.set(self.keys.epoch, uuid.uuid4().hex, nx=True)
+            self._check_layout()
+            self.follower.load()
+            self._replay_saved()
+        except UNAVAILABLE as exc:
+            raise RedisUnavailable(f"cannot reach Redis at {self.where}: {exc}") from exc
+        self._next_tick = self.monotonic() + self.sync_interval
+
+    def _tally(self, name: str, n: int = 1) -> None:
+        self.counters[name] = self.counters.get(name, 0) + n
+
+    # -- reads: the journal first, then the cache, then one round trip ------------------
+
+    def _read(self, call: Callable[[], Any]) -> Any:
+        """A read, or MISSING while Redis is unreachable (the caller answers "unknown": no merge).
+
+        During an outage no read is tried: whoever probes Redis (:meth:`maintain`, or the crawl's
+        timer) ends it, so a lookup never waits on a server known to be gone."""
+        if self.outage.down:
+            return MISSING
+        try:
+            self._tally("reads")
+            return call()
+        except UNAVAILABLE as exc:
+            self.outage.failed(exc)
+            return MISSING
+
+    def alias(self, source: str) -> Alias | None:
+        op = self.journal.aliases.get(source)
+        if op is not None:
+            return alias_of(source, op[0])
+        cached = self.image.aliases.get(source)
+        if cached is not MISSING:
+            return cached  # type: ignore[no-any-return]
+        raw = self._read(lambda: self.client.hget(self.keys.aliases, source))
+        if raw is MISSING:
+            return None
+        alias = None if raw is None else alias_of(source, raw)
+        self.image.aliases.put(source, alias)
+        return alias
+
+    def case_target(self, key: str) -> str | None:
+        cached = self.image.cases.get(key)
+        if cached is not MISSING and key not in self._pending_cases and key not in self.journal.cases:
+            return cached  # type: ignore[no-any-return]
+
+        def read() -> list[Any]:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.hget(self.keys.case_aliases, key)
+            pipe.hget(self.keys.cases, key)
+            return pipe.execute()  # type: ignore[no-any-return]
+
+        answer = self._read(read)
+        if answer is MISSING:
+            return None
+        candidates = case_aliases(answer[0])
+        for source, alias in self._pending_cases.get(key, {}).items():
+            if alias is None:
+                candidates.pop(source, None)
+            else:
+                candidates[source] = (alias.time, alias.target)
+        url: str | None = max(candidates.values())[1] if candidates else None
+        if url is None:
+            op = self.journal.cases.get(key)
+            url = case_of(op[0]) if op is not None else (None if answer[1] is None else case_of(answer[1]))
+        self.image.cases.put(key, url)
+        return url
+
+    def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
+        return self.image.rules.get(origin, _EMPTY)
+
+    def is_sink(self, target: str, cap: int) -> bool:
+        return target in self.image.sinks
+
+    # -- writes: into the journal (and the image), sent by maintain() -------------------
+
+    def set_alias(self, source: str, alias: Alias | None) -> None:
+        old = self.alias(source)
+        now = self.clock()
+        if alias is None:
+            self.journal.aliases[source] = (tombstone(now), now, DROP, "")
+        else:
+            key = case_key(alias.target) if is_case_change(alias.source, alias.target) else ""
+            self.journal.aliases[source] = (alias_value(alias), alias.time, PUT, key)
+        self.image.aliases.put(source, alias)
+        for written in (old, alias):
+            if written is not None and is_case_change(written.source, written.target):
+                key = case_key(written.target)
+                self._pending_cases.setdefault(key, {})[source] = alias
+                self.image.cases.pop(key)
+
+    def answered(self, url: str) -> None:
+        """Tell Redis, so that an alias of ``url`` another process observed earlier, and flushes later, is refused."""
+        if url not in self.journal.aliases:
+            now = self.clock()
+            self.journal.aliases[url] = (tombstone(now), now, ANSWERED, "")
+
+    def declared_case(self, key: str) -> str | None:
+        op = self.journal.cases.get(key)
+        if op is not None:
+            return case_of(op[0])
+        raw = self._read(lambda: self.client.hget(self.keys.cases, key))
+        return None if raw is MISSING or raw is None else case_of(raw)
+
+    def set_declared_case(self, key: str, url: str | None) -> None:
+        now = self.clock()
+        if url is None:
+            self.journal.cases[key] = (case_value("", now), now, DROP, self.declared_case(key) or "")
+        else:
+            self.journal.cases[key] = (case_value(url, now), now, PUT, "")
+        self.image.cases.pop(key)
+
+    def set_rule(self, key: RuleKey, record: RuleRecord | None) -> None:
+        rules = self.image.rules
+        if record is None:
+            records = rules.get(key.origin)
+            if records is not None:
+                records.pop(key, None)
+                if not records:
+                    del rules[key.origin]
+            self.journal.rules[key] = "drop"
+            self.image.rule_base.pop(key, None)
+            return
+        rules.setdefault(key.origin, {})[key] = record
+        self.journal.rules[key] = "dropmerge" if self.journal.rules.get(key, "").startswith("drop") else "merge"
+
+    def add_fanin(self, target: str, source: str, cap: int) -> list[str]:
+        sources = self.image.fanins.get(target)
+        if sources is MISSING:
+            members = self._read(lambda: self.client.smembers(self.keys.fanin(target)))
+            sources = [] if members is MISSING else sorted(text(m) for m in members)[:cap]
+            sources += [s for t, s, _ in self.journal.fanins if t == target and s and s not in sources]
+        if source not in sources and len(sources) < cap:
+            sources = [*sources, source]
+            self.journal.fanins.append((target, source, cap))
+        self.image.fanins.put(target, sources)
+        if len(sources) >= cap:
+            self.image.sinks.add(target)
+        return list(sources)
+
+    def drop_fanin(self, target: str) -> None:
+        self.image.sinks.discard(target)
+        self.image.fanins.pop(target)
+        self.journal.fanins.append((target, "", 0))
+
+    def add_evidence(self, evidence: Evidence) -> None:
+        self.journal.evidence.append(evidence_value(evidence))
+
+    def add_deferred(self, rule: RuleKey, url: str) -> None:
+        self.journal.deferred.setdefault(rule, {})[url] = None
+
+    def take_deferred(self, rule: RuleKey) -> list[str]:
+        """Take the URLs every process deferred under ``rule`` (atomically: one taker gets them)."""
+        mine = list(self.journal.deferred.get(rule, {}))
+        try:
+            self._flush()
+            token = f"{self.keys.store}taken:{uuid.uuid4().hex}"
+            urls = self._take(keys=[self.keys.deferred(str(rule)), self.keys.deferreds, token], args=[str(rule)])
+            self.journal.deferred_here.pop(str(rule), None)
+        except UNAVAILABLE as exc:
+            self.outage.failed(exc)
+            self.journal.deferred.pop(rule, None)
+            self.journal.retake.add(rule)
+            logger.warning(
+                "Redis at %(where)s unreachable: only this process's %(n)d URLs deferred under %(rule)s"
+                " are re-scheduled now; those in Redis are taken once it is back",
+                {"where": self.where, "n": len(mine), "rule": str(rule)},
+            )
+            return mine
+        return sorted({*(text(u) for u in urls), *mine})
+
+    # -- listing: from Redis (after a flush) ----------------------------------------------
+
+    def aliases(self) -> Iterator[Alias]:
+        self._checked(self._flush)
+        for field, raw in self.client.hscan_iter(self.keys.aliases, count=1000):
+            alias = alias_of(text(field), raw)
+            if alias is not None:
+                yield alias
+
+    def rules(self) -> Iterator[RuleRecord]:
+        if self.auto_sync:
+            self.maintain()
+        return iter(self.image.all_rules())
+
+    def fanins(self) -> Iterator[tuple[str, int]]:
+        self._checked(self._flush)
+        targets = sorted(text(t) for t in self.client.smembers(self.keys.fanins))
+        pipe = self.client.pipeline(transaction=False)
+        for target in targets:
+            pipe.scard(self.keys.fanin(target))
+        return iter([(t, int(n)) for t, n in zip(targets, pipe.execute()) if n])
+
+    def declared_cases(self) -> Iterator[str]:
+        self._checked(self._flush)
+        for _, raw in self.client.hscan_iter(self.keys.cases, count=1000):
+            url = case_of(raw)
+            if url is not None:
+                yield url
+
+    def evidence(self, url: str | None = None) -> Iterator[Evidence]:
+        self.flush()
+        raw = self._checked(lambda: self.client.lrange(self.keys.evidence, 0, -1))
+        entries = [evidence_of(item) for item in raw]
+        if url is not None:
+            entries = [e for e in entries if url in (e.url, e.target)]
+        return iter(entries)
+
+    def drop_evidence(self, url: str) -> int:
+        self.flush()
+
+        def run() -> int:
+            removed = 0
+            for item in self.client.lrange(self.keys.evidence, 0, -1):
+                e = evidence_of(item)
+                if url in (e.url, e.target):
+                    removed += int(self.client.lrem(self.keys.evidence, 1, item))
+            return removed
+
+        return int(self._checked(run))
+
+    def counts(self) -> dict[str, int]:
+        def run() -> tuple[int, int]:
+            rules = list(self.client.smembers(self.keys.deferreds))
+            pipe = self.client.pipeline(transaction=False)
+            pipe.llen(self.keys.evidence)
+            for rule in rules:
+                pipe.scard(self.keys.deferred(text(rule)))
+            answer = pipe.execute()
+            return int(answer[0]), int(sum(answer[1:]))
+
+        pending = sum(len(urls) for urls in self.journal.deferred.values())
+        try:
+            evidence, deferred = run()
+        except UNAVAILABLE:
+            evidence, deferred = 0, 0
+        return {"evidence": evidence + len(self.journal.evidence), "deferred": deferred + pending}
+
+    # -- the policy ---------------------------------------------------------------------
+
+    def load_policy(self) -> Any:
+        try:
+            raw = self.client.get(self.keys.policy)
+        except UNAVAILABLE:
+            return None
+        return None if raw is None else policy_from_text(raw)
+
+    def save_policy(self, policy: Any) -> None:
+        try:
+            self.client.set(self.keys.policy, policy_text(policy))
+        except UNAVAILABLE as exc:
+            logger.warning("Redis at %s: could not record the learning policy: %s", self.where, exc)
+
+    # -- life -----------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        if self.auto_sync:
+            self.maintain()
+
+    def contradicted_elsewhere(self) -> set[RuleKey]:
+        found = self.follower.contradicted
+        self.follower.contradicted = set()
+        return found
+
+    @property
+    def pending(self) -> int:
+        return len(self.journal)
+
+    def maintain(self, *, force: bool = False) -> bool:
+        """Flush and sync if an interval has passed (or ``force``); False when Redis could not be reached.
+
+        Never raises for an unreachable Redis: the writes stay pending and
+        the next attempt waits for the outage's backoff.
+        """
+        now = self.monotonic()
+        if not force and now < self._next_tick:
+            return not self.outage.down
+        self._next_tick = now + self.sync_interval
+        if not force and not self.outage.may_try():
+            return False
+        try:
+            self._flush()
+            self.follower.pull(self.policy, self.clock(), self.monotonic())
+        except UNAVAILABLE as exc:
+            if self.outage.failed(exc):
+                logger.warning(
+                    "Redis at %(where)s unreachable (%(error)s): the equivalence store keeps %(pending)d"
+                    " writes pending and answers from what it knows until it is back",
+                    {"where": self.where, "error": exc, "pending": self.pending},
+                )
+            return False
+        if self.journal.retake:  # their URLs could not be taken during the outage: report them contradicted again
+            self.follower.contradicted.update(self.journal.retake)
+            self.journal.retake.clear()
+        if self.outage.down:
+            drop_stale_connections(self.client)
+            lasted = self.outage.recovered()
+            logger.info("Redis at %(where)s is back after %(lasted).1f s", {"where": self.where, "lasted": lasted})
+        return True
+
+    def flush(self) -> None:
+        """Write the pending batch to Redis now; if it cannot, keep the writes pending and log a warning."""
+        try:
+            self._flush()
+        except UNAVAILABLE as exc:
+            self.outage.failed(exc)
+            logger.warning(
+                "Redis at %(where)s unreachable (%(error)s): %(pending)d writes to the equivalence store stay pending",
+                {"where": self.where, "error": exc, "pending": self.pending},
+            )
+
+    def sync(self) -> None:
+        """Flush, then read what other processes changed; raises :class:`RedisUnavailable` if it cannot."""
+        self._checked(self._flush)
+        self._checked(lambda: self.follower.pull(self.policy, self.clock(), self.monotonic()))
+
+    def close(self) -> None:
+        """Flush (logging, not raising, if Redis is gone) and release the connections."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._flush()
+        except UNAVAILABLE as exc:
+            if self.pending_path is not None:
+                retake = {*self.journal.retake, *self.follower.contradicted}
+                self.journal.save(self.pending_path, self._rule_op, self.batch_size, retake)
+                fate = f"saved in {self.pending_path} and written to Redis when the job resumes"
+            else:
+                fate = "lost (what this process learned since its last flush; set JOBDIR to keep them)"
+            logger.error(
+                "Redis at %(where)s unreachable at close (%(error)s): %(pending)d writes to the"
+                " equivalence store are %(fate)s",
+                {"where": self.where, "error": exc, "pending": self.pending, "fate": fate},
+            )
+        if self.owns_client:
+            try:
+                self.client.close()
+            except Exception:  # closing a broken pool
+                pass
+
+    def clear(self) -> None:
+        """Delete the whole store from Redis (every process starts afresh) and from memory."""
+
+        def run() -> None:
+            k = self.keys
+            keys = [k.epoch, k.version, k.changes, k.aliases, k.cases, k.case_aliases, k.alias_case, k.sinks]
+            keys += [k.store + "answered", k.origins, k.fanins, k.evidence, k.deferreds]
+            # sub-keys by the sets that list them, not by a SCAN pattern: a namespace may
+            # extend another one's key names ("a" vs "a:store:rules:x"), never its sets
+            for members, key_of in ((k.origins, k.rules), (k.fanins, k.fanin), (k.deferreds, k.deferred)):
+                keys += [key_of(text(member)) for member in self.client.smembers(members)]
+            prefix = glob_escape(k.store)
+            for kind in ("batch:", "taken:"):  # uuid hex ids; they expire on their own anyway
+                for key in self.client.scan_iter(match=prefix + kind + "*", count=1000):
+                    if _BATCH_ID.fullmatch(text(key)[len(k.store) + len(kind) :]):
+                        keys.append(key)
+            for chunk in chunks(keys, 500):
+                self.client.delete(*chunk)
+            self.client.set(k.epoch, uuid.uuid4().hex)
+            self.client.set(k.layout, str(LAYOUT))
+
+        self._checked(run)
+        self.journal.clear()
+        self._pending_cases.clear()
+        self._checked(self.follower.load)
+
+    def _checked(self, call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except UNAVAILABLE as exc:
+            self.outage.failed(exc)
+            raise RedisUnavailable(f"cannot reach Redis at {self.where}: {exc}") from exc
+
+    # -- the layout of the keys -----------------------------------------------------------
+
+    def _check_layout(self) -> None:
+        """Refuse a newer layout; bring a store of the first layout to this one (once)."""
+        raw = self.client.get(self.keys.layout)
+        layout = int(raw) if raw is not None else (1 if self.client.exists(self.keys.aliases, self.keys.fanins) else LAYOUT)
+        if layout > LAYOUT:
+            raise StoreError(
+                f"Redis at {self.where}, namespace {self.keys.namespace!r}: store layout {layout} is newer than"
+                f" this scrapy-iri reads ({LAYOUT}); upgrade scrapy-iri"
+            )
+        if layout < LAYOUT:
+            self._migrate()
+        self.client.set(self.keys.layout, str(LAYOUT))
+
+    def _migrate(self) -> None:
+        """Layout 1 kept no index of case-only aliases and no set of sinks: build them from the aliases and fan-ins."""
+        logger.info("Redis at %s: indexing the case-only aliases and the sinks of a store of layout 1", self.where)
+        k, c = self.keys, self.client
+        index: dict[str, dict[str, list[Any]]] = {}
+        for field, raw in c.hscan_iter(k.aliases, count=1000):
+            alias = alias_of(text(field), raw)
+            if alias is not None and is_case_change(alias.source, alias.target):
+                index.setdefault(case_key(alias.target), {})[alias.source] = [alias.target, alias.time]
+        pipe = c.pipeline(transaction=False)
+        for key, sources in index.items():
+            pipe.hset(k.case_aliases, key, json.dumps(sources, ensure_ascii=False))
+            for source in sources:
+                pipe.hset(k.alias_case, source, key)
+        cap = self.policy.sink_fanin
+        for target in c.smembers(k.fanins):
+            if c.scard(k.fanin(text(target))) >= cap:
+                pipe.sadd(k.sinks, target)
+        pipe.execute()
+
+    # -- sending the journal ----------------------------------------------------------------
+
+    def _rule_op(self, key: RuleKey, mode: str) -> list[Any]:
+        return rule_op(key, mode, self.image.rules.get(key.origin, {}).get(key), self.image.rule_base.get(key))
+
+    def _flush(self) -> None:
+        """Send the pending writes as one batch (several when large).
+
+        A write leaves the journal only once a batch holding it was applied:
+        after a failure the rest is sent again later, never what was already
+        applied (a rule's additions would count twice).
+        """
+        if not self.pending:
+            return
+        batch, rule_keys, deferred = self.journal.batch(self._rule_op)
+        applied = dict.fromkeys(batch, 0)
+        try:
+            if sum(len(ops) for ops in batch.values()) <= self.batch_size:
+                self._apply(batch)
+                applied = {name: len(ops) for name, ops in batch.items()}
+            else:
+                for name, ops in batch.items():
+                    for part in chunks(ops, self.batch_size):
+                        self._apply({**{n: [] for n in batch}, name: part})
+                        applied[name] += len(part)
+        finally:
+            for key in self.journal.applied(applied, rule_keys, deferred):
+                record = self.image.rules.get(key.origin, {}).get(key)
+                if record is None:
+                    self.image.rule_base.pop(key, None)
+                else:
+                    self.image.rule_base[key] = replace(record)  # its additions are in Redis now
+            if not self.journal.aliases:
+                self._pending_cases.clear()
+
+    def _apply(self, batch: dict[str, list[Any]], batch_id: str | None = None) -> None:
+        """Run one batch. When nobody else wrote since this process's last sync, the changes it
+        made are all its own and already known here: the known version moves past them, unless
+        Redis kept a newer write than one of them (the next sync reads those back)."""
+        self._tally("batches")
+        batch_id = batch_id or uuid.uuid4().hex
+        answer = self._batch(
+            args=[
+                self.keys.store,
+                batch_id,
+                json.dumps(batch, ensure_ascii=False),
+                self.clock(),
+                self.policy.rule_ttl,
+                self.evidence_max,
+                self.changes_max,
+                self.answered_horizon,
+                self.evidence_max_age,
+            ]
+        )
+        if answer[0] == b"ok":
+            self.follower.last_batch = (batch_id, self.monotonic())
+            self.journal.remember(batch)
+            if int(answer[1]) - int(answer[2]) == self.image.version and not int(answer[3]):
+                self.image.version = int(answer[1])
+
+    def _replay_saved(self) -> None:
+        """Write the batches a previous run of this job saved at close (Redis was unreachable then)."""
+        if self.pending_path is None or not self.pending_path.exists():
+            return
+        batches, retake = saved_batches(self.pending_path)
+        for batch_id, batch in batches:
+            self._apply(batch, batch_id)  # the id: applied at most once, even if retried
+        self.pending_path.unlink()
+        self.follower.load()
+        self.follower.contradicted.update(retake)  # their deferred URLs are taken at the next observation
+        logger.info("Wrote %(n)d batches of store writes saved by the previous run to Redis", {"n": len(batches)})

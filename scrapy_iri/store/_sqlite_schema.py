@@ -1,0 +1,134 @@
+"""The SQLite store's schema, its migrations, the row encodings, and the one transaction helper."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ._codec import RULE_FIELDS, policy_from_text
+from ._evidence import Alias, Evidence
+from ._rules import LearningPolicy, case_key, is_case_change
+
+SCHEMA_VERSION = 4
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS alias (
+    source TEXT PRIMARY KEY, target TEXT NOT NULL, status INTEGER NOT NULL, time REAL NOT NULL, case_key TEXT
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS alias_case ON alias (case_key) WHERE case_key IS NOT NULL;
+CREATE TABLE IF NOT EXISTS rule (
+    origin TEXT NOT NULL, kind TEXT NOT NULL, scope TEXT NOT NULL,
+    support INTEGER NOT NULL, against INTEGER NOT NULL,
+    first_seen REAL NOT NULL, last_support REAL NOT NULL, last_against REAL NOT NULL,
+    example TEXT NOT NULL, counterexample TEXT NOT NULL,
+    PRIMARY KEY (origin, kind, scope)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS fanin (target TEXT NOT NULL, source TEXT NOT NULL, PRIMARY KEY (target, source)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS deferred (rule TEXT NOT NULL, url TEXT NOT NULL, PRIMARY KEY (rule, url)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS declared_case (key TEXT PRIMARY KEY, url TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS evidence (
+    id INTEGER PRIMARY KEY, time REAL NOT NULL, url TEXT NOT NULL, status INTEGER NOT NULL,
+    target TEXT, context TEXT NOT NULL, note TEXT NOT NULL, location TEXT
+);
+CREATE INDEX IF NOT EXISTS evidence_url ON evidence (url);
+CREATE INDEX IF NOT EXISTS evidence_target ON evidence (target);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS change (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sink (target TEXT PRIMARY KEY) WITHOUT ROWID;
+"""
+
+RULE_COLUMNS = ", ".join(RULE_FIELDS)
+EVIDENCE_COLUMNS = "time, url, status, target, context, note, location"
+EVIDENCE = f"INSERT INTO evidence ({EVIDENCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+ALIAS = "INSERT OR REPLACE INTO alias VALUES (?, ?, ?, ?, ?)"
+#: table -> (upsert, delete) statements of the batched writes
+WRITES = {
+    "alias": (ALIAS, "DELETE FROM alias WHERE source = ?"),
+    "rule": (
+        f"INSERT OR REPLACE INTO rule (origin, kind, scope, {RULE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "DELETE FROM rule WHERE origin = ? AND kind = ? AND scope = ?",
+    ),
+    "fanin": ("INSERT OR IGNORE INTO fanin VALUES (?, ?)", "DELETE FROM fanin WHERE target = ?"),
+    "deferred": ("INSERT OR IGNORE INTO deferred VALUES (?, ?)", "DELETE FROM deferred WHERE rule = ? AND url = ?"),
+    "declared_case": ("INSERT OR REPLACE INTO declared_case VALUES (?, ?)", "DELETE FROM declared_case WHERE key = ?"),
+    "sink": ("INSERT OR IGNORE INTO sink VALUES (?)", "DELETE FROM sink WHERE target = ?"),
+}
+ALIAS_AND_NEXT = (
+    "SELECT a.target, a.status, a.time, b.target, b.status, b.time"
+    " FROM alias AS a LEFT JOIN alias AS b ON b.source = a.target WHERE a.source = ?"
+)
+
+def _statements(script: str) -> list[str]:
+    return [part.strip() for part in script.split(";") if part.strip()]
+
+
+def locked(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in str(exc) or "busy" in str(exc))
+
+
+def evidence_of(row: tuple[Any, ...]) -> Evidence:
+    time_, url, status, target, context, note, location = row
+    return Evidence(time_, url, status, target, frozenset(filter(None, context.split(","))), note, location)
+
+
+def case_key_of(source: str, target: str) -> str | None:
+    """The case key an alias declares a case for: its target's, when it changes nothing but case."""
+    return case_key(target) if is_case_change(source, target) else None
+
+
+def alias_row(alias: Alias) -> tuple[Any, ...]:
+    return (alias.source, alias.target, alias.status, alias.time, case_key_of(alias.source, alias.target))
+
+
+# -- migrations: version -> a function bringing a store of that version to the next one
+
+
+def _to_2(db: sqlite3.Connection) -> None:  # documents declare a case
+    db.execute("CREATE TABLE IF NOT EXISTS declared_case (url TEXT PRIMARY KEY) WITHOUT ROWID")
+
+
+def _to_3(db: sqlite3.Connection) -> None:  # the learning policy
+    db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
+
+
+def _to_4(db: sqlite3.Connection) -> None:
+    """Case keys stored with aliases and declared cases (read on demand, never recomputed at open)."""
+    db.execute(
+        "CREATE TABLE alias4 (source TEXT PRIMARY KEY, target TEXT NOT NULL, status INTEGER NOT NULL,"
+        " time REAL NOT NULL, case_key TEXT) WITHOUT ROWID"
+    )
+    rows = db.execute("SELECT source, target, status, time FROM alias")
+    db.executemany(ALIAS.replace("alias", "alias4", 1), (alias_row(Alias(*row)) for row in rows))
+    db.execute("DROP TABLE alias")
+    db.execute("ALTER TABLE alias4 RENAME TO alias")
+    urls = [url for (url,) in db.execute("SELECT url FROM declared_case")]
+    db.execute("DROP TABLE declared_case")
+    for statement in _statements(_SCHEMA):
+        db.execute(statement)
+    db.executemany("INSERT OR REPLACE INTO declared_case VALUES (?, ?)", ((case_key(u), u) for u in urls))
+    row = db.execute("SELECT value FROM meta WHERE key = 'policy'").fetchone()
+    policy = (policy_from_text(row[0]) if row else None) or LearningPolicy()
+    db.execute(
+        "INSERT OR IGNORE INTO sink SELECT target FROM fanin GROUP BY target HAVING count(*) >= ?", (policy.sink_fanin,)
+    )
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_2, 2: _to_3, 3: _to_4}
+
+
+def create_schema(db: sqlite3.Connection) -> None:
+    for statement in _statements(_SCHEMA):
+        db.execute(statement)
+
+
+@contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction (``BEGIN IMMEDIATE``): committed when the block ends, rolled back if it raises."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")

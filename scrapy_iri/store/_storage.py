@@ -1,0 +1,190 @@
+"""What a store keeps, and where: the storage interface the learner is written against.
+
+:class:`~._learner.EquivalenceStore` decides what evidence means; a
+:class:`Storage` only keeps it. There are three: :mod:`._memory` (dicts),
+:mod:`._sqlite` (one file, several processes) and :mod:`._redis` (one
+server, many processes). The SQLite and Redis storages keep what grows with
+the crawl (aliases, cases, fan-in, evidence, deferred URLs) where it is and
+read it on demand, behind a bounded :class:`LRU`; what is small (rules,
+sinks, the policy) is resident.
+
+Every URL a storage sees is a scheme-rung form without a fragment.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ._evidence import Alias, Evidence
+from ._rules import LearningPolicy, RuleKey, RuleRecord
+
+#: aliases (and misses) a process keeps in memory by default: a few hundred bytes each
+DEFAULT_CACHE_SIZE = 65_536
+#: evidence entries a store keeps (the oldest go first)
+EVIDENCE_MAX = 1_000_000
+#: seconds an evidence entry is kept (90 days)
+EVIDENCE_MAX_AGE = 90 * 86400.0
+
+MISSING: Any = object()
+
+
+class LRU:
+    """A bounded map that forgets the least recently used entry first; ``get`` answers :data:`MISSING`."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(0, size)
+        self.data: OrderedDict[Any, Any] = OrderedDict()
+
+    def get(self, key: Any) -> Any:
+        value = self.data.get(key, MISSING)
+        if value is not MISSING:
+            self.data.move_to_end(key)
+        return value
+
+    def put(self, key: Any, value: Any) -> None:
+        if not self.size:
+            return
+        self.data[key] = value
+        self.data.move_to_end(key)
+        if len(self.data) > self.size:
+            self.data.popitem(last=False)
+
+    def pop(self, key: Any) -> None:
+        self.data.pop(key, None)
+
+    def clear(self) -> None:
+        self.data.clear()
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+class Storage(ABC):
+    """Aliases, cases, rules, fan-in, evidence and deferred URLs, kept somewhere.
+
+    Reads answer from what is known *now*; a storage that cannot read (a
+    locked file, an unreachable server) answers "unknown" (``None``, empty),
+    which merges nothing. Writes may be buffered; :meth:`flush` makes them
+    durable.
+    """
+
+    #: the learner's policy (set by the learner): what expiry a merge of counts applies
+    policy: LearningPolicy = LearningPolicy()
+
+    # -- what a lookup reads ---------------------------------------------------
+
+    @abstractmethod
+    def alias(self, source: str) -> Alias | None: ...
+
+    @abstractmethod
+    def case_target(self, key: str) -> str | None:
+        """The case known for :func:`._rules.case_key` ``key``: the newest case-only alias's target, else a declared case."""
+
+    @abstractmethod
+    def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
+        """The rule records of one origin (an empty mapping when none); the learner updates them and calls :meth:`set_rule`."""
+
+    @abstractmethod
+    def is_sink(self, target: str, cap: int) -> bool:
+        """Whether ``target`` (a :func:`._forms.sink_key`) has ``cap`` sources (the policy's ``sink_fanin``)."""
+
+    # -- what an observation writes ------------------------------------------
+
+    @abstractmethod
+    def set_alias(self, source: str, alias: Alias | None) -> None:
+        """Make ``alias`` the alias of ``source``, or drop it (``None``)."""
+
+    @abstractmethod
+    def declared_case(self, key: str) -> str | None:
+        """The URL of the document that declared the case of ``key``, if any."""
+
+    @abstractmethod
+    def set_declared_case(self, key: str, url: str | None) -> None:
+        """Remember that a document answered at ``url`` (the case of ``key``), or forget it (``None``)."""
+
+    @abstractmethod
+    def set_rule(self, key: RuleKey, record: RuleRecord | None) -> None:
+        """Store a rule record (counted since it was read), or drop it."""
+
+    @abstractmethod
+    def add_fanin(self, target: str, source: str, cap: int) -> list[str]:
+        """Remember that ``source`` redirected to ``target`` (up to ``cap`` sources); the sources known."""
+
+    @abstractmethod
+    def drop_fanin(self, target: str) -> None: ...
+
+    @abstractmethod
+    def add_evidence(self, evidence: Evidence) -> None: ...
+
+    @abstractmethod
+    def add_deferred(self, rule: RuleKey, url: str) -> None: ...
+
+    @abstractmethod
+    def take_deferred(self, rule: RuleKey) -> list[str]:
+        """The URLs deferred under ``rule`` by any process, removed (one taker gets each)."""
+
+    # -- listing (reports, exports, forgetting) -----------------------------
+
+    @abstractmethod
+    def aliases(self) -> Iterator[Alias]: ...
+
+    @abstractmethod
+    def rules(self) -> Iterator[RuleRecord]: ...
+
+    @abstractmethod
+    def fanins(self) -> Iterator[tuple[str, int]]:
+        """``(target, number of sources)`` for every fan-in record."""
+
+    @abstractmethod
+    def declared_cases(self) -> Iterator[str]: ...
+
+    @abstractmethod
+    def evidence(self, url: str | None = None) -> Iterator[Evidence]:
+        """The evidence about ``url`` (as source or target), or all of it, oldest first."""
+
+    @abstractmethod
+    def drop_evidence(self, url: str) -> int: ...
+
+    @abstractmethod
+    def counts(self) -> dict[str, int]:
+        """``{"evidence": n, "deferred": n}``."""
+
+    # -- the crawl's policy, and the storage's life (defaults: a volatile storage) ---
+
+    def load_policy(self) -> LearningPolicy | None:
+        """The learning policy a crawl recorded, if any."""
+        return None
+
+    def save_policy(self, policy: LearningPolicy) -> None:
+        """Record the learning policy a crawl judges rules with."""
+
+    def refresh(self) -> None:
+        """Before a lookup or an observation: read what other processes changed, when due."""
+
+    def observed(self) -> None:
+        """After an observation: commit the pending writes, when due."""
+
+    def answered(self, url: str) -> None:
+        """``url`` answered for itself: any alias of it, known here or not, ends."""
+
+    def contradicted_elsewhere(self) -> set[RuleKey]:
+        """Rules another process contradicted since the last call (each reported once)."""
+        return set()
+
+    @property
+    def pending(self) -> int:
+        """Writes not yet durable."""
+        return 0
+
+    def flush(self) -> None:
+        """Make everything written so far durable."""
+
+    def sync(self) -> None:
+        """Read what other processes changed, now."""
+
+    def close(self) -> None:
+        """Flush and release resources."""
+        self.flush()
