@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 #: request headers / response headers whose presence makes an exchange context-dependent
 COOKIE = "cookie"
@@ -84,9 +85,8 @@ class Evidence:
         }
 
 
-@dataclass(frozen=True)
-class Alias:
-    """An exact alias: ``source`` answered a permanent redirect to ``target``."""
+class Alias(NamedTuple):
+    """An exact alias: ``source`` answered a permanent redirect to ``target`` (a tuple: one is made per lookup read)."""
 
     source: str
     target: str

@@ -54,6 +54,15 @@ def split_form(url: str) -> Form:
     return Form(scheme or "", authority, path, query)
 
 
+_ORIGIN = re.compile(r"[^:/?#]+://[^/?#]*")
+
+
+def origin_of(url: str) -> str:
+    """``split_form(url).origin``, without splitting the rest (on every lookup)."""
+    m = _ORIGIN.match(url)
+    return m.group() if m is not None else split_form(url).origin
+
+
 def split_fragment(url: str) -> tuple[str, str]:
     """``(url without fragment, "#fragment" or "")``."""
     base, sep, fragment = url.partition("#")

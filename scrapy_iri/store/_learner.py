@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from .._schemes import SCHEMES
 from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
-from ._forms import has_userinfo, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
+from ._forms import has_userinfo, origin_of, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
 from ._psl import same_site
 from ._report import Explanation, explanation, export, rule_label, stats
 from ._rules import (
@@ -149,7 +149,7 @@ def _authority_matcher(given: str) -> Callable[[str], bool]:
 
 
 def _origin(url: str) -> str:
-    return split_form(url).origin
+    return origin_of(url)
 
 
 class EquivalenceStore:
@@ -260,7 +260,7 @@ class EquivalenceStore:
         return block is not None and block.status(self.policy, now) is RuleStatus.SUSPENDED
 
     def _is_sink(self, target: str) -> bool:
-        return self.storage.is_sink(sink_key(target), self.policy.sink_fanin)
+        return self.storage.is_sink(target, self.policy.sink_fanin)
 
     def rule_status(self, record: RuleRecord) -> RuleStatus:
         """A rule's status now, a block on its origin included."""

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 
 from ._evidence import Alias, Evidence
+from ._forms import sink_key
 from ._learner import EquivalenceStore
 from ._rules import LearningPolicy, RuleKey, RuleRecord, case_key, is_case_change
 from ._storage import Storage
@@ -39,8 +40,8 @@ class MemoryStorage(Storage):
     def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         return self._rules.get(origin, _EMPTY)
 
-    def is_sink(self, target: str, cap: int) -> bool:
-        sources = self._fanins.get(target)
+    def is_sink(self, url: str, cap: int) -> bool:
+        sources = self._fanins.get(sink_key(url)) if self._fanins else None
         return sources is not None and len(sources) >= cap
 
     # writes

@@ -1,13 +1,16 @@
-"""The SQLite backend (``IRI_STORE = "sqlite:///path"``), the embedded default.
+"""The SQLite storage (``IRI_STORE = "sqlite:///path"``), the embedded default.
 
 What is small stays in memory: the rule records (per origin), the sinks
-(targets with ``sink_fanin`` sources) and the learning policy. Everything that grows with the crawl stays on disk and is
-read on demand: an alias is one indexed read (its source is the primary
-key), behind a bounded LRU cache that also remembers misses
+(targets with ``sink_fanin`` sources) and the learning policy. Everything
+that grows with the crawl stays on disk and is read on demand: an alias is
+one indexed read (its source is the primary key; its target's alias comes
+with it), behind a bounded LRU cache that also remembers misses
 (``cache_size`` entries, :data:`DEFAULT_CACHE_SIZE` by default, a few
 hundred bytes each); a declared case is one indexed read by its stored case
 key; fan-in and deferred requests are read when needed. Opening a store
-reads the rules and the policy only, whatever the number of aliases.
+reads the rules and the policy only, whatever the number of aliases. The
+file is read through a memory map (``mmap_size``): its pages are the
+operating system's, shared by every process, not each process's own.
 
 Writes wait in memory and are committed in one transaction when
 ``batch_size`` writes are pending or ``flush_interval`` seconds have
@@ -58,6 +61,7 @@ from typing import Any
 from ..errors import StoreError
 from ._codec import copy_counts, policy_from_text, policy_text, rule_record, rule_values
 from ._evidence import Alias, Evidence
+from ._forms import sink_key
 from ._learner import EquivalenceStore
 from ._rules import LearningPolicy, RuleKey, RuleRecord, case_key
 from ._sqlite_schema import (
@@ -88,6 +92,8 @@ PAGE_CACHE = 8 << 20
 CHANGES_MAX = 100_000
 
 _EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
+#: the pending write of a rule: its row is read off the image when the batch commits
+_WRITTEN: tuple[Any, ...] = ()
 
 
 class SQLiteStorage(Storage):
@@ -328,7 +334,8 @@ class SQLiteStorage(Storage):
             if alone and not self._rule_dropped:
                 # nobody else committed since this process last looked: the rows on disk are
                 # what it read or wrote, so its image is the merge (no read back)
-                db.executemany(upsert, [row for written in rules.values() for _, row in written if row is not None])
+                image = [self._rules[rule.origin][rule] for written in rules.values() for rule, row in written if row is not None]
+                db.executemany(upsert, [(*record.key, *rule_values(record)) for record in image])
                 db.executemany(delete, [tuple(rule) for written in rules.values() for rule, row in written if row is None])
                 rules = {}
             for origin, written in rules.items():  # one read per origin: the rows as other processes left them
@@ -491,7 +498,7 @@ class SQLiteStorage(Storage):
         self._pending[(table, key)] = row
 
     def alias(self, source: str) -> Alias | None:
-        row = self._pending.get(("alias", source), MISSING)
+        row = self._pending.get(("alias", source), MISSING) if self._pending else MISSING
         if row is not MISSING:
             return None if row is None else Alias(*row[:4])
         alias = self._aliases.get(source)
@@ -622,7 +629,7 @@ class SQLiteStorage(Storage):
         against = against + record.against - seen_against if record.against >= seen_against else record.against
         self._rule_delta[key] = (support, against)
         self._rule_seen[key] = (record.support, record.against)
-        self._write("rule", tuple(key), (*key, *rule_values(record)))
+        self._write("rule", tuple(key), _WRITTEN)  # the row is the image's at the commit
 
     def _drop_rule(self, key: RuleKey) -> None:
         records = self._rules.get(key.origin)
@@ -666,9 +673,9 @@ class SQLiteStorage(Storage):
             self._pending_changes[("s", target)] = None
         return sources
 
-    def is_sink(self, target: str, cap: int) -> bool:
+    def is_sink(self, url: str, cap: int) -> bool:
         """Resident: no read (a target becomes a sink when ``add_fanin`` reaches the cap)."""
-        return target in self._sinks
+        return bool(self._sinks) and sink_key(url) in self._sinks
 
     def drop_fanin(self, target: str) -> None:
         if target in self._sinks:

@@ -88,8 +88,8 @@ class Storage(ABC):
         """The rule records of one origin (an empty mapping when none); the learner updates them and calls :meth:`set_rule`."""
 
     @abstractmethod
-    def is_sink(self, target: str, cap: int) -> bool:
-        """Whether ``target`` (a :func:`._forms.sink_key`) has ``cap`` sources (the policy's ``sink_fanin``)."""
+    def is_sink(self, url: str, cap: int) -> bool:
+        """Whether the page ``url`` lands on (its :func:`._forms.sink_key`) has ``cap`` sources (the policy's ``sink_fanin``)."""
 
     # -- what an observation writes ------------------------------------------
 

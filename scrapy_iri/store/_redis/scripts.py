@@ -178,3 +178,13 @@ redis.call('DEL', KEYS[1]); redis.call('SREM', KEYS[2], ARGV[1])
 redis.call('SET', KEYS[3], cjson.encode(urls), 'EX', 600)
 return urls
 """
+
+#: An alias and its target's alias, in one round trip (resolving follows the target next).
+#: KEYS: aliases. ARGV: source. Returns {} (no alias), {alias} (a tombstone) or {alias, target's alias or nil}.
+ALIAS = """
+local a = redis.call('HGET', KEYS[1], ARGV[1])
+if not a then return {} end
+local target = cjson.decode(a)[1]
+if target == '' then return {a} end
+return {a, redis.call('HGET', KEYS[1], target)}
+"""

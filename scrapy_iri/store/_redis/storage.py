@@ -16,6 +16,7 @@ from typing import Any
 from ...errors import StoreError
 from .._codec import policy_from_text, policy_text
 from .._evidence import Alias, Evidence
+from .._forms import sink_key
 from .._rules import RuleKey, RuleRecord, case_key, is_case_change
 from .._storage import DEFAULT_CACHE_SIZE, EVIDENCE_MAX_AGE, MISSING, Storage
 from .codec import (
@@ -33,7 +34,7 @@ from .codec import (
 )
 from .connection import UNAVAILABLE, Outage, RedisKeys, RedisUnavailable, check_reachable, describe, drop_stale_connections
 from .journal import ANSWERED, DROP, PUT, Journal, rule_op, saved_batches
-from .scripts import BATCH, TAKE
+from .scripts import ALIAS, BATCH, TAKE
 from .sync import Follower, Image
 
 logger = logging.getLogger("scrapy_iri.store._redis")
@@ -100,6 +101,8 @@ class RedisStorage(Storage):
         # case keys this process wrote and Redis has not got yet: key -> source -> alias (None: dropped)
         self._pending_cases: dict[str, dict[str, Alias | None]] = {}
         self._batch = client.register_script(BATCH)
+        self._alias_sha = client.register_script(ALIAS).sha
+        self._conn: Any = None
         self._take = client.register_script(TAKE)
         self.follower = Follower(client, self.keys, self.image, self.journal, self._apply, self._tally, self.where)
         self._next_tick = 0.0
@@ -140,12 +143,40 @@ class RedisStorage(Storage):
         cached = self.image.aliases.get(source)
         if cached is not MISSING:
             return cached  # type: ignore[no-any-return]
-        raw = self._read(lambda: self.client.hget(self.keys.aliases, source))
-        if raw is MISSING:
+        answer = self._read(lambda: self._command("EVALSHA", self._alias_sha, 1, self.keys.aliases, source))
+        if answer is MISSING:
             return None
-        alias = None if raw is None else alias_of(source, raw)
+        alias = alias_of(source, answer[0]) if answer else None
+        if alias is not None and len(answer) > 1 and self.image.aliases.get(alias.target) is MISSING:
+            # the target's own alias came with it: resolving asks for it next
+            target = alias.target
+            self.image.aliases.put(target, None if answer[1] is None else alias_of(target, answer[1]))
         self.image.aliases.put(source, alias)
         return alias
+
+    def _command(self, *args: Any) -> Any:
+        """One command on this storage's private connection (about half the client's cost per call).
+
+        Only reads go this way (a lost reply is simply asked again); a script the
+        server lost (a restart) is loaded again.
+        """
+        import redis
+
+        conn = self._conn
+        if conn is None:
+            pool = self.client.connection_pool
+            conn = self._conn = pool.connection_class(**pool.connection_kwargs)
+        try:
+            try:
+                conn.send_command(*args)
+                return conn.read_response()
+            except redis.exceptions.NoScriptError:
+                self.client.script_load(ALIAS)
+                conn.send_command(*args)
+                return conn.read_response()
+        except BaseException:
+            conn.disconnect()
+            raise
 
     def case_target(self, key: str) -> str | None:
         cached = self.image.cases.get(key)
@@ -177,8 +208,8 @@ class RedisStorage(Storage):
     def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         return self.image.rules.get(origin, _EMPTY)
 
-    def is_sink(self, target: str, cap: int) -> bool:
-        return target in self.image.sinks
+    def is_sink(self, url: str, cap: int) -> bool:
+        return bool(self.image.sinks) and sink_key(url) in self.image.sinks
 
     # -- writes: into the journal (and the image), sent by maintain() -------------------
 
@@ -402,6 +433,8 @@ class RedisStorage(Storage):
             self.journal.retake.clear()
         if self.outage.down:
             drop_stale_connections(self.client)
+            if self._conn is not None:
+                self._conn.disconnect()
             lasted = self.outage.recovered()
             logger.info("Redis at %(where)s is back after %(lasted).1f s", {"where": self.where, "lasted": lasted})
         return True
@@ -441,6 +474,8 @@ class RedisStorage(Storage):
                 " equivalence store are %(fate)s",
                 {"where": self.where, "error": exc, "pending": self.pending, "fate": fate},
             )
+        if self._conn is not None:
+            self._conn.disconnect()
         if self.owns_client:
             try:
                 self.client.close()
