@@ -52,7 +52,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -63,7 +62,7 @@ from ._codec import copy_counts, policy_from_text, policy_text, rule_record, rul
 from ._evidence import Alias, Evidence
 from ._forms import sink_key
 from ._learner import EquivalenceStore
-from ._rules import LearningPolicy, RuleKey, RuleRecord, case_key
+from ._rules import LearningPolicy, RuleKey, RuleRecord
 from ._sqlite_schema import (
     ALIAS,
     ALIAS_AND_NEXT,

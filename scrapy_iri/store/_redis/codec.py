@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from .._codec import rule_record, rule_values
+from .._codec import rule_record
 from .._evidence import Alias, Evidence
 from .._rules import RuleKey, RuleRecord
 
@@ -63,10 +63,6 @@ def rule_field(key: RuleKey) -> str:
 def rule_of(origin: str, field: bytes | str, raw: bytes | str) -> RuleRecord:
     kind, _, scope = text(field).partition(" ")
     return rule_record(RuleKey(origin, kind, scope), json.loads(raw))
-
-
-def rule_json(record: RuleRecord) -> list[Any]:
-    return list(rule_values(record))
 
 
 def evidence_value(e: Evidence) -> str:

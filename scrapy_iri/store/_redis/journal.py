@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from .._codec import rule_values
 from .._rules import RuleKey, RuleRecord
 from .codec import EMPTY_BATCH, chunks, rule_field
 
@@ -148,7 +149,15 @@ def rule_op(key: RuleKey, mode: str, record: RuleRecord | None, base: RuleRecord
     base = base or RuleRecord(key)
     support = adds(base.support, record.support, base.last_support, record.last_support)
     against = adds(base.against, record.against, base.last_against, record.last_against)
-    return [
-        key.origin, rule_field(key), mode, support, against, record.first_seen,
-        record.last_support, record.last_against, record.example, record.counterexample,
-    ]  # fmt: skip
+    return rule_entry(record, mode, support, against)
+
+
+def rule_entry(record: RuleRecord, mode: str, support: int | None = None, against: int | None = None) -> list[Any]:
+    """A rule's entry in a batch: its key, the mode, then its :data:`.._codec.RULE_FIELDS`
+    (``support`` and ``against`` replaced by what a merge adds, when given)."""
+    values = list(rule_values(record))
+    if support is not None:
+        values[0] = support
+    if against is not None:
+        values[1] = against
+    return [record.key.origin, rule_field(record.key), mode, *values]

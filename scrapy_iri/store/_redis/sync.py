@@ -19,9 +19,9 @@ from .._codec import copy_counts
 from .._evidence import Alias
 from .._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus, case_key, is_case_change
 from .._storage import LRU
-from .codec import EMPTY_BATCH, alias_value, case_value, chunks, rule_field, rule_of, text
+from .codec import EMPTY_BATCH, alias_value, case_value, chunks, rule_of, text
 from .connection import RedisKeys
-from .journal import REPUBLISHED, Journal
+from .journal import REPUBLISHED, Journal, rule_entry
 from .scripts import SYNC
 
 logger = logging.getLogger("scrapy_iri.store._redis")
@@ -211,7 +211,7 @@ class Follower:
         )
         self.tally("rollbacks", 1)
         self.last_batch = None
-        rules = [_rule_entry(r, "max") for r in self.image.all_rules()]
+        rules = [rule_entry(r, "max") for r in self.image.all_rules()]
         written = [[source, *op] for source, op in journal.written.items()]
         deferred = [[rule, url] for rule, urls in journal.deferred_here.items() for url in urls]
         sinks = [[target, "", -1] for target in self.image.sinks]
@@ -240,7 +240,7 @@ class Follower:
         cases = [
             [key, case_value(url, 0.0), 0.0, 0, ""] for key, url in list(image.cases.data.items()) if isinstance(url, str)
         ]
-        rules = [_rule_entry(r, "setnx") for r in image.all_rules()]
+        rules = [rule_entry(r, "setnx") for r in image.all_rules()]
         sinks = [[target, "", -1] for target in image.sinks]
         for name, ops in (("a", list(aliases.values())), ("c", cases), ("r", rules), ("f", sinks)):
             for part in chunks(ops, 1000):
@@ -251,13 +251,6 @@ class Follower:
 def _republished(alias: Alias) -> list[Any]:
     key = case_key(alias.target) if is_case_change(alias.source, alias.target) else ""
     return [alias.source, alias_value(alias), alias.time, REPUBLISHED, key]
-
-
-def _rule_entry(r: RuleRecord, mode: str) -> list[Any]:
-    return [
-        r.key.origin, rule_field(r.key), mode, r.support, r.against, r.first_seen,
-        r.last_support, r.last_against, r.example, r.counterexample,
-    ]  # fmt: skip
 
 
 def _read_each(client: Any, names: list[str], command: Callable[[Any, str], Any]) -> Iterator[tuple[str, Any]]:
