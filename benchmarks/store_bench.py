@@ -19,6 +19,12 @@ process:
     nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode bulk --dir /tmp/store-bench
     nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode record --dir /tmp/store-bench
     nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode redis
+    nice .venv/bin/python benchmarks/store_bench.py --aliases 10000000 --mode bulk --record-more 100000
+
+``--record-more K`` adds K observations through ``record_redirect`` to the
+store once it is built, and reports their throughput (learning at that
+size; the store then holds N + K aliases, and the lookups are measured on
+it).
 
 ``--mode redis`` writes the aliases into a private ``redis-server`` in the
 Redis store's layout and measures opening a ``RedisStore`` on it the same way.
@@ -51,6 +57,19 @@ def source(i: int) -> str:
 
 def target(i: int) -> str:
     return f"http://www.site{i % HOSTS}.example/articles/{i}"
+
+
+def record_more(path: Path, n: int, more: int) -> dict[str, Any]:
+    """``more`` observations through ``record_redirect`` into the store of ``n`` aliases: learning at that size."""
+    from scrapy_iri.store import open_store
+
+    with open_store(f"sqlite:///{path}") as store:
+        started, cpu = time.perf_counter(), time.process_time()
+        for i in range(n, n + more):
+            store.record_redirect(source(i), 301, target(i))
+        store.flush()
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"record_more": more, "record_more_per_s": round(more / seconds), "record_more_cpu_per_s": round(more / cpu)}
 
 
 def build(path: Path, n: int, mode: str) -> dict[str, Any]:
@@ -145,6 +164,10 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path("/tmp/scrapy-iri-store-bench"))
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # the fresh measuring process
     parser.add_argument("--reuse", action="store_true", help="measure the store built by an earlier run")
+    parser.add_argument(
+        "--record-more", type=int, default=0, metavar="K",
+        help="after the build, K more observations through record_redirect (learning throughput at N aliases)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.aliases)))  # type: ignore[arg-type]
@@ -171,6 +194,8 @@ def main() -> None:
         row = {k: v for k, v in results.get(f"{args.mode}-{args.aliases}", {}).items() if k.startswith(("build", "file"))}
     else:
         row = build(path, args.aliases, args.mode)
+    if args.record_more:
+        row.update(record_more(path, args.aliases, args.record_more))
     print(f"built: {row}", flush=True)
     child = subprocess.run(
         [sys.executable, __file__, "--aliases", str(args.aliases), "--measure", str(path)],

@@ -161,6 +161,8 @@ class SQLiteStorage(Storage):
         #: added since the last commit (merged into the row on disk)
         self._rule_seen: dict[RuleKey, tuple[int, int]] = {}
         self._rule_delta: dict[RuleKey, tuple[int, int]] = {}
+        #: another process's rule rows were not read into the image (pending counts here): the commit merges
+        self._must_merge = False
         self._rule_dropped: set[RuleKey] = set()
         self._last_flush = monotonic()
         self._next_sync = monotonic() + sync_interval
@@ -330,7 +332,7 @@ class SQLiteStorage(Storage):
             upsert, delete = WRITES["rule"]
             alone = db.execute("PRAGMA data_version").fetchone()[0] == self._data_version
             touched = sorted(rules)
-            if alone and not self._rule_dropped:
+            if alone and not self._rule_dropped and not self._must_merge:
                 # nobody else committed since this process last looked: the rows on disk are
                 # what it read or wrote, so its image is the merge (no read back)
                 image = [self._rules[rule.origin][rule] for written in rules.values() for rule, row in written if row is not None]
@@ -360,6 +362,7 @@ class SQLiteStorage(Storage):
         for origin, records in fresh.items():  # the image follows the disk
             self._set_rules(origin, records)
         self._rule_delta.clear()
+        self._must_merge = False
         self._rule_dropped.clear()
         self._pending, self._pending_evidence = {}, []
         self._pending_cases.clear()
@@ -425,6 +428,7 @@ class SQLiteStorage(Storage):
         self._data_version = version
         if (low is not None and low > self._change_id + 1) or any(kind == "*" for _, kind, _ in rows):
             # fell behind the log, or a bulk write: start afresh
+            self._must_merge = True
             self._aliases.clear()
             self._cases.clear()
             self._load_rules()
@@ -435,8 +439,11 @@ class SQLiteStorage(Storage):
                     self._aliases.pop(name)
                 elif kind == "c":
                     self._cases.pop(name)
-                elif kind == "r" and not any(key.origin == name for key in self._rule_delta):
-                    self._reload_rules(name)  # rules written here meanwhile are read back at the commit
+                elif kind == "r":
+                    if any(key.origin == name for key in self._rule_delta):
+                        self._must_merge = True  # rules written here meanwhile are read back at the commit
+                    else:
+                        self._reload_rules(name)
                 elif kind == "s" and ("sink", name) not in self._pending:
                     if db.execute("SELECT 1 FROM sink WHERE target = ?", (name,)).fetchone():
                         self._sinks.add(name)

@@ -483,3 +483,24 @@ def test_a_sink_found_by_another_process_stops_aliases_into_it_here(tmp_path: Pa
     b.close()
     with open_store(uri(path), create=False) as c:
         assert c.representative("http://s.example/old") == "http://s.example/old"
+
+
+def test_counts_another_process_committed_while_this_one_counted_are_kept(tmp_path: Path) -> None:
+    """B reads A's commit (a sync) while B holds uncommitted counts for the same origin: B's commit
+    merges with the rows on disk instead of writing its own image over them."""
+    path = tmp_path / "store.db"
+    a = open_store(uri(path), sync_interval=0.0)
+    b = open_store(uri(path), sync_interval=0.0, batch_size=10_000, flush_interval=3600.0)
+    b.record_redirect("http://h.example/both-1", 301, "http://h.example/both-1/")  # pending in B
+    a.record_redirect("http://h.example/both-2", 301, "http://h.example/both-2/")
+    a.record_response("http://h.example/both-3", 200)  # a counterexample, committed by A
+    a.flush()
+    b.sync()  # B notices A's commit; its own counts for the origin are still pending
+    b.record_redirect("http://h.example/both-4", 301, "http://h.example/both-4/")
+    b.flush()
+    a.close()
+    b.close()
+    with open_store(uri(path), create=False) as c:
+        rule = next(r for r in c.rules() if r.key.kind == "add-slash" and r.key.scope != "*")
+        assert (rule.support, rule.against) == (3, 1)
+        assert c.representative("http://h.example/both-9") == "http://h.example/both-9"
