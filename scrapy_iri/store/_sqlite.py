@@ -83,8 +83,9 @@ from ._storage import DEFAULT_CACHE_SIZE, EVIDENCE_MAX, EVIDENCE_MAX_AGE, LRU, M
 
 logger = logging.getLogger(__name__)
 
-#: bytes of the file read through a memory map (the rest, and the write-ahead log, with read())
-MMAP_SIZE = 1 << 30
+#: bytes of the file read through a memory map (the rest, and the write-ahead log, with read());
+#: SQLite lowers it to its compiled maximum (2 GB by default)
+MMAP_SIZE = 1 << 31
 #: bytes of SQLite's own page cache per process
 PAGE_CACHE = 8 << 20
 #: entries of the change log kept for processes that fell behind (they reload otherwise)
@@ -519,7 +520,7 @@ class SQLiteStorage(Storage):
             return None
         target, status, time_, next_target, next_status, next_time = rows[0]
         alias = Alias(source, target, status, time_)
-        if self._aliases.get(target) is MISSING:
+        if self._aliases.get(target) is MISSING and ("alias", target) not in self._pending:
             self._aliases.put(target, None if next_target is None else Alias(target, next_target, next_status, next_time))
         self._aliases.put(source, alias)
         return alias

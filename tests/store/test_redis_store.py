@@ -329,11 +329,11 @@ def test_a_flush_cut_short_resends_only_what_was_not_applied(make_store, monkeyp
         a.record_redirect(f"http://ex.example/d{i}", 301, f"http://ex.example/d{i}/")
     apply, calls = a.storage._apply, []
 
-    def flaky(batch):
+    def flaky(batch, batch_id=None):
         calls.append(batch)
         if len(calls) == 3:
             raise RedisConnectionError("lost in the middle")
-        apply(batch)
+        apply(batch, batch_id)
 
     monkeypatch.setattr(a.storage, "_apply", flaky)
     a.flush()  # logs, keeps the rest pending
@@ -345,6 +345,34 @@ def test_a_flush_cut_short_resends_only_what_was_not_applied(make_store, monkeyp
     [record] = [r for r in b.rules() if r.key.kind == "add-slash"]
     assert record.support == 3  # not 4 or 5: nothing applied twice
     assert len(list(b.aliases())) == 3 and b.stats()["evidence"] == 3
+
+
+def test_a_batch_whose_reply_was_lost_is_applied_once(make_store, monkeypatch):
+    """The script ran but its reply never came back (a timeout): the batch is sent again with its
+    id, so Redis answers "already applied" instead of counting the observations twice."""
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    a = make_store()
+    apply, calls = a.storage._apply, []
+
+    def reply_lost(batch, batch_id=None):
+        calls.append(batch_id)
+        apply(batch, batch_id)
+        if len(calls) == 1:
+            raise RedisTimeoutError("the reply was lost")
+
+    monkeypatch.setattr(a.storage, "_apply", reply_lost)
+    for i in range(3):
+        a.record_redirect(f"http://ex.example/d{i}", 301, f"http://ex.example/d{i}/")
+    a.flush()  # applied in Redis, but this process does not know it
+    assert a.pending > 0
+    a.record_redirect("http://ex.example/d3", 301, "http://ex.example/d3/")
+    a.flush()
+    assert a.pending == 0 and calls[1] == calls[0]  # the same batch again, under its id
+    b = make_store()
+    [record] = [r for r in b.rules() if r.key.kind == "add-slash" and r.key.scope != "*"]
+    assert record.support == 4  # 3 + 1, not 3 + 3 + 1
+    assert b.stats()["evidence"] == 4
 
 
 # -- concurrent writers: the newest observation wins, whatever the flush order ---------------------

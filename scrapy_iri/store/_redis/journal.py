@@ -71,23 +71,30 @@ class Journal:
         }
         return batch, rule_keys, deferred
 
-    def applied(self, counts: dict[str, int], rule_keys: list[RuleKey], deferred: list[tuple[RuleKey, str]]) -> list[RuleKey]:
-        """Take the first ``counts[kind]`` writes of each kind out; the rules whose additions are in Redis now."""
-        for source in list(self.aliases)[: counts["a"]]:
-            del self.aliases[source]
-        for key in list(self.cases)[: counts["c"]]:
-            del self.cases[key]
-        done = rule_keys[: counts["r"]]
-        for key in done:
-            del self.rules[key]
-        del self.fanins[: counts["f"]]
-        del self.evidence[: counts["e"]]
-        for rule, url in deferred[: counts["d"]]:
-            urls = self.deferred[rule]
-            del urls[url]
-            if not urls:
-                del self.deferred[rule]
-        return done
+    def acknowledged(self, part: dict[str, list[Any]]) -> list[tuple[RuleKey, str]]:
+        """Take the writes of an applied batch out (a write made since to the same entry stays pending);
+        returns the rules it held, with the mode sent."""
+        for source, *op in part.get("a", ()):
+            if self.aliases.get(source) == tuple(op):
+                del self.aliases[source]
+        for key, *op in part.get("c", ()):
+            if self.cases.get(key) == tuple(op):
+                del self.cases[key]
+        del self.fanins[: len(part.get("f", ()))]  # lists only grow at the end: what was sent is first
+        del self.evidence[: len(part.get("e", ()))]
+        by_name = {str(rule): rule for rule in self.deferred}
+        for name, url in part.get("d", ()):
+            rule = by_name.get(name)
+            if rule is not None:
+                self.deferred[rule].pop(url, None)
+                if not self.deferred[rule]:
+                    del self.deferred[rule]
+                    del by_name[name]
+        rules = []
+        for origin, field, mode, *_ in part.get("r", ()):
+            kind, _, scope = field.partition(" ")
+            rules.append((RuleKey(origin, kind, scope), mode))
+        return rules
 
     def remember(self, batch: dict[str, list[Any]]) -> None:
         """Keep what a rollback would lose from an applied batch (bounded by ``memory``)."""
@@ -101,8 +108,15 @@ class Journal:
 
     # -- pending writes kept on disk when Redis is gone at close ----------------------
 
-    def save(self, path: Path, rule_op: Callable[[RuleKey, str], list[Any]], size: int, retake: Iterable[RuleKey]) -> None:
-        """Append the pending writes (in batches with their ids) to ``path``."""
+    def save(
+        self,
+        path: Path,
+        rule_op: Callable[[RuleKey, str], list[Any]],
+        size: int,
+        retake: Iterable[RuleKey],
+        unacked: tuple[str, dict[str, list[Any]]] | None = None,
+    ) -> None:
+        """Append the pending writes (in batches with their ids; a batch sent without a reply keeps its id) to ``path``."""
         batch, _, _ = self.batch(rule_op)
         saved: list[Any] = []
         if path.exists():
@@ -110,6 +124,8 @@ class Journal:
                 saved = json.loads(path.read_text(encoding="utf-8"))["batches"]
             except (OSError, ValueError, KeyError):  # a damaged file: keep it aside
                 path.replace(path.with_suffix(".damaged"))
+        if unacked is not None:
+            saved.append([unacked[0], unacked[1]])
         for name, ops in batch.items():
             for part in chunks(ops, size):
                 saved.append([uuid.uuid4().hex, {**EMPTY_BATCH, name: part}])
@@ -129,6 +145,8 @@ def saved_batches(path: Path) -> tuple[list[tuple[str, dict[str, list[Any]]]], s
     batches = []
     for batch_id, batch in saved:
         retake.update(RuleKey.parse(rule) for rule in batch.pop("retake", ()))
+        # a put written back later may be older than the horizon: it is what Redis never got
+        batch["a"] = [[*op[:3], REPUBLISHED if op[3] == PUT else op[3], *op[4:]] for op in batch.get("a", ())]
         batches.append((batch_id, {**EMPTY_BATCH, **batch}))
     return batches, retake
 

@@ -40,7 +40,7 @@ local function lww(h, field, value, t, mode, guard)
       return true
     end
   end
-  if mode == 0 or mode == 3 then
+  if (mode == 0 or mode == 3) and h == p .. 'aliases' then
     local answered = tonumber(redis.call('ZSCORE', p .. 'answered', field) or '-1')
     if answered >= t or (mode == 0 and t < horizon) then rejected = rejected + 1; return true end
   end

@@ -20,6 +20,7 @@ from .._forms import sink_key
 from .._rules import RuleKey, RuleRecord, case_key, is_case_change
 from .._storage import DEFAULT_CACHE_SIZE, EVIDENCE_MAX_AGE, MISSING, Storage
 from .codec import (
+    EMPTY_BATCH,
     alias_of,
     alias_value,
     case_aliases,
@@ -103,6 +104,8 @@ class RedisStorage(Storage):
         self._batch = client.register_script(BATCH)
         self._alias_sha = client.register_script(ALIAS).sha
         self._conn: Any = None
+        #: the batch being sent, its id, and the rules' records it counted up to (kept until applied)
+        self._unacked: tuple[dict[str, list[Any]], str, dict[RuleKey, RuleRecord | None]] | None = None
         self._take = client.register_script(TAKE)
         self.follower = Follower(client, self.keys, self.image, self.journal, self._apply, self._tally, self.where)
         self._next_tick = 0.0
@@ -147,7 +150,12 @@ class RedisStorage(Storage):
         if answer is MISSING:
             return None
         alias = alias_of(source, answer[0]) if answer else None
-        if alias is not None and len(answer) > 1 and self.image.aliases.get(alias.target) is MISSING:
+        if (
+            alias is not None
+            and len(answer) > 1
+            and alias.target not in self.journal.aliases
+            and self.image.aliases.get(alias.target) is MISSING
+        ):
             # the target's own alias came with it: resolving asks for it next
             target = alias.target
             self.image.aliases.put(target, None if answer[1] is None else alias_of(target, answer[1]))
@@ -194,7 +202,7 @@ class RedisStorage(Storage):
             return None
         candidates = case_aliases(answer[0])
         for source, alias in self._pending_cases.get(key, {}).items():
-            if alias is None:
+            if alias is None or not is_case_change(alias.source, alias.target) or case_key(alias.target) != key:
                 candidates.pop(source, None)
             else:
                 candidates[source] = (alias.time, alias.target)
@@ -299,6 +307,9 @@ class RedisStorage(Storage):
         except UNAVAILABLE as exc:
             self.outage.failed(exc)
             self.journal.deferred.pop(rule, None)
+            if self._unacked is not None:  # taken here: not to be written to Redis by the batch resent later
+                part = self._unacked[0]
+                part["d"] = [entry for entry in part.get("d", ()) if entry[0] != str(rule)]
             self.journal.retake.add(rule)
             logger.warning(
                 "Redis at %(where)s unreachable: only this process's %(n)d URLs deferred under %(rule)s"
@@ -465,7 +476,12 @@ class RedisStorage(Storage):
         except UNAVAILABLE as exc:
             if self.pending_path is not None:
                 retake = {*self.journal.retake, *self.follower.contradicted}
-                self.journal.save(self.pending_path, self._rule_op, self.batch_size, retake)
+                unacked = None
+                if self._unacked is not None:  # saved with its id: applied once, whether it was or not
+                    part, batch_id, sent = self._unacked
+                    self._acknowledged(part, sent)
+                    unacked = (batch_id, part)
+                self.journal.save(self.pending_path, self._rule_op, self.batch_size, retake, unacked)
                 fate = f"saved in {self.pending_path} and written to Redis when the job resumes"
             else:
                 fate = "lost (what this process learned since its last flush; set JOBDIR to keep them)"
@@ -505,6 +521,7 @@ class RedisStorage(Storage):
 
         self._checked(run)
         self.journal.clear()
+        self._unacked = None
         self._pending_cases.clear()
         self._checked(self.follower.load)
 
@@ -562,28 +579,44 @@ class RedisStorage(Storage):
         after a failure the rest is sent again later, never what was already
         applied (a rule's additions would count twice).
         """
+        if self._unacked is not None:  # its reply was lost: the same batch, the same id (applied once)
+            part, batch_id, sent = self._unacked
+            self._apply(part, batch_id)
+            self._unacked = None
+            self._acknowledged(part, sent)
         if not self.pending:
             return
-        batch, rule_keys, deferred = self.journal.batch(self._rule_op)
-        applied = dict.fromkeys(batch, 0)
-        try:
-            if sum(len(ops) for ops in batch.values()) <= self.batch_size:
-                self._apply(batch)
-                applied = {name: len(ops) for name, ops in batch.items()}
+        batch, rule_keys, _ = self.journal.batch(self._rule_op)
+        sent = {key: self._rule_image(key) for key in rule_keys}  # what the additions were counted up to
+        if sum(len(ops) for ops in batch.values()) <= self.batch_size:
+            parts = [batch]
+        else:
+            parts = [{**EMPTY_BATCH, name: part} for name, ops in batch.items() for part in chunks(ops, self.batch_size)]
+        for part in parts:
+            batch_id = uuid.uuid4().hex
+            self._unacked = (part, batch_id, sent)
+            self._apply(part, batch_id)
+            self._unacked = None
+            self._acknowledged(part, sent)
+
+    def _rule_image(self, key: RuleKey) -> RuleRecord | None:
+        record = self.image.rules.get(key.origin, {}).get(key)
+        return None if record is None else replace(record)
+
+    def _acknowledged(self, part: dict[str, list[Any]], sent: dict[RuleKey, RuleRecord | None]) -> None:
+        """A batch was applied: its writes leave the journal, its rules' additions are Redis's now."""
+        for key, mode in self.journal.acknowledged(part):
+            record = sent.get(key)
+            if record is None:
+                self.image.rule_base.pop(key, None)
             else:
-                for name, ops in batch.items():
-                    for part in chunks(ops, self.batch_size):
-                        self._apply({**{n: [] for n in batch}, name: part})
-                        applied[name] += len(part)
-        finally:
-            for key in self.journal.applied(applied, rule_keys, deferred):
-                record = self.image.rules.get(key.origin, {}).get(key)
-                if record is None:
-                    self.image.rule_base.pop(key, None)
-                else:
-                    self.image.rule_base[key] = replace(record)  # its additions are in Redis now
-            if not self.journal.aliases:
-                self._pending_cases.clear()
+                self.image.rule_base[key] = record
+            if self.journal.rules.get(key) == mode and self._rule_image(key) == record:
+                del self.journal.rules[key]  # nothing counted since it was sent
+        if not self.journal.aliases:
+            for key in self._pending_cases:  # computed over writes Redis may have refused: read again
+                self.image.cases.pop(key)
+            self._pending_cases.clear()
 
     def _apply(self, batch: dict[str, list[Any]], batch_id: str | None = None) -> None:
         """Run one batch. When nobody else wrote since this process's last sync, the changes it

@@ -21,7 +21,7 @@ from .._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus, cas
 from .._storage import LRU
 from .codec import EMPTY_BATCH, alias_value, case_value, chunks, rule_of, text
 from .connection import RedisKeys
-from .journal import REPUBLISHED, Journal, rule_entry
+from .journal import PUT, REPUBLISHED, Journal, rule_entry
 from .scripts import SYNC
 
 logger = logging.getLogger("scrapy_iri.store._redis")
@@ -212,7 +212,8 @@ class Follower:
         self.tally("rollbacks", 1)
         self.last_batch = None
         rules = [rule_entry(r, "max") for r in self.image.all_rules()]
-        written = [[source, *op] for source, op in journal.written.items()]
+        # puts go back as republished: older than the horizon or not, they are what Redis lost
+        written = [[source, op[0], op[1], REPUBLISHED if op[2] == PUT else op[2], op[3]] for source, op in journal.written.items()]
         deferred = [[rule, url] for rule, urls in journal.deferred_here.items() for url in urls]
         sinks = [[target, "", -1] for target in self.image.sinks]
         for name, ops in (("r", rules), ("a", written), ("d", deferred), ("f", sinks)):
