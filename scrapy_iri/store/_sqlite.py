@@ -454,12 +454,21 @@ class SQLiteStorage(Storage):
             self._change_id = rows[-1][0]
 
     def _load_rules(self) -> None:
+        """Read every rule row; a record with counts not committed yet keeps its image (the commit merges it)."""
+        counted = {
+            key: (record, self._rule_seen.get(key, (0, 0)))
+            for key in self._rule_delta
+            if (record := self._rules.get(key.origin, {}).get(key)) is not None
+        }
         self._rules = {}
         self._rule_seen = {}
         for row in self._connection().execute(f"SELECT origin, kind, scope, {RULE_COLUMNS} FROM rule"):
             key = RuleKey(*row[:3])
             self._rules.setdefault(key.origin, {})[key] = record = rule_record(key, row[3:])
             self._rule_seen[key] = (record.support, record.against)
+        for key, (record, seen) in counted.items():
+            self._rules.setdefault(key.origin, {})[key] = record
+            self._rule_seen[key] = seen
 
     def _reload_rules(self, origin: str) -> None:
         rows = self._connection().execute(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,))

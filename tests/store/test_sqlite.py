@@ -504,3 +504,20 @@ def test_counts_another_process_committed_while_this_one_counted_are_kept(tmp_pa
         rule = next(r for r in c.rules() if r.key.kind == "add-slash" and r.key.scope != "*")
         assert (rule.support, rule.against) == (3, 1)
         assert c.representative("http://h.example/both-9") == "http://h.example/both-9"
+
+
+def test_counts_not_committed_survive_another_process_s_bulk_import(tmp_path: Path) -> None:
+    """A bulk import elsewhere makes this process read every rule again: what it counted and has not
+    committed yet keeps its times and example, and the commit adds it to the rows on disk."""
+    path = tmp_path / "store.db"
+    a = open_store(uri(path), sync_interval=0.0, batch_size=10_000, flush_interval=3600.0)
+    for i in (1, 2):
+        a.record_redirect(f"http://h.example/both-{i}", 301, f"http://h.example/both-{i}/")
+    with open_store(uri(path)) as b:
+        b.bulk_aliases([Alias("http://other.example/x", "http://other.example/y", 301, 1.0)])
+    a.sync()  # the bulk import: everything read again
+    a.flush()
+    a.close()
+    with open_store(uri(path), create=False) as c:
+        rule = next(r for r in c.rules() if r.key.kind == "add-slash" and r.key.scope != "*")
+        assert rule.support == 2 and rule.last_support > 0 and "both-2" in rule.example

@@ -14,6 +14,8 @@ from .._codec import rule_record
 from .._evidence import Alias, Evidence
 from .._rules import RuleKey, RuleRecord
 
+#: the layout of the store's keys this version writes (``NS:store:layout``)
+LAYOUT = 2
 #: the kinds of write of a batch: aliases, declared cases, rules, fan-ins, evidence, deferred URLs
 EMPTY_BATCH: dict[str, list[Any]] = {"a": [], "c": [], "r": [], "f": [], "e": [], "d": []}
 

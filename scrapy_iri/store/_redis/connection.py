@@ -39,12 +39,11 @@ STORE_OPTIONS = ("namespace", "sync_interval")
 
 #: errors that mean "Redis is not reachable now" (a restart, a network fault)
 if redis is not None:
-    from redis.exceptions import OutOfMemoryError, ReadOnlyError
+    from redis.exceptions import ResponseError
 
-    # a full (maxmemory) or read-only Redis refuses writes: as good as unreachable for a writer
-    UNAVAILABLE: tuple[type[BaseException], ...] = (
-        RedisConnectionError, RedisTimeoutError, OSError, OutOfMemoryError, ReadOnlyError,
-    )  # fmt: skip
+    # a full (maxmemory), read-only or refusing Redis (MISCONF after a failed snapshot, BUSY while
+    # a script runs) is as good as unreachable for a writer: writes wait, nothing escapes a crawl
+    UNAVAILABLE: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError, OSError, ResponseError)
 else:  # pragma: no cover
     UNAVAILABLE = (OSError,)
 

@@ -21,6 +21,7 @@ from .._rules import RuleKey, RuleRecord, case_key, is_case_change
 from .._storage import DEFAULT_CACHE_SIZE, EVIDENCE_MAX_AGE, MISSING, Storage
 from .codec import (
     EMPTY_BATCH,
+    LAYOUT,
     alias_of,
     alias_value,
     case_aliases,
@@ -40,8 +41,6 @@ from .sync import Follower, Image
 
 logger = logging.getLogger("scrapy_iri.store._redis")
 
-#: the layout of the store's keys this version writes (``NS:store:layout``)
-LAYOUT = 2
 #: the id of a batch or a take: a uuid4 hex
 _BATCH_ID = re.compile(r"[0-9a-f]{32}")
 _EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
@@ -544,8 +543,25 @@ class RedisStorage(Storage):
                 f" this scrapy-iri reads ({LAYOUT}); upgrade scrapy-iri"
             )
         if layout < LAYOUT:
-            self._migrate()
+            self._migrate_once()
         self.client.set(self.keys.layout, str(LAYOUT))
+
+    def _migrate_once(self) -> None:
+        """Migrate under a lock: processes opening the store together wait for the one that migrates."""
+        lock = self.keys.store + "migrating"
+        deadline = self.monotonic() + 600.0
+        while not self.client.set(lock, "1", nx=True, ex=600):
+            if self.client.get(self.keys.layout) is not None:
+                return  # another process did it
+            if self.monotonic() > deadline:
+                raise StoreError(f"Redis at {self.where}: another process has been migrating the store for 10 minutes")
+            time.sleep(0.1)
+        try:
+            if self.client.get(self.keys.layout) is None:
+                self._migrate()
+                self.client.set(self.keys.layout, str(LAYOUT))
+        finally:
+            self.client.delete(lock)
 
     def _migrate(self) -> None:
         """Layout 1 kept no index of case-only aliases and no set of sinks: build them from the aliases and fan-ins."""

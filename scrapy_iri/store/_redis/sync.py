@@ -19,7 +19,7 @@ from .._codec import copy_counts
 from .._evidence import Alias
 from .._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus, case_key, is_case_change
 from .._storage import LRU
-from .codec import EMPTY_BATCH, alias_value, case_value, chunks, rule_of, text
+from .codec import EMPTY_BATCH, LAYOUT, alias_value, case_value, chunks, rule_of, text
 from .connection import RedisKeys
 from .journal import PUT, REPUBLISHED, Journal, rule_entry
 from .scripts import SYNC
@@ -246,6 +246,7 @@ class Follower:
         for name, ops in (("a", list(aliases.values())), ("c", cases), ("r", rules), ("f", sinks)):
             for part in chunks(ops, 1000):
                 self.apply({**EMPTY_BATCH, name: part})
+        self.client.set(self.keys.layout, str(LAYOUT))
         self.client.set(self.keys.epoch, uuid.uuid4().hex, nx=True)
 
 
