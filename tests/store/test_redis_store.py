@@ -630,3 +630,44 @@ def test_a_restored_older_append_only_file_is_detected_and_repaired(tmp_path, ca
         _rollback_scenario(server, snapshot, restore, caplog)
     finally:
         server.stop()
+
+
+def test_a_process_that_wrote_nothing_lately_is_told_of_a_rollback(tmp_path, caplog):
+    """Q only reads (it has X -> Y in its cache). Redis restarts from an older snapshot; W, which
+    writes, finds out, repairs and drops X, then writes a lot. Q, with no batch of its own to miss,
+    still learns of the rollback (the history mark changed), repairs with what it knows, and
+    reads X again instead of serving its cached alias."""
+    import logging
+    import time
+
+    server = RedisServer(tmp_path, persistent=False).start()
+    try:
+        w = RedisStore(server.url, "quiet", sync_interval=0.0)
+        w.record_redirect("http://e.example/x", 301, "http://e.example/y")
+        w.flush()
+        q = RedisStore(server.url, "quiet", sync_interval=0.0)
+        assert q.representative("http://e.example/x") == "http://e.example/y"  # cached in Q
+        server.client().save()
+        w.record_redirect("http://e.example/z", 301, "http://e.example/zz")
+        w.flush()
+        server.kill()
+        server.start()
+        for _ in range(10):
+            if w.maintain(force=True):
+                break
+            time.sleep(0.1)
+        assert w.counters.get("rollbacks") == 1
+        w.record_response("http://e.example/x", 200)  # the alias ends, after the rollback
+        for i in range(20):
+            w.record_redirect(f"http://e.example/n{i}", 301, f"http://e.example/n{i}/")
+        w.flush()
+        with caplog.at_level(logging.ERROR, logger="scrapy_iri.store._redis"):
+            assert q.maintain(force=True)
+        assert "found by another process" in caplog.text
+        assert q.counters.get("rollbacks") == 1
+        assert q.representative("http://e.example/x") == "http://e.example/x"
+        assert q.representative("http://e.example/z") == "http://e.example/zz"
+        w.close()
+        q.close()
+    finally:
+        server.stop()

@@ -206,6 +206,7 @@ class RedisKeys:
         self.alias_case = self.store + "aliascase"
         self.sinks = self.store + "sinks"
         self.layout = self.store + "layout"
+        self.history = self.store + "history"
         self.policy = self.store + "policy"
         self.probe = f"{namespace}:probe"
         self.origins = self.store + "origins"

@@ -148,9 +148,10 @@ return {'ok', v, #changed, rejected}
 """
 
 #: What changed since a version. ARGV: prefix, known version, known epoch, the id of the last batch
-#: this process applied (less than 10 minutes ago; "" if none).
+#: this process applied (less than 10 minutes ago; "" if none), the known history.
 #: Returns {epoch, version} (nothing new), {epoch, version, '*'} (reload), {epoch, version, '!'}
-#: (Redis went back to an older state: the batch is gone, or the version went down) or
+#: (Redis went back to an older state: the batch is gone, or the version went down), {epoch,
+#: version, '~'} (another process found that it did: the history changed) or
 #: {epoch, version, change...}.
 SYNC = """
 local p = ARGV[1]
@@ -158,6 +159,7 @@ local epoch = redis.call('GET', p .. 'epoch') or ''
 local v = tonumber(redis.call('GET', p .. 'version') or '0')
 local known = tonumber(ARGV[2])
 if epoch ~= ARGV[3] then return {epoch, v, '*'} end
+if (redis.call('GET', p .. 'history') or '') ~= ARGV[5] then return {epoch, v, '~'} end
 if ARGV[4] ~= '' and redis.call('EXISTS', p .. 'batch:' .. ARGV[4]) == 0 then return {epoch, v, '!'} end
 if v == known then return {epoch, v} end
 local gap = v - known

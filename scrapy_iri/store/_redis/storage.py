@@ -162,28 +162,34 @@ class RedisStorage(Storage):
         return alias
 
     def _command(self, *args: Any) -> Any:
-        """One command on this storage's private connection (about half the client's cost per call).
+        """One read on this storage's private connection (about half the client's cost per call).
 
-        Only reads go this way (a lost reply is simply asked again); a script the
-        server lost (a restart) is loaded again.
+        A read is asked again once on a new connection if the first one was
+        dead (a restarted server); a script the server lost is loaded again.
         """
         import redis
 
-        conn = self._conn
-        if conn is None:
+        if self._conn is None:
             pool = self.client.connection_pool
-            conn = self._conn = pool.connection_class(**pool.connection_kwargs)
-        try:
+            self._conn = pool.connection_class(**pool.connection_kwargs)
+        conn = self._conn
+        for attempt in (1, 2):
             try:
-                conn.send_command(*args)
-                return conn.read_response()
-            except redis.exceptions.NoScriptError:
-                self.client.script_load(ALIAS)
-                conn.send_command(*args)
-                return conn.read_response()
-        except BaseException:
-            conn.disconnect()
-            raise
+                try:
+                    conn.send_command(*args)
+                    return conn.read_response()
+                except redis.exceptions.NoScriptError:
+                    self.client.script_load(ALIAS)
+                    conn.send_command(*args)
+                    return conn.read_response()
+            except redis.exceptions.ConnectionError:
+                conn.disconnect()
+                if attempt == 2:
+                    raise
+            except BaseException:
+                conn.disconnect()
+                raise
+        raise AssertionError("unreachable")
 
     def case_target(self, key: str) -> str | None:
         cached = self.image.cases.get(key)
@@ -502,7 +508,7 @@ class RedisStorage(Storage):
 
         def run() -> None:
             k = self.keys
-            keys = [k.epoch, k.version, k.changes, k.aliases, k.cases, k.case_aliases, k.alias_case, k.sinks]
+            keys = [k.epoch, k.version, k.changes, k.history, k.aliases, k.cases, k.case_aliases, k.alias_case, k.sinks]
             keys += [k.store + "answered", k.origins, k.fanins, k.evidence, k.deferreds]
             # sub-keys by the sets that list them, not by a SCAN pattern: a namespace may
             # extend another one's key names ("a" vs "a:store:rules:x"), never its sets

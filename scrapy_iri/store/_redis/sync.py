@@ -43,6 +43,8 @@ class Image:
         self.fanins = LRU(cache_size // 16)
         self.version = 0
         self.epoch = ""
+        #: changed by the process that finds Redis went back in time: the others repair too
+        self.history = ""
 
     def forget_cached(self) -> None:
         self.aliases.clear()
@@ -102,7 +104,7 @@ class Follower:
         """Read the resident part (rules, sinks) again; forget the caches."""
         c, k, image = self.client, self.keys, self.image
         self.tally("reloads", 1)
-        epoch, version = c.mget(k.epoch, k.version)
+        epoch, version, history = c.mget(k.epoch, k.version, k.history)
         origins = sorted(text(o) for o in c.smembers(k.origins))
         image.rules.clear()
         image.rule_base.clear()
@@ -112,16 +114,17 @@ class Follower:
         image.forget_cached()
         image.epoch = text(epoch or b"")
         image.version = int(version or 0)
+        image.history = text(history or b"")
 
     def pull(self, policy: LearningPolicy, now: float, monotonic: float) -> None:
         """Read the entries other processes changed since the known version (one or two round trips)."""
         self.tally("syncs", 1)
         last = self.last_batch
         recent = last[0] if last is not None and monotonic - last[1] < BATCH_MEMORY else ""
-        answer = self._sync(args=[self.keys.store, self.image.version, self.image.epoch, recent])
+        answer = self._sync(args=[self.keys.store, self.image.version, self.image.epoch, recent, self.image.history])
         epoch, version, changes = text(answer[0]), int(answer[1]), [text(c) for c in answer[2:]]
-        if changes == ["!"]:
-            self.rolled_back(version, policy, now)
+        if changes in (["!"], ["~"]):
+            self.rolled_back(version, policy, now, found_here=changes == ["!"])
             return
         if changes == ["*"]:
             if not epoch:
@@ -185,7 +188,7 @@ class Follower:
             else:
                 image.sinks.discard(name)
 
-    def rolled_back(self, version: int, policy: LearningPolicy, now: float) -> None:
+    def rolled_back(self, version: int, policy: LearningPolicy, now: float, *, found_here: bool = True) -> None:
         """Redis went back to an older state (restarted from an older snapshot, or a restored backup).
 
         Said loudly, then repaired from what this process knows: its rule
@@ -193,16 +196,21 @@ class Follower:
         comes back, nothing is counted twice), its last alias writes and
         ends again (an alias ended since the snapshot stays ended), and the
         URLs it deferred and were not taken yet. Then the resident part is
-        read again. What only another, exited process knew is lost.
+        read again and the caches emptied. The process that found the
+        rollback (its last batch gone, or the version lower) changes the
+        store's history mark, so every other process, even one that wrote
+        nothing lately, repairs and empties its caches at its next sync.
+        What only another, exited process knew is lost.
         """
         journal = self.journal
         logger.error(
-            "Redis at %(where)s went back to an older state (version %(was)d -> %(now)d; restarted from an"
-            " older snapshot or backup?): the equivalence store lost what was learned since. Writing back"
+            "Redis at %(where)s went back to an older state (%(how)s; version %(was)d -> %(now)d; restarted"
+            " from an older snapshot or backup?): the equivalence store lost what was learned since. Writing back"
             " what this process knows (%(written)d alias writes, %(deferred)d deferred requests, its rules);"
             " run Redis with appendonly yes to avoid this",
             {
                 "where": self.where,
+                "how": "found by this process" if found_here else "found by another process",
                 "was": self.image.version,
                 "now": version,
                 "written": len(journal.written),
@@ -219,6 +227,8 @@ class Follower:
         for name, ops in (("r", rules), ("a", written), ("d", deferred), ("f", sinks)):
             for part in chunks(ops, 1000):
                 self.apply({**EMPTY_BATCH, name: part})
+        if found_here:
+            self.client.set(self.keys.history, uuid.uuid4().hex)
         self._reload_watching(policy, now)
 
     def republish(self, policy: LearningPolicy) -> None:
