@@ -112,6 +112,7 @@ class SQLiteStorage(Storage):
         evidence_max_age: float = EVIDENCE_MAX_AGE,
         sync_interval: float = 0.5,
         mmap_size: int = MMAP_SIZE,
+        answered_horizon: float = 600.0,
         page_cache: int = PAGE_CACHE,
         lock_wait: float = 0.5,
         close_wait: float = 30.0,
@@ -123,6 +124,9 @@ class SQLiteStorage(Storage):
         self.flush_interval = flush_interval
         self.evidence_max = evidence_max
         self.evidence_max_age = evidence_max_age
+        #: how long the file remembers that a URL answered for itself: an alias of it another process
+        #: observed earlier and commits later is refused (an alias write older than this is refused too)
+        self.answered_horizon = answered_horizon
         self.sync_interval = sync_interval
         self.lock_wait = lock_wait
         self.close_wait = close_wait
@@ -248,6 +252,9 @@ class SQLiteStorage(Storage):
     def refresh(self) -> None:
         self._sync_if_due()
 
+    def answered(self, url: str) -> None:
+        self._write("answered", url, (url, self.clock()))
+
     def observed(self) -> None:
         self._flush_if_due()
 
@@ -313,6 +320,7 @@ class SQLiteStorage(Storage):
             return
         db = self._connection()
         fresh: dict[str, dict[RuleKey, RuleRecord]] = {}
+        cutoff = self.clock() - self.answered_horizon
         with transaction(db):
             rules: dict[str, list[tuple[RuleKey, tuple[Any, ...] | None]]] = {}
             run: list[tuple[Any, ...]] = []
@@ -323,6 +331,8 @@ class SQLiteStorage(Storage):
                     continue
                 upsert, delete = WRITES[table]
                 step, args = (delete, key if isinstance(key, tuple) else (key,)) if row is None else (upsert, row)
+                if table == "alias" and row is not None:
+                    args = (*row, cutoff)
                 if step != statement:
                     if run:
                         db.executemany(statement, run)
@@ -384,6 +394,7 @@ class SQLiteStorage(Storage):
             first = db.execute("SELECT id FROM evidence WHERE time >= ? ORDER BY id LIMIT 1", (cutoff,)).fetchone()
             db.execute("DELETE FROM evidence WHERE id < ?", (first[0] if first else (high or 0) + 1,))
             db.execute("DELETE FROM change WHERE id <= (SELECT max(id) FROM change) - ?", (CHANGES_MAX,))
+            db.execute("DELETE FROM answered WHERE time < ?", (self.clock() - self.answered_horizon,))
 
     def _merged_rule(self, key: RuleKey, on_disk: RuleRecord | None) -> RuleRecord:
         """The row on disk plus what this process observed since its last commit."""

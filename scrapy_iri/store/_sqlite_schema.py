@@ -11,7 +11,7 @@ from ._codec import RULE_FIELDS, policy_from_text
 from ._evidence import Alias, Evidence
 from ._rules import LearningPolicy, case_key, is_case_change
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS alias (
     source TEXT PRIMARY KEY, target TEXT NOT NULL, status INTEGER NOT NULL, time REAL NOT NULL, case_key TEXT
@@ -36,6 +36,7 @@ CREATE INDEX IF NOT EXISTS evidence_target ON evidence (target);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS change (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sink (target TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS answered (source TEXT PRIMARY KEY, time REAL NOT NULL) WITHOUT ROWID;
 """
 
 RULE_COLUMNS = ", ".join(RULE_FIELDS)
@@ -43,8 +44,20 @@ EVIDENCE_COLUMNS = "time, url, status, target, context, note, location"
 EVIDENCE = f"INSERT INTO evidence ({EVIDENCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
 ALIAS = "INSERT OR REPLACE INTO alias VALUES (?, ?, ?, ?, ?)"
 #: table -> (upsert, delete) statements of the batched writes
+#: an alias observed by this process: refused if the URL answered for itself since (in any process),
+#: if a newer alias is on disk, or if it is older than the horizon (?6: now - horizon)
+ALIAS_PUT = (
+    "INSERT INTO alias (source, target, status, time, case_key) SELECT ?1, ?2, ?3, ?4, ?5"
+    " WHERE ?4 >= ?6 AND NOT EXISTS (SELECT 1 FROM answered WHERE source = ?1 AND time >= ?4)"
+    " ON CONFLICT (source) DO UPDATE SET target = excluded.target, status = excluded.status,"
+    " time = excluded.time, case_key = excluded.case_key WHERE excluded.time >= alias.time"
+)
 WRITES = {
-    "alias": (ALIAS, "DELETE FROM alias WHERE source = ?"),
+    "alias": (ALIAS_PUT, "DELETE FROM alias WHERE source = ?"),
+    "answered": (
+        "INSERT INTO answered VALUES (?, ?) ON CONFLICT (source) DO UPDATE SET time = max(time, excluded.time)",
+        "DELETE FROM answered WHERE source = ?",
+    ),
     "rule": (
         f"INSERT OR REPLACE INTO rule (origin, kind, scope, {RULE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         "DELETE FROM rule WHERE origin = ? AND kind = ? AND scope = ?",
@@ -114,7 +127,12 @@ def _to_4(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_2, 2: _to_3, 3: _to_4}
+def _to_5(db: sqlite3.Connection) -> None:
+    """URLs that answered for themselves (a late alias write from another process must not undo them)."""
+    db.execute("CREATE TABLE IF NOT EXISTS answered (source TEXT PRIMARY KEY, time REAL NOT NULL) WITHOUT ROWID")
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_2, 2: _to_3, 3: _to_4, 4: _to_5}
 
 
 def create_schema(db: sqlite3.Connection) -> None:

@@ -213,7 +213,7 @@ def test_an_old_layout_store_is_migrated(tmp_path: Path, version: int) -> None:
             assert store.storage.case_target("http://iis.example/docs/page-7") == "http://iis.example/Docs/Page-7"  # type: ignore[attr-defined]
         assert store.stats()["aliases"] == 4
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     keys = dict(db.execute("SELECT source, case_key FROM alias"))
     db.close()
     assert keys["http://iis.example/docs/page-1"] == "http://iis.example/docs/page-1"
