@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
