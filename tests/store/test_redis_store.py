@@ -632,6 +632,7 @@ def test_a_restored_older_append_only_file_is_detected_and_repaired(tmp_path, ca
         server.stop()
 
 
+<<<<<<< HEAD
 def test_a_process_that_wrote_nothing_lately_is_told_of_a_rollback(tmp_path, caplog):
     """Q only reads (it has X -> Y in its cache). Redis restarts from an older snapshot; W, which
     writes, finds out, repairs and drops X, then writes a lot. Q, with no batch of its own to miss,
@@ -671,3 +672,160 @@ def test_a_process_that_wrote_nothing_lately_is_told_of_a_rollback(tmp_path, cap
         q.close()
     finally:
         server.stop()
+=======
+# -- the layout of the keys: a store of layout 1 is migrated at open, a newer one refused ------------
+
+
+def _write_layout_1(client, ns: str, now: float, sink_sources: int = 5) -> None:  # type: ignore[no-untyped-def]
+    """A store as the first layout wrote it: aliases, fan-in sets, rules and an epoch, no layout key,
+    no case-only alias index and no set of sinks."""
+    aliases = {
+        "http://h.example/Docs/A": ["http://h.example/docs/a", 301, now],  # case-only
+        "http://h.example/old": ["http://h.example/new", 301, now],
+        "http://s.example/p0": ["http://s.example/login", 301, now],  # learned before login was a sink
+    }
+    client.hset(f"{ns}:store:aliases", mapping={s: json.dumps(v) for s, v in aliases.items()})
+    login = "http://s.example/login"
+    client.sadd(f"{ns}:store:fanins", login, "http://h.example/new")
+    client.sadd(f"{ns}:store:fanin:{login}", *(f"http://s.example/p{i}" for i in range(sink_sources)))
+    client.sadd(f"{ns}:store:fanin:http://h.example/new", "http://h.example/old")
+    client.sadd(f"{ns}:store:origins", "http://t.example")
+    record = [3, 0, now, now, 0, "http://t.example/d2 -301-> http://t.example/d2/", ""]
+    client.hset(f"{ns}:store:rules:http://t.example", "add-slash /d#", json.dumps(record))
+    client.set(f"{ns}:store:epoch", "e" * 32)
+
+
+def test_a_store_of_layout_1_is_migrated_at_open(make_store, redis_server):
+    import time
+
+    from scrapy_iri.store._rules import case_key
+
+    client = redis_server.client()
+    _write_layout_1(client, "old", time.time())
+    assert client.get("old:store:layout") is None
+    store = make_store("old")
+    assert client.get("old:store:layout") == b"2"
+    # the case-only alias is found through the index the migration built
+    assert store.storage.case_target(case_key("http://h.example/DOCS/A")) == "http://h.example/docs/a"
+    assert client.hget("old:store:aliascase", "http://h.example/Docs/A") == b"http://h.example/docs/a"
+    assert store.storage.case_target(case_key("http://h.example/new")) is None  # not case-only
+    # five sources (the default sink_fanin) into login: a sink, and no alias leads into it
+    assert client.smembers("old:store:sinks") == {b"http://s.example/login"}
+    assert store.storage.is_sink("http://s.example/login", 5)
+    assert store.representative("http://s.example/p0") == "http://s.example/p0"
+    assert store.representative("http://h.example/old") == "http://h.example/new"
+    assert store.representative("http://t.example/d77") == "http://t.example/d77/"  # the rules are read as before
+    assert store.stats()["sinks"] == 1 and store.stats()["aliases"] == 3
+    # another process opening later finds layout 2 and the same answers
+    again = make_store("old")
+    assert again.storage.case_target(case_key("http://h.example/docs/A")) == "http://h.example/docs/a"
+    assert again.representative("http://s.example/p0") == "http://s.example/p0"
+    # and what the migrated store learns next keeps the index up to date
+    again.record_redirect("http://h.example/Docs/A", 302, "http://h.example/docs/a")
+    again.flush()
+    assert make_store("old").storage.case_target(case_key("http://h.example/docs/a")) is None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="RedisStorage._migrate builds the set of sinks with self.policy.sink_fanin while the storage is"
+    " being constructed, before the learner sets the crawl's policy: it always uses the default (5), so a"
+    " layout-1 store opened with sink_fanin=3 misses targets with 3 or 4 sources and keeps serving"
+    " aliases into them",
+)
+def test_the_migration_finds_sinks_with_the_crawls_sink_fanin(make_store, redis_server):
+    import time
+
+    client = redis_server.client()
+    _write_layout_1(client, "old3", time.time(), sink_sources=3)
+    store = make_store("old3", policy=LearningPolicy(sink_fanin=3))
+    assert store.storage.is_sink("http://s.example/login", 3)
+    assert store.representative("http://s.example/p0") == "http://s.example/p0"
+
+
+def test_a_newer_layout_is_refused(make_store, redis_server):
+    from scrapy_iri.errors import StoreError
+
+    client = redis_server.client()
+    client.set("new:store:layout", "3")
+    client.hset("new:store:aliases", "http://a.example/x", json.dumps(["http://a.example/y", 301, 1.0]))
+    with pytest.raises(StoreError, match=r"layout 3 is newer than this scrapy-iri reads \(2\)") as info:
+        make_store("new")
+    assert "'new'" in str(info.value)  # names the namespace
+    assert client.get("new:store:layout") == b"3"  # left as it was
+    assert client.hlen("new:store:casealiases") == 0
+    make_store("fresh")  # an empty namespace is created at the current layout
+    assert client.get("fresh:store:layout") == b"2"
+
+
+# -- the alias cache: bounded, and invalidated by the change log ------------------------------------
+
+
+def test_the_alias_cache_is_bounded_and_a_drop_elsewhere_reaches_it_through_the_change_log(make_store):
+    a = make_store("cache")
+    for i in range(50):
+        a.record_redirect(f"http://c.example/old/{i}", 301, f"http://c.example/new/{i}")
+    a.flush()
+    frozen = Clock()  # b's syncs happen only when asked
+    b = make_store("cache", cache_size=10, monotonic=frozen)
+    for i in range(50):
+        assert b.representative(f"http://c.example/old/{i}") == f"http://c.example/new/{i}"
+        assert len(b.storage.image.aliases) <= 10
+    x, y = "http://c.example/old/48", "http://c.example/old/49"  # the last read: in b's cache
+    cached = b.storage.image.aliases.data
+    assert x in cached and y in cached
+    a.record_response(x, 200)  # x answers for itself: the alias ends
+    a.flush()
+    reads, reloads = b.counters.get("reads", 0), b.counters.get("reloads", 0)
+    assert b.representative(x) == "http://c.example/new/48"  # not synced yet: from the cache
+    assert b.counters.get("reads", 0) == reads
+    b.sync()
+    assert x not in cached and y in cached  # only the changed entry is forgotten, no reload
+    assert b.counters.get("reloads", 0) == reloads
+    assert b.representative(x) == x
+    assert b.representative(y) == "http://c.example/new/49"
+
+
+# -- the evidence log is pruned at batches ------------------------------------------------------------
+
+
+def test_evidence_older_than_the_max_age_is_pruned_at_the_next_batch(make_store, redis_server):
+    clock = Clock()
+    clock.now = 1_000_000.0
+    store = make_store("ev", clock=clock, evidence_max_age=1000.0, evidence_max=4)
+    for i in range(6):
+        store.record_redirect(f"http://e.example/p{i}", 301, f"http://e.example/q{i}")
+    store.flush()
+    client = redis_server.client()
+    kept = [json.loads(raw)[1] for raw in client.lrange("ev:store:evidence", 0, -1)]
+    assert kept == [f"http://e.example/p{i}" for i in range(2, 6)]  # at most evidence_max, the newest
+    clock.now += 999.0
+    store.record_redirect("http://e.example/a", 301, "http://e.example/b")
+    store.flush()
+    assert client.llen("ev:store:evidence") == 4  # p3..p5 and a: none older than 1000 s yet
+    clock.now += 2.0  # p3..p5 are now 1001 s old
+    assert client.llen("ev:store:evidence") == 4  # nothing happens between batches
+    store.record_redirect("http://e.example/c", 301, "http://e.example/d")
+    store.flush()
+    assert [e.url for e in store.evidence()] == ["http://e.example/a", "http://e.example/c"]
+    assert store.stats()["aliases"] == 8  # aliases are not evidence: all kept
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the batch script drops at most 100 entries older than evidence_max_age per batch (LPOP loop"
+    " bounded to 100), while the key layout documents an evidence list with none older than"
+    " evidence_max_age: after 150 stale entries, 50 are still there after the next batch",
+)
+def test_all_evidence_older_than_the_max_age_is_pruned_at_the_next_batch(make_store, redis_server):
+    clock = Clock()
+    clock.now = 1_000_000.0
+    store = make_store("ev150", clock=clock, evidence_max_age=1000.0)
+    for i in range(150):
+        store.record_redirect(f"http://e.example/p{i}", 301, f"http://e.example/q{i}")
+    store.flush()
+    clock.now += 5000.0
+    store.record_redirect("http://e.example/a", 301, "http://e.example/b")
+    store.flush()
+    assert [e.url for e in store.evidence()] == ["http://e.example/a"]
+>>>>>>> store-tests

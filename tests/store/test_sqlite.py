@@ -521,3 +521,150 @@ def test_counts_not_committed_survive_another_process_s_bulk_import(tmp_path: Pa
     with open_store(uri(path), create=False) as c:
         rule = next(r for r in c.rules() if r.key.kind == "add-slash" and r.key.scope != "*")
         assert rule.support == 2 and rule.last_support > 0 and "both-2" in rule.example
+
+# -- one observation, one transaction; other processes follow through the change log -------------
+
+ONE = textwrap.dedent(
+    """
+    import sys, time
+    from scrapy_iri.store import open_store
+
+    store = open_store(sys.argv[1], batch_size=10**9, flush_interval=1e9)
+    store.record_redirect("http://a.example/topic-1", 301, "http://a.example/topic-1/")
+    if sys.argv[2] == "flush":
+        store.flush()
+    print("done", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def _table(path: Path, sql: str) -> list[tuple]:  # type: ignore[type-arg]
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(sql).fetchall()
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("flushed", [True, False])
+def test_an_observation_commits_whole_or_not_at_all(tmp_path: Path, flushed: bool) -> None:
+    """http://a.example/topic-1 -301-> /topic-1/ writes an alias, an evidence row and the counts of the
+    rules that cover the URL: add-slash (template /topic-#) supported; http-to-https and apex-to-www,
+    under / and origin-wide, contradicted (the redirect went elsewhere). A SIGKILL after the flush keeps
+    all of it; before the flush, none of it."""
+    path = tmp_path / "store.db"
+    open_store(uri(path)).close()  # the schema exists either way
+    child = subprocess.Popen(
+        [sys.executable, "-c", ONE, uri(path), "flush" if flushed else "keep"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "done"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=10)
+    aliases = _table(path, "SELECT source, target, status FROM alias")
+    evidence = _table(path, "SELECT url, status, target FROM evidence")
+    rules = dict(((k, s), (n, a)) for k, s, n, a in _table(path, "SELECT kind, scope, support, against FROM rule"))
+    changes = _table(path, "SELECT kind, name FROM change")
+    if not flushed:
+        assert (aliases, evidence, rules, changes) == ([], [], {}, [])
+        return
+    assert aliases == [("http://a.example/topic-1", "http://a.example/topic-1/", 301)]
+    assert evidence == [("http://a.example/topic-1", 301, "http://a.example/topic-1/")]
+    assert rules == {
+        ("add-slash", "/topic-#"): (1, 0),
+        ("http-to-https", "/"): (0, 1),
+        ("http-to-https", "*"): (0, 1),
+        ("apex-to-www", "/"): (0, 1),
+        ("apex-to-www", "*"): (0, 1),
+    }
+    assert ("a", "http://a.example/topic-1") in changes and ("r", "http://a.example") in changes
+
+
+MANY = textwrap.dedent(
+    """
+    import sys
+    from scrapy_iri.store import open_store
+
+    store = open_store(sys.argv[1], batch_size=5, flush_interval=1e9)
+    i = 0
+    while True:
+        i += 1
+        store.record_redirect(f"http://a.example/topic-{i}", 301, f"http://a.example/topic-{i}/")
+        if i == 30:
+            print("running", flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("delay", [0.02, 0.4])
+def test_sigkill_never_splits_an_observation_from_its_rule_counts(tmp_path: Path, delay: float) -> None:
+    """Each slash redirect adds one alias, one evidence row, one support to add-slash and one
+    counterexample to http-to-https: after a SIGKILL at any moment the four counts agree."""
+    import time
+
+    path = tmp_path / "store.db"
+    child = subprocess.Popen(
+        [sys.executable, "-c", MANY, uri(path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "running"
+    time.sleep(delay)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=10)
+    (aliases,) = _table(path, "SELECT count(*) FROM alias")[0]
+    (evidence,) = _table(path, "SELECT count(*) FROM evidence WHERE status = 301")[0]
+    rules = dict(((k, s), (n, a)) for k, s, n, a in _table(path, "SELECT kind, scope, support, against FROM rule"))
+    assert aliases >= 30
+    assert evidence == aliases
+    assert rules[("add-slash", "/topic-#")] == (aliases, 0)
+    assert rules[("http-to-https", "/")] == (0, aliases)
+
+
+def test_another_process_reads_a_rule_row_through_the_change_log(tmp_path: Path) -> None:
+    """B is open before A writes; after A's commit, B's next lookup reads the change log: it
+    re-reads the rules of the origin A touched and forgets only the aliases A wrote (no reload)."""
+    path = tmp_path / "store.db"
+    a = open_store(uri(path), sync_interval=0.0)
+    b = open_store(uri(path), sync_interval=0.0)
+    unrelated = "http://b.example/page"
+    assert b.representative(unrelated) == unrelated  # a miss, cached in b
+    assert list(b.rules()) == []
+    teach(a)
+    assert b.representative("http://a.example/topic-9") == "http://a.example/topic-9"  # not committed yet
+    a.flush()
+    (last,) = _table(path, "SELECT max(id) FROM change")[0]
+    assert ("r", "http://a.example") in _table(path, "SELECT kind, name FROM change")
+    assert b.representative("http://a.example/topic-9") == "http://a.example/topic-9/"
+    assert b.storage._change_id == last  # type: ignore[attr-defined]
+    assert unrelated in b.storage._aliases.data  # type: ignore[attr-defined]  # not a reload: the cache is kept
+    record = next(r for r in b.rules() if r.key == RuleKey("http://a.example", "add-slash", "/topic-#"))
+    assert (record.support, record.against) == (3, 0)
+    a.record_response("http://a.example/topic-5", 200)  # a counterexample, committed by A
+    a.flush()
+    assert b.representative("http://a.example/topic-9") == "http://a.example/topic-9"
+    assert (record.support, record.against) == (3, 1)  # the record b holds was updated in place
+    assert unrelated in b.storage._aliases.data  # type: ignore[attr-defined]
+    a.close()
+    b.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="SQLiteStorage._prune drops evidence by age only at the 1st, 65th, 129th... commit of a process"
+    " (_commits % 64 == 1), while the module docstring says the log holds none older than"
+    " evidence_max_age after a commit: entries 1001 s old survive the 6th commit",
+)
+def test_evidence_older_than_the_max_age_is_pruned_at_the_next_commit(tmp_path: Path) -> None:
+    now = [1_000_000.0]
+    store = open_store(uri(tmp_path / "store.db"), clock=lambda: now[0], evidence_max_age=1000.0, batch_size=1)
+    for i in range(5):
+        store.record_redirect(f"http://a.example/p{i}", 301, f"http://a.example/q{i}")
+    now[0] += 1001.0
+    store.record_redirect("http://a.example/new", 301, "http://a.example/newer")
+    assert [e.url for e in store.evidence()] == ["http://a.example/new"]
+    store.close()
