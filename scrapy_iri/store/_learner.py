@@ -536,6 +536,7 @@ class EquivalenceStore:
 
     def forget(self, url: str) -> int:
         """Forget what was learned from ``url``: its alias, declared case and evidence. Returns entries removed."""
+        self.storage.refresh()
         form = scheme_form(url) or url
         removed = 0
         if self.storage.alias(form) is not None:
@@ -561,6 +562,7 @@ class EquivalenceStore:
         reach), ``name:port`` (that port only) or ``name:*`` (every port).
         """
         on_host = _authority_matcher(host)
+        self.storage.refresh()
         removed = 0
         for alias in list(self.storage.aliases()):
             if on_host(alias.source):

@@ -20,9 +20,8 @@ class MemoryStorage(Storage):
 
     def __init__(self) -> None:
         self._aliases: dict[str, Alias] = {}
-        self._case_targets: dict[str, str] = {}
-        #: case-only aliases per target (a case is forgotten with its last alias)
-        self._case_refs: dict[str, int] = {}
+        #: case key -> source -> (time, target) of its case-only aliases (the newest declares the case)
+        self._case_aliases: dict[str, dict[str, tuple[float, str]]] = {}
         self._declared: dict[str, str] = {}
         self._rules: dict[str, dict[RuleKey, RuleRecord]] = {}
         self._fanins: dict[str, list[str]] = {}
@@ -35,7 +34,8 @@ class MemoryStorage(Storage):
         return self._aliases.get(source)
 
     def case_target(self, key: str) -> str | None:
-        return self._case_targets.get(key) or self._declared.get(key)
+        found = self._case_aliases.get(key)
+        return max(found.values())[1] if found else self._declared.get(key)
 
     def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         return self._rules.get(origin, _EMPTY)
@@ -47,27 +47,17 @@ class MemoryStorage(Storage):
     # writes
     def set_alias(self, source: str, alias: Alias | None) -> None:
         old = self._aliases.pop(source, None)
-        if old is not None:
-            self._unref_case(old)
+        if old is not None and is_case_change(old.source, old.target):
+            key = case_key(old.target)
+            found = self._case_aliases[key]
+            del found[source]
+            if not found:
+                del self._case_aliases[key]
         if alias is None:
             return
         self._aliases[source] = alias
         if is_case_change(alias.source, alias.target):
-            self._case_targets[case_key(alias.target)] = alias.target
-            self._case_refs[alias.target] = self._case_refs.get(alias.target, 0) + 1
-
-    def _unref_case(self, alias: Alias) -> None:
-        """Forget the case ``alias`` declared once no other case-only alias declares it."""
-        if not is_case_change(alias.source, alias.target):
-            return
-        left = self._case_refs.get(alias.target, 0) - 1
-        if left > 0:
-            self._case_refs[alias.target] = left
-            return
-        self._case_refs.pop(alias.target, None)
-        key = case_key(alias.target)
-        if self._case_targets.get(key) == alias.target:
-            del self._case_targets[key]
+            self._case_aliases.setdefault(case_key(alias.target), {})[source] = (alias.time, alias.target)
 
     def declared_case(self, key: str) -> str | None:
         return self._declared.get(key)

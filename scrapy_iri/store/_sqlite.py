@@ -389,10 +389,11 @@ class SQLiteStorage(Storage):
         low, high = db.execute("SELECT min(id), max(id) FROM evidence").fetchone()
         if high is not None and high - low + 1 > self.evidence_max:
             db.execute("DELETE FROM evidence WHERE id <= ?", (high - self.evidence_max,))
+        # by age at every commit: the oldest entry first, so this stops at once when nothing is old
+        cutoff = self.clock() - self.evidence_max_age
+        first = db.execute("SELECT id FROM evidence WHERE time >= ? ORDER BY id LIMIT 1", (cutoff,)).fetchone()
+        db.execute("DELETE FROM evidence WHERE id < ?", (first[0] if first else (high or 0) + 1,))
         if self._commits % 64 == 1:
-            cutoff = self.clock() - self.evidence_max_age
-            first = db.execute("SELECT id FROM evidence WHERE time >= ? ORDER BY id LIMIT 1", (cutoff,)).fetchone()
-            db.execute("DELETE FROM evidence WHERE id < ?", (first[0] if first else (high or 0) + 1,))
             db.execute("DELETE FROM change WHERE id <= (SELECT max(id) FROM change) - ?", (CHANGES_MAX,))
             db.execute("DELETE FROM answered WHERE time < ?", (self.clock() - self.answered_horizon,))
 

@@ -632,7 +632,6 @@ def test_a_restored_older_append_only_file_is_detected_and_repaired(tmp_path, ca
         server.stop()
 
 
-<<<<<<< HEAD
 def test_a_process_that_wrote_nothing_lately_is_told_of_a_rollback(tmp_path, caplog):
     """Q only reads (it has X -> Y in its cache). Redis restarts from an older snapshot; W, which
     writes, finds out, repairs and drops X, then writes a lot. Q, with no batch of its own to miss,
@@ -672,7 +671,6 @@ def test_a_process_that_wrote_nothing_lately_is_told_of_a_rollback(tmp_path, cap
         q.close()
     finally:
         server.stop()
-=======
 # -- the layout of the keys: a store of layout 1 is migrated at open, a newer one refused ------------
 
 
@@ -811,12 +809,6 @@ def test_evidence_older_than_the_max_age_is_pruned_at_the_next_batch(make_store,
     assert store.stats()["aliases"] == 8  # aliases are not evidence: all kept
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the batch script drops at most 100 entries older than evidence_max_age per batch (LPOP loop"
-    " bounded to 100), while the key layout documents an evidence list with none older than"
-    " evidence_max_age: after 150 stale entries, 50 are still there after the next batch",
-)
 def test_all_evidence_older_than_the_max_age_is_pruned_at_the_next_batch(make_store, redis_server):
     clock = Clock()
     clock.now = 1_000_000.0
@@ -828,4 +820,3 @@ def test_all_evidence_older_than_the_max_age_is_pruned_at_the_next_batch(make_st
     store.record_redirect("http://e.example/a", 301, "http://e.example/b")
     store.flush()
     assert [e.url for e in store.evidence()] == ["http://e.example/a"]
->>>>>>> store-tests

@@ -653,12 +653,6 @@ def test_another_process_reads_a_rule_row_through_the_change_log(tmp_path: Path)
     b.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SQLiteStorage._prune drops evidence by age only at the 1st, 65th, 129th... commit of a process"
-    " (_commits % 64 == 1), while the module docstring says the log holds none older than"
-    " evidence_max_age after a commit: entries 1001 s old survive the 6th commit",
-)
 def test_evidence_older_than_the_max_age_is_pruned_at_the_next_commit(tmp_path: Path) -> None:
     now = [1_000_000.0]
     store = open_store(uri(tmp_path / "store.db"), clock=lambda: now[0], evidence_max_age=1000.0, batch_size=1)

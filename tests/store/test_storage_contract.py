@@ -248,19 +248,11 @@ def test_a_document_at_a_former_case_only_alias_declares_its_own_case(backend: B
     assert backend.reopen(store).storage.declared_case(key) == f"{H}/Docs/A"
 
 
-CASE_BUG = (
-    "RedisStorage.case_target overlays this process's pending alias writes on the case index without"
-    " checking that the new alias is still case-only for that key: after /Docs/A -301-> /docs/a then"
-    " /Docs/A -301-> /other, case_target(case_key(/docs/a)) answers /other (and caches it past the flush),"
-    " so an active declared-case rule merges /DOCS/A-like URLs into /other"
-)
 
 
 def test_an_alias_that_stops_being_case_only_forgets_its_case(
     backend: Backend, store: EquivalenceStore, request: pytest.FixtureRequest
 ) -> None:
-    if backend.kind == "redis":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=CASE_BUG))
     store.record_redirect(f"{H}/Docs/A", 301, f"{H}/docs/a")
     store.record_redirect(f"{H}/Docs/A", 301, f"{H}/other")  # the same source, now to another page
     key = case_key(f"{H}/docs/a")
@@ -289,19 +281,11 @@ def test_a_case_stays_while_another_case_only_alias_declares_it(backend: Backend
     assert backend.reopen(store).storage.case_target(key) is None
 
 
-MEMORY_CASE_BUG = (
-    "MemoryStorage keeps one case target per case key and counts references per target: with two"
-    " case-only aliases of one key to different targets (/DOCS/A -> /docs/a, then /Docs/a -> /DoCs/A),"
-    " dropping the newer one deletes the key, and case_target answers None instead of /docs/a, the"
-    " target of the case-only alias that remains (SQLite and Redis answer /docs/a)"
-)
 
 
 def test_dropping_the_newest_case_only_alias_falls_back_to_the_one_left(
     backend: Backend, store: EquivalenceStore, request: pytest.FixtureRequest
 ) -> None:
-    if backend.kind == "memory":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=MEMORY_CASE_BUG))
     store.record_redirect(f"{H}/DOCS/A", 301, f"{H}/docs/a")
     backend.clock.advance(10)
     store.record_redirect(f"{H}/Docs/a", 301, f"{H}/DoCs/A")
@@ -412,12 +396,6 @@ def test_a_counterexample_suspends_a_rule_everywhere(backend: Backend, store: Eq
     assert store.representative(f"{H}/topic-1") == f"{H}/topic-1/"  # its exact alias stays
 
 
-LOST_COUNTEREXAMPLE_BUG = (
-    "SQLiteStorage: a process with uncommitted rule counts on an origin skips re-reading that origin's"
-    " rules at sync (the 'r' change), but sync also advances its data_version, so its next commit finds"
-    " itself 'alone' and writes its image rows over the row on disk: a counterexample another process"
-    " committed meanwhile is lost (add-slash ends (3, 0), active, instead of (3, 1), suspended)"
-)
 
 
 def test_a_counterexample_from_another_process_survives_a_pending_batch(
@@ -427,8 +405,6 @@ def test_a_counterexample_from_another_process_survives_a_pending_batch(
     up (and so follows A), then commits: the row holds both, and the rule is suspended everywhere."""
     if not backend.persistent:
         pytest.skip("one process only")
-    if backend.kind == "sqlite":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=LOST_COUNTEREXAMPLE_BUG))
     options: dict[str, Any] = {"sync_interval": 0.0}
     if backend.kind == "sqlite":
         options.update(batch_size=10**6, flush_interval=1e9)
@@ -461,18 +437,9 @@ def test_a_suspension_expires_with_the_ttl(backend: Backend) -> None:
     assert store.representative(f"{H}/topic-9") == f"{H}/topic-9/"
 
 
-EXPIRED_COUNT_BUG = (
-    "Redis journal.adds(): when a rule's counts expired locally (RuleRecord.expire, older than rule_ttl) and"
-    " more observations were then added than the expired count, the batch carries count - base instead of"
-    " count; the script expires the stored count too, so Redis keeps only the difference: 3 supports,"
-    " expired, then 4 fresh supports are stored as support 1 (a candidate in every other process, active"
-    " in the writer)"
-)
 
 
 def test_counts_after_an_expiry_are_the_fresh_observations(backend: Backend, request: pytest.FixtureRequest) -> None:
-    if backend.kind == "redis":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=EXPIRED_COUNT_BUG))
     store = backend.open(LearningPolicy(rule_ttl=1000.0))
     key = teach_slash(store)
     store = backend.reopen(store)
@@ -587,17 +554,11 @@ def test_forget_a_url(backend: Backend, store: EquivalenceStore) -> None:
     assert store.forget(f"{H}/nothing") == 0
 
 
-STALE_FORGET_BUG = (
-    "EquivalenceStore.forget() asks storage.alias() without storage.refresh(): a process that cached a miss"
-    " for the URL before another process learned its alias answers from that cache, leaves the alias in"
-    " place and reports only the evidence removed"
-)
 
 
 def test_forget_in_another_process_forgets_the_alias(backend: Backend, request: pytest.FixtureRequest) -> None:
     if not backend.persistent:
         pytest.skip("one process only")
-    request.applymarker(pytest.mark.xfail(strict=True, reason=STALE_FORGET_BUG))
     a, b = backend.open(sync_interval=0.0), backend.open(sync_interval=0.0)
     assert b.representative(f"{H}/old") == f"{H}/old"  # b caches the miss
     a.record_redirect(f"{H}/old", 301, f"{H}/new")
@@ -709,13 +670,12 @@ def random_observations(seed: int, n: int = 120) -> list[tuple[str, int, str | N
     return out
 
 
-SEED_BUGS = {2: CASE_BUG, 4: CASE_BUG, 5: CASE_BUG, 8: CASE_BUG, 6: MEMORY_CASE_BUG, 7: MEMORY_CASE_BUG}
 
 
 @pytest.mark.parametrize(
     "seed",
     [
-        pytest.param(seed, marks=pytest.mark.xfail(strict=True, reason=SEED_BUGS[seed])) if seed in SEED_BUGS else seed
+        seed
         for seed in range(1, 11)
     ],
 )

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import replace
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from .._codec import rule_values
-from .._rules import RuleKey, RuleRecord
+from .._rules import LearningPolicy, RuleKey, RuleRecord
 from .codec import EMPTY_BATCH, chunks, rule_field
 
 #: alias write modes: a put, a drop, "answered for itself", a put written back (set-if-older)
@@ -160,11 +161,18 @@ def adds(base_count: int, count: int, base_last: float, last: float) -> int:
     return 0
 
 
-def rule_op(key: RuleKey, mode: str, record: RuleRecord | None, base: RuleRecord | None) -> list[Any]:
-    """The batch entry of one rule: a drop, or what this process added to it since ``base``."""
+def rule_op(
+    key: RuleKey, mode: str, record: RuleRecord | None, base: RuleRecord | None, policy: LearningPolicy
+) -> list[Any]:
+    """The batch entry of one rule: a drop, or what this process added to it since ``base``.
+
+    When ``base`` had expired by the time of the last count here, everything the record holds was
+    counted since (Redis expires its copy the same way before adding).
+    """
     if record is None:
         return [key.origin, rule_field(key), "drop", 0, 0, 0, 0, 0, "", ""]
-    base = base or RuleRecord(key)
+    base = replace(base) if base is not None else RuleRecord(key)
+    base.expire(policy, max(record.last_support, record.last_against))
     support = adds(base.support, record.support, base.last_support, record.last_support)
     against = adds(base.against, record.against, base.last_against, record.last_against)
     return rule_entry(record, mode, support, against)

@@ -129,7 +129,7 @@ for _, e in ipairs(b.e) do redis.call('RPUSH', p .. 'evidence', e) end
 if #b.e > 0 then
   redis.call('LTRIM', p .. 'evidence', -tonumber(ARGV[6]), -1)
   local oldest = now - tonumber(ARGV[9])
-  for _ = 1, 100 do  -- by age too, a little at a time
+  while true do  -- by age too (oldest first: each entry is looked at once more than it is kept)
     local first = redis.call('LINDEX', p .. 'evidence', 0)
     if not first or cjson.decode(first)[1] >= oldest then break end
     redis.call('LPOP', p .. 'evidence')

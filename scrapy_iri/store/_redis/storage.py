@@ -592,7 +592,7 @@ class RedisStorage(Storage):
     # -- sending the journal ----------------------------------------------------------------
 
     def _rule_op(self, key: RuleKey, mode: str) -> list[Any]:
-        return rule_op(key, mode, self.image.rules.get(key.origin, {}).get(key), self.image.rule_base.get(key))
+        return rule_op(key, mode, self.image.rules.get(key.origin, {}).get(key), self.image.rule_base.get(key), self.policy)
 
     def _flush(self) -> None:
         """Send the pending writes as one batch (several when large).
