@@ -152,7 +152,9 @@ class SQLiteStorage(Storage):
             raise StoreError(f"{self.path}: {exc}") from exc
         # what is resident: rules (small, per origin), and bounded caches of what is on disk
         self._rules: dict[str, dict[RuleKey, RuleRecord]] = {}
+        #: the targets with at least ``_sink_cap`` sources (read when a lookup first asks with that cap)
         self._sinks: set[str] = set()
+        self._sink_cap = 0
         self._aliases = LRU(cache_size)
         self._cases = LRU(cache_size // 4)
         # the pending batch: (table, key) -> row (None: a delete), latest write last
@@ -180,7 +182,6 @@ class SQLiteStorage(Storage):
             self._data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
             self._change_id = self._db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()[0]
             self._load_rules()
-            self._sinks = {target for (target,) in self._db.execute("SELECT target FROM sink")}
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
 
@@ -445,7 +446,7 @@ class SQLiteStorage(Storage):
             self._aliases.clear()
             self._cases.clear()
             self._load_rules()
-            self._sinks = {target for (target,) in db.execute("SELECT target FROM sink")}
+            self._sink_cap = 0  # read again when next asked
         else:
             for _, kind, name in rows:
                 if kind == "a":
@@ -457,8 +458,9 @@ class SQLiteStorage(Storage):
                         self._must_merge = True  # rules written here meanwhile are read back at the commit
                     else:
                         self._reload_rules(name)
-                elif kind == "s" and ("sink", name) not in self._pending:
-                    if db.execute("SELECT 1 FROM sink WHERE target = ?", (name,)).fetchone():
+                elif kind == "s" and ("sink", name) not in self._pending and self._sink_cap:
+                    row = db.execute("SELECT sources FROM sink WHERE target = ?", (name,)).fetchone()
+                    if row is not None and row[0] >= self._sink_cap:
                         self._sinks.add(name)
                     else:
                         self._sinks.discard(name)
@@ -695,21 +697,33 @@ class SQLiteStorage(Storage):
             sources.append(source)
             self._pending_fanin.setdefault(target, []).append(source)
             self._write("fanin", (target, source), (target, source))
-        if len(sources) >= cap and target not in self._sinks:
-            self._sinks.add(target)
-            self._write("sink", target, (target,))
+        if len(sources) >= 2:  # a sink for any sink_fanin up to its number of sources
+            self._write("sink", target, (target, len(sources)))
             self._pending_changes[("s", target)] = None
+        if len(sources) >= cap:
+            self._sinks_for(cap).add(target)
         return sources
 
     def is_sink(self, url: str, cap: int) -> bool:
-        """Resident: no read (a target becomes a sink when ``add_fanin`` reaches the cap)."""
-        return bool(self._sinks) and sink_key(url) in self._sinks
+        """Resident: no read once the sinks of ``cap`` are known (a target counts its sources as they come)."""
+        sinks = self._sinks_for(cap)
+        return bool(sinks) and sink_key(url) in sinks
+
+    def _sinks_for(self, cap: int) -> set[str]:
+        """The targets with ``cap`` sources or more: read once per cap (the crawl's), kept up to date after."""
+        if cap != self._sink_cap:
+            rows = self._read("SELECT target FROM sink WHERE sources >= ?", (cap,))
+            if rows is None:  # locked: none known yet (a lookup merges through an alias; asked again next time)
+                return set()
+            self._sinks = {target for (target,) in rows}
+            self._sinks |= {t for t, s in self._pending_fanin.items() if len(s) >= cap}
+            self._sink_cap = cap
+        return self._sinks
 
     def drop_fanin(self, target: str) -> None:
-        if target in self._sinks:
-            self._sinks.discard(target)
-            self._write("sink", target, None)
-            self._pending_changes[("s", target)] = None
+        self._sinks.discard(target)
+        self._write("sink", target, None)
+        self._pending_changes[("s", target)] = None
         self._pending_fanin.pop(target, None)
         self._dropped_fanin.add(target)
         for key in [k for k in self._pending if k[0] == "fanin" and k[1][0] == target]:

@@ -35,7 +35,7 @@ CREATE INDEX IF NOT EXISTS evidence_url ON evidence (url);
 CREATE INDEX IF NOT EXISTS evidence_target ON evidence (target);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS change (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sink (target TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sink (target TEXT PRIMARY KEY, sources INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS answered (source TEXT PRIMARY KEY, time REAL NOT NULL) WITHOUT ROWID;
 """
 
@@ -65,7 +65,10 @@ WRITES = {
     "fanin": ("INSERT OR IGNORE INTO fanin VALUES (?, ?)", "DELETE FROM fanin WHERE target = ?"),
     "deferred": ("INSERT OR IGNORE INTO deferred VALUES (?, ?)", "DELETE FROM deferred WHERE rule = ? AND url = ?"),
     "declared_case": ("INSERT OR REPLACE INTO declared_case VALUES (?, ?)", "DELETE FROM declared_case WHERE key = ?"),
-    "sink": ("INSERT OR IGNORE INTO sink VALUES (?)", "DELETE FROM sink WHERE target = ?"),
+    "sink": (
+        "INSERT INTO sink VALUES (?, ?) ON CONFLICT (target) DO UPDATE SET sources = max(sources, excluded.sources)",
+        "DELETE FROM sink WHERE target = ?",
+    ),
 }
 ALIAS_AND_NEXT = (
     "SELECT a.target, a.status, a.time, b.target, b.status, b.time"
@@ -117,19 +120,19 @@ def _to_4(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE alias4 RENAME TO alias")
     urls = [url for (url,) in db.execute("SELECT url FROM declared_case")]
     db.execute("DROP TABLE declared_case")
+    db.execute("DROP TABLE IF EXISTS sink")
     for statement in _statements(_SCHEMA):
         db.execute(statement)
     db.executemany("INSERT OR REPLACE INTO declared_case VALUES (?, ?)", ((case_key(u), u) for u in urls))
-    row = db.execute("SELECT value FROM meta WHERE key = 'policy'").fetchone()
-    policy = (policy_from_text(row[0]) if row else None) or LearningPolicy()
-    db.execute(
-        "INSERT OR IGNORE INTO sink SELECT target FROM fanin GROUP BY target HAVING count(*) >= ?", (policy.sink_fanin,)
-    )
 
 
 def _to_5(db: sqlite3.Connection) -> None:
-    """URLs that answered for themselves (a late alias write from another process must not undo them)."""
+    """URLs that answered for themselves (a late alias write from another process must not undo them),
+    and the number of sources of every target with two or more (a sink for any ``sink_fanin``)."""
     db.execute("CREATE TABLE IF NOT EXISTS answered (source TEXT PRIMARY KEY, time REAL NOT NULL) WITHOUT ROWID")
+    db.execute("DROP TABLE IF EXISTS sink")
+    db.execute("CREATE TABLE sink (target TEXT PRIMARY KEY, sources INTEGER NOT NULL) WITHOUT ROWID")
+    db.execute("INSERT INTO sink SELECT target, count(*) FROM fanin GROUP BY target HAVING count(*) >= 2")
 
 
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_2, 2: _to_3, 3: _to_4, 4: _to_5}

@@ -470,19 +470,11 @@ def test_many_sources_into_one_target_make_a_sink(backend: Backend) -> None:
         assert [e for e in s.export() if e["type"] == "sink"] == [{"type": "sink", "target": login, "sources": 3}]
 
 
-SINK_CAP_BUG = (
-    "SQLiteStorage and RedisStorage answer is_sink(target, cap) from the set of sinks recorded with the cap"
-    " in force when the sources were counted, ignoring cap: a store reopened with a lower sink_fanin (5 -> 3)"
-    " keeps serving aliases into a target that has 3 sources, although stats() counts it as a sink"
-    " (MemoryStorage compares the count with cap)"
-)
 
 
 def test_a_lower_sink_fanin_makes_a_sink_of_a_target_with_that_many_sources(
     backend: Backend, request: pytest.FixtureRequest
 ) -> None:
-    if backend.kind != "memory":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=SINK_CAP_BUG))
     store = backend.open(LearningPolicy(sink_fanin=5))
     for i in (1, 2, 3):
         assert store.record_redirect(f"{H}/p{i}", 301, f"{H}/login").learned_alias  # 3 of 5: not a sink yet

@@ -115,13 +115,15 @@ for _, r in ipairs(b.r) do
 end
 for _, f in ipairs(b.f) do
   local key = p .. 'fanin:' .. f[1]
-  if f[3] < 0 then  -- a sink written back
-    redis.call('SADD', p .. 'sinks', f[1])
+  -- sinks: every target with two sources or more, scored with their number (a sink for any cap up to it)
+  if f[3] < 0 then  -- a sink written back: at least -f[3] sources
+    redis.call('ZADD', p .. 'sinks', 'GT', -f[3], f[1])
   elseif f[2] == '' then
-    redis.call('DEL', key); redis.call('SREM', p .. 'fanins', f[1]); redis.call('SREM', p .. 'sinks', f[1])
+    redis.call('DEL', key); redis.call('SREM', p .. 'fanins', f[1]); redis.call('ZREM', p .. 'sinks', f[1])
   elseif redis.call('SCARD', key) < f[3] then
     redis.call('SADD', key, f[2]); redis.call('SADD', p .. 'fanins', f[1])
-    if redis.call('SCARD', key) >= f[3] then redis.call('SADD', p .. 'sinks', f[1]) end
+    local n = redis.call('SCARD', key)
+    if n >= 2 then redis.call('ZADD', p .. 'sinks', 'GT', n, f[1]) end
   end
   change('f' .. f[1])
 end

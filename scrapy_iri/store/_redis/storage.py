@@ -222,7 +222,23 @@ class RedisStorage(Storage):
         return self.image.rules.get(origin, _EMPTY)
 
     def is_sink(self, url: str, cap: int) -> bool:
-        return bool(self.image.sinks) and sink_key(url) in self.image.sinks
+        sinks = self._sinks_for(cap)
+        return bool(sinks) and sink_key(url) in sinks
+
+    def _sinks_for(self, cap: int) -> set[str]:
+        """The targets with ``cap`` sources or more: read once per cap (the crawl's), kept up to date by syncs."""
+        image = self.image
+        if cap != image.sink_cap:
+            found = self._read(lambda: self.client.zrangebyscore(self.keys.sinks, cap, "+inf"))
+            if found is MISSING:  # unreachable: none known yet (asked again next time)
+                return set()
+            image.sinks = {text(t) for t in found}
+            image.sinks |= {t for t, s, _ in self.journal.fanins if s and len(self._pending_sources(t)) >= cap}
+            image.sink_cap = cap
+        return image.sinks
+
+    def _pending_sources(self, target: str) -> set[str]:
+        return {s for t, s, _ in self.journal.fanins if t == target and s}
 
     # -- writes: into the journal (and the image), sent by maintain() -------------------
 
@@ -287,7 +303,7 @@ class RedisStorage(Storage):
             self.journal.fanins.append((target, source, cap))
         self.image.fanins.put(target, sources)
         if len(sources) >= cap:
-            self.image.sinks.add(target)
+            self._sinks_for(cap).add(target)
         return list(sources)
 
     def drop_fanin(self, target: str) -> None:
@@ -583,10 +599,10 @@ class RedisStorage(Storage):
             pipe.hset(k.case_aliases, key, json.dumps(sources, ensure_ascii=False))
             for source in sources:
                 pipe.hset(k.alias_case, source, key)
-        cap = self.policy.sink_fanin
         for target in c.smembers(k.fanins):
-            if c.scard(k.fanin(text(target))) >= cap:
-                pipe.sadd(k.sinks, target)
+            n = c.scard(k.fanin(text(target)))
+            if n >= 2:  # a sink for any cap up to n
+                pipe.zadd(k.sinks, {target: n})
         pipe.execute()
 
     # -- sending the journal ----------------------------------------------------------------

@@ -37,7 +37,9 @@ class Image:
         self.rules: dict[str, dict[RuleKey, RuleRecord]] = {}
         #: each rule as Redis last had it: what this process's additions are counted from
         self.rule_base: dict[RuleKey, RuleRecord] = {}
+        #: the targets with ``sink_cap`` sources or more (read when a lookup first asks with that cap)
         self.sinks: set[str] = set()
+        self.sink_cap = 0
         self.aliases = LRU(cache_size)
         self.cases = LRU(cache_size // 4)
         self.fanins = LRU(cache_size // 16)
@@ -110,7 +112,7 @@ class Follower:
         image.rule_base.clear()
         for origin, fields in _read_each(c, origins, lambda pipe, o: pipe.hgetall(k.rules(o))):
             image.set_rules(origin, [rule_of(origin, field, raw) for field, raw in fields.items()])
-        image.sinks = {text(t) for t in c.smembers(k.sinks)}
+        image.sinks, image.sink_cap = set(), 0  # read again when next asked
         image.forget_cached()
         image.epoch = text(epoch or b"")
         image.version = int(version or 0)
@@ -167,7 +169,8 @@ class Follower:
                 image.cases.pop(name)
             elif kind == "f":
                 image.fanins.pop(name)
-                reads.append(change)
+                if image.sink_cap:
+                    reads.append(change)
             elif kind == "r":
                 reads.append(change)
         self.tally("refreshed", len(reads))
@@ -178,12 +181,12 @@ class Follower:
             if change[0] == "r":
                 pipe.hgetall(self.keys.rules(change[1:]))
             else:
-                pipe.sismember(self.keys.sinks, change[1:])
+                pipe.zscore(self.keys.sinks, change[1:])
         for change, value in zip(reads, pipe.execute()):
             name = change[1:]
             if change[0] == "r":
                 image.set_rules(name, [rule_of(name, field, raw) for field, raw in value.items()])
-            elif value:
+            elif value is not None and float(value) >= image.sink_cap:
                 image.sinks.add(name)
             else:
                 image.sinks.discard(name)
@@ -223,7 +226,7 @@ class Follower:
         # puts go back as republished: older than the horizon or not, they are what Redis lost
         written = [[source, op[0], op[1], REPUBLISHED if op[2] == PUT else op[2], op[3]] for source, op in journal.written.items()]
         deferred = [[rule, url] for rule, urls in journal.deferred_here.items() for url in urls]
-        sinks = [[target, "", -1] for target in self.image.sinks]
+        sinks = [[target, "", -self.image.sink_cap] for target in self.image.sinks]
         for name, ops in (("r", rules), ("a", written), ("d", deferred), ("f", sinks)):
             for part in chunks(ops, 1000):
                 self.apply({**EMPTY_BATCH, name: part})
@@ -252,7 +255,7 @@ class Follower:
             [key, case_value(url, 0.0), 0.0, 0, ""] for key, url in list(image.cases.data.items()) if isinstance(url, str)
         ]
         rules = [rule_entry(r, "setnx") for r in image.all_rules()]
-        sinks = [[target, "", -1] for target in image.sinks]
+        sinks = [[target, "", -image.sink_cap] for target in image.sinks]
         for name, ops in (("a", list(aliases.values())), ("c", cases), ("r", rules), ("f", sinks)):
             for part in chunks(ops, 1000):
                 self.apply({**EMPTY_BATCH, name: part})
