@@ -45,9 +45,7 @@ from ._rules import (
     case_key,
     generalized,
     judge,
-    kind_order,
     path_prefix,
-    predict,
     predictions,
 )
 from ._storage import Storage
@@ -247,11 +245,23 @@ class EquivalenceStore:
         records = self.storage.rules_at(origin)
         if not records or self._blocked(records, origin, now):
             return None
-        active = [key for key, r in records.items() if r.status(self.policy, now) is RuleStatus.ACTIVE]
-        for key in sorted(active, key=kind_order):
-            target = predict(url, key, self.storage.case_target)
-            if target is not None and target != url:
-                return Step(url, target, key)
+
+        def active(key: RuleKey) -> bool:
+            record = records.get(key)
+            return record is not None and record.status(self.policy, now) is RuleStatus.ACTIVE
+
+        def known(key: str) -> str | None:  # read only where a declared-case rule applies
+            scope = path_prefix(split_form(key).path)
+            return self.storage.case_target(key) if active(RuleKey(origin, DECLARED_CASE, scope)) else None
+
+        # the rules that could cover this URL, one or two per convention (not every rule of the origin)
+        for prediction in predictions(url, known):
+            key = prediction.key
+            kind = KINDS_BY_NAME[key.kind]
+            wide = RuleKey(origin, key.kind, generalized(key.scope)) if kind.generalizes else None
+            for candidate in (wide, key):
+                if candidate is not None and active(candidate) and prediction.target != url:
+                    return Step(url, prediction.target, candidate)
         return None
 
     def _blocked(self, records: Mapping[RuleKey, RuleRecord], origin: str, now: float) -> bool:

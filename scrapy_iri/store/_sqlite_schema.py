@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ._codec import RULE_FIELDS, policy_from_text
+from ._codec import RULE_FIELDS
 from ._evidence import Alias, Evidence
-from ._rules import LearningPolicy, case_key, is_case_change
+from ._rules import case_key, is_case_change
 
 SCHEMA_VERSION = 5
 _SCHEMA = """
