@@ -79,7 +79,16 @@ from ._sqlite_schema import (
     locked,
     transaction,
 )
-from ._storage import DEFAULT_CACHE_SIZE, EVIDENCE_MAX, EVIDENCE_MAX_AGE, LRU, MISSING, Storage
+from ._storage import (
+    DEFAULT_CACHE_SIZE,
+    DEFAULT_RULE_CACHE,
+    EVIDENCE_MAX,
+    EVIDENCE_MAX_AGE,
+    LRU,
+    MISSING,
+    RuleCache,
+    Storage,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +122,7 @@ class SQLiteStorage(Storage):
         sync_interval: float = 0.5,
         mmap_size: int = MMAP_SIZE,
         answered_horizon: float = 600.0,
+        rule_cache: int = DEFAULT_RULE_CACHE,
         page_cache: int = PAGE_CACHE,
         lock_wait: float = 0.5,
         close_wait: float = 30.0,
@@ -151,7 +161,7 @@ class SQLiteStorage(Storage):
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
         # what is resident: rules (small, per origin), and bounded caches of what is on disk
-        self._rules: dict[str, dict[RuleKey, RuleRecord]] = {}
+        self._rule_cache = RuleCache(rule_cache, self._read_rules, self._pinned_origins, self._rules_evicted)
         #: the targets with at least ``_sink_cap`` sources (read when a lookup first asks with that cap)
         self._sinks: set[str] = set()
         self._sink_cap = 0
@@ -347,7 +357,7 @@ class SQLiteStorage(Storage):
             if alone and not self._rule_dropped and not self._must_merge:
                 # nobody else committed since this process last looked: the rows on disk are
                 # what it read or wrote, so its image is the merge (no read back)
-                image = [self._rules[rule.origin][rule] for written in rules.values() for rule, row in written if row is not None]
+                image = [self._image(rule) for written in rules.values() for rule, row in written if row is not None]
                 db.executemany(upsert, [(*record.key, *rule_values(record)) for record in image])
                 db.executemany(delete, [tuple(rule) for written in rules.values() for rule, row in written if row is None])
                 rules = {}
@@ -375,6 +385,7 @@ class SQLiteStorage(Storage):
             self._set_rules(origin, records)
         self._rule_delta.clear()
         self._must_merge = False
+        self._rule_cache.trim()  # nothing is pinned now
         self._rule_dropped.clear()
         self._pending, self._pending_evidence = {}, []
         self._pending_cases.clear()
@@ -400,7 +411,7 @@ class SQLiteStorage(Storage):
 
     def _merged_rule(self, key: RuleKey, on_disk: RuleRecord | None) -> RuleRecord:
         """The row on disk plus what this process observed since its last commit."""
-        image = self._rules.get(key.origin, {}).get(key) or RuleRecord(key)
+        image = self._image(key) or RuleRecord(key)
         disk = on_disk if on_disk is not None else RuleRecord(key)
         disk.expire(self.policy, self.clock())
         support, against = self._rule_delta.get(key, (0, 0))
@@ -468,47 +479,50 @@ class SQLiteStorage(Storage):
             self._change_id = rows[-1][0]
 
     def _load_rules(self) -> None:
-        """Read every rule row; a record with counts not committed yet keeps its image (the commit merges it)."""
-        counted = {
-            key: (record, self._rule_seen.get(key, (0, 0)))
-            for key in self._rule_delta
-            if (record := self._rules.get(key.origin, {}).get(key)) is not None
-        }
-        self._rules = {}
-        self._rule_seen = {}
-        for row in self._connection().execute(f"SELECT origin, kind, scope, {RULE_COLUMNS} FROM rule"):
-            key = RuleKey(*row[:3])
-            self._rules.setdefault(key.origin, {})[key] = record = rule_record(key, row[3:])
-            self._rule_seen[key] = (record.support, record.against)
-        for key, (record, seen) in counted.items():
-            self._rules.setdefault(key.origin, {})[key] = record
-            self._rule_seen[key] = seen
+        """Forget every origin's rules but those with counts not committed yet (read again when used)."""
+        self._rule_cache.clear()
 
-    def _reload_rules(self, origin: str) -> None:
-        rows = self._connection().execute(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,))
+    def _read_rules(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
+        """The rows of one origin's rules (``None`` when the file is locked: nothing is cached then)."""
+        rows = self._read(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,))
+        if rows is None:
+            return None
         records = {}
         for row in rows:
             key = RuleKey(origin, row[0], row[1])
-            records[key] = rule_record(key, row[2:])
+            records[key] = record = rule_record(key, row[2:])
+            self._rule_seen[key] = (record.support, record.against)
+        return records
+
+    def _pinned_origins(self) -> set[str]:
+        """Origins whose records hold counts not committed yet: never evicted."""
+        return {key.origin for key in (*self._rule_delta, *self._rule_dropped)}
+
+    def _rules_evicted(self, origin: str, records: dict[RuleKey, RuleRecord]) -> None:
+        for key in records:
+            self._rule_seen.pop(key, None)
+
+    def _image(self, key: RuleKey) -> RuleRecord | None:
+        records = self._rule_cache.peek(key.origin)
+        return None if records is None else records.get(key)
+
+    def _reload_rules(self, origin: str) -> None:
+        if self._rule_cache.peek(origin) is None:
+            return  # not used here lately: read when next used
+        records = self._read_rules(origin)
+        if records is None:
+            self._rule_cache.clear()  # locked: read again when used
+            return
         self._set_rules(origin, records)
 
     def _set_rules(self, origin: str, records: dict[RuleKey, RuleRecord]) -> None:
         """Make the image of ``origin``'s rules what ``records`` says (record objects kept where they exist)."""
-        current = self._rules.get(origin, {})
+        current = self._rule_cache.peek(origin) or {}
         for key in [k for k in current if k not in records]:
-            del current[key]
             self._rule_seen.pop(key, None)
+        self._rule_cache.replace(origin, records, copy_counts)
         for key, record in records.items():
-            image = current.get(key)
-            if image is None:
-                current[key] = record
-            else:
-                copy_counts(image, record)
             self._rule_seen[key] = (record.support, record.against)
-        if current:
-            self._rules[origin] = current
-        else:
-            self._rules.pop(origin, None)
 
     # -- reads that may find the file locked --------------------------------------------
 
@@ -644,13 +658,13 @@ class SQLiteStorage(Storage):
     # -- primitives: rules (resident) -----------------------------------------------
 
     def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        return self._rules.get(origin, _EMPTY)
+        return self._rule_cache.get(origin) or _EMPTY
 
     def set_rule(self, key: RuleKey, record: RuleRecord | None) -> None:
         if record is None:
             self._drop_rule(key)
             return
-        self._rules.setdefault(key.origin, {})[key] = record
+        self._rule_cache.put(record)
         seen_support, seen_against = self._rule_seen.get(key, (0, 0))
         support, against = self._rule_delta.get(key, (0, 0))
         # what was counted since the image was last written; a count that went down was
@@ -662,18 +676,24 @@ class SQLiteStorage(Storage):
         self._write("rule", tuple(key), _WRITTEN)  # the row is the image's at the commit
 
     def _drop_rule(self, key: RuleKey) -> None:
-        records = self._rules.get(key.origin)
-        if records is not None:
-            records.pop(key, None)
-            if not records:
-                del self._rules[key.origin]
+        self._rule_cache.drop(key)
         self._rule_seen.pop(key, None)
         self._rule_delta.pop(key, None)
         self._rule_dropped.add(key)
         self._write("rule", tuple(key), None)
 
     def rules(self) -> Iterator[RuleRecord]:
-        return iter([r for records in self._rules.values() for r in records.values()])
+        """Every rule record, from the file (after a commit of what is pending)."""
+        self.flush()
+        rows = self._connection().execute(f"SELECT origin, kind, scope, {RULE_COLUMNS} FROM rule").fetchall()
+        listed = {}
+        for row in rows:
+            key = RuleKey(*row[:3])
+            listed[key] = self._image(key) or rule_record(key, row[3:])
+        for key in self._rule_delta:  # not committed (a locked file): what this process holds
+            if (image := self._image(key)) is not None:
+                listed[key] = image
+        return iter(list(listed.values()))
 
     # -- primitives: fan-in (on disk, read per redirect; sinks resident) -----------------
 

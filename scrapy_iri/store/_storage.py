@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ._evidence import Alias, Evidence
@@ -188,3 +188,101 @@ class Storage(ABC):
     def close(self) -> None:
         """Flush and release resources."""
         self.flush()
+
+
+#: rule records a process keeps by default (the origins used last; a few hundred bytes each)
+DEFAULT_RULE_CACHE = 50_000
+
+
+class RuleCache:
+    """The rule records of the origins used last, about ``size`` records in all, read by origin on demand.
+
+    ``load(origin)`` reads one origin's records (``None``: could not read; nothing is cached then).
+    An origin in ``pinned()`` (counts not written yet) is never evicted; ``evicted(origin, records)``
+    hears of each eviction.
+    """
+
+    def __init__(
+        self,
+        size: int,
+        load: Callable[[str], dict[RuleKey, RuleRecord] | None],
+        pinned: Callable[[], set[str]] = set,
+        evicted: Callable[[str, dict[RuleKey, RuleRecord]], None] = lambda origin, records: None,
+    ) -> None:
+        self.size = max(1, size)
+        self.load = load
+        self.pinned = pinned
+        self.evicted = evicted
+        self.origins: OrderedDict[str, dict[RuleKey, RuleRecord]] = OrderedDict()
+        self.count = 0
+
+    def get(self, origin: str) -> dict[RuleKey, RuleRecord]:
+        """The records of ``origin`` (read if not cached; an empty dict when it has none)."""
+        records = self.origins.get(origin)
+        if records is not None:
+            self.origins.move_to_end(origin)
+            return records
+        loaded = self.load(origin)
+        if loaded is None:
+            return {}
+        self.origins[origin] = loaded
+        self.count += len(loaded)
+        self.trim()
+        return loaded
+
+    def peek(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
+        """The records of ``origin`` if cached (no read)."""
+        return self.origins.get(origin)
+
+    def put(self, record: RuleRecord) -> None:
+        records = self.origins.get(record.key.origin)
+        if records is None:
+            records = self.origins[record.key.origin] = {}
+        if record.key not in records:
+            self.count += 1
+        records[record.key] = record
+
+    def drop(self, key: RuleKey) -> None:
+        records = self.origins.get(key.origin)
+        if records is not None and records.pop(key, None) is not None:
+            self.count -= 1
+
+    def replace(self, origin: str, fresh: dict[RuleKey, RuleRecord], copy: Callable[[RuleRecord, RuleRecord], None]) -> None:
+        """Make a cached origin's records what ``fresh`` says (record objects kept where they exist)."""
+        current = self.origins.get(origin)
+        if current is None:
+            return
+        self.count -= len(current)
+        for key in [k for k in current if k not in fresh]:
+            del current[key]
+        for key, record in fresh.items():
+            image = current.get(key)
+            if image is None:
+                current[key] = record
+            else:
+                copy(image, record)
+        self.count += len(current)
+
+    def clear(self) -> None:
+        """Forget every origin but the pinned ones."""
+        keep = self.pinned()
+        for origin in [o for o in self.origins if o not in keep]:
+            self.evicted(origin, self.origins.pop(origin))
+        self.count = sum(len(records) for records in self.origins.values())
+
+    def records(self) -> list[RuleRecord]:
+        return [r for records in self.origins.values() for r in records.values()]
+
+    def trim(self) -> None:
+        """Evict the origins used least lately, pinned ones aside, until about ``size`` records are held."""
+        if self.count <= self.size:
+            return
+        keep = self.pinned()
+        for origin in list(self.origins):
+            if self.count <= self.size:
+                break
+            if origin in keep:
+                continue
+            records = self.origins.pop(origin)
+            self.count -= len(records)
+            self.evicted(origin, records)

@@ -128,10 +128,11 @@ def test_an_open_reads_no_alias_and_memory_stays_bounded(make_store, redis_serve
     assert len(b.storage.image.aliases) <= 100
 
 
-def test_without_auto_sync_the_image_changes_only_on_maintain(make_store):
+def test_without_auto_sync_what_a_process_holds_changes_only_on_maintain(make_store):
     clock = Clock()
     a = make_store()
     b = make_store(monotonic=clock, auto_sync=False)
+    assert b.representative("http://ex.example/d50") == "http://ex.example/d50"  # b now holds the origin's rules
     learn_slash_rule(a)
     a.flush()
     clock.now += 10

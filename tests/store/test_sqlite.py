@@ -348,7 +348,7 @@ def test_the_alias_cache_is_bounded_and_remembers_misses(tmp_path: Path) -> None
         n = store.bulk_aliases(Alias(f"http://b.example/p{i}", f"http://b.example/q{i}", 301, 1.0) for i in range(2000))
         assert n == 2000
     with open_store(uri(path), cache_size=100) as store:
-        assert store.storage._rules == {}  # type: ignore[attr-defined]  # nothing of the aliases is loaded at open
+        assert store.storage._rule_cache.origins == {}  # type: ignore[attr-defined]  # nothing is loaded at open
         for i in range(2000):
             assert store.representative(f"http://b.example/p{i}") == f"http://b.example/q{i}"
             assert store.representative(f"http://b.example/q{i}") == f"http://b.example/q{i}"

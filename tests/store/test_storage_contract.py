@@ -701,3 +701,24 @@ def test_every_backend_gives_the_same_answers(request: pytest.FixtureRequest, tm
     for other in answers[1:]:
         for i, name in enumerate(("resolved", "cases", "rules", "aliases", "stats"), start=1):
             assert other[i] == memory[i], f"{other[0]} differs from memory in {name}"
+
+
+def test_rules_of_many_origins_are_held_within_the_cache_and_read_again(backend: Backend) -> None:
+    """A process holds the rules of the origins it used last (``rule_cache`` records); the others are
+    read again when used, with the same answers, and what is listed is everything."""
+    if not backend.persistent:
+        pytest.skip("the memory store holds everything")
+    store = backend.open(rule_cache=12)
+    hosts = [f"https://h{i}.example" for i in range(30)]
+    for host in hosts:
+        teach_slash(store, host)
+    store.flush()
+    held = store.storage._rule_cache if backend.kind == "sqlite" else store.storage.image.rules  # type: ignore[attr-defined]
+    assert held.count <= 12  # after the commit nothing is pinned: the bound holds
+    again = backend.open(rule_cache=12)
+    held_again = again.storage._rule_cache if backend.kind == "sqlite" else again.storage.image.rules  # type: ignore[attr-defined]
+    assert held_again.count == 0  # opening reads no rule
+    for host in hosts:  # every origin's rule, read when used: the same answer as where it was learned
+        assert again.representative(f"{host}/topic-9") == f"{host}/topic-9/"
+        assert held_again.count <= 12
+    assert len([r for r in again.rules() if r.key.kind == "add-slash" and r.key.scope != "*"]) == 30

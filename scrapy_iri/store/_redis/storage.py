@@ -18,7 +18,7 @@ from .._codec import policy_from_text, policy_text
 from .._evidence import Alias, Evidence
 from .._forms import sink_key
 from .._rules import RuleKey, RuleRecord, case_key, is_case_change
-from .._storage import DEFAULT_CACHE_SIZE, EVIDENCE_MAX_AGE, MISSING, Storage
+from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING, Storage
 from .codec import (
     EMPTY_BATCH,
     LAYOUT,
@@ -28,6 +28,7 @@ from .codec import (
     case_of,
     case_value,
     chunks,
+    rule_of,
     evidence_of,
     evidence_value,
     glob_escape,
@@ -75,6 +76,7 @@ class RedisStorage(Storage):
         pending_path: str | Path | None = None,
         answered_horizon: float = 600.0,
         rollback_memory: int = 100_000,
+        rule_cache: int = DEFAULT_RULE_CACHE,
     ) -> None:
         self.client = client
         self.owns_client = owns_client
@@ -96,7 +98,7 @@ class RedisStorage(Storage):
         self.pending_path = None if pending_path is None else Path(pending_path)
         #: counters of the store's traffic (round trips, reloads, ...)
         self.counters: dict[str, int] = {}
-        self.image = Image(cache_size)
+        self.image = Image(cache_size, rule_cache, self._read_rules, self._pinned_origins)
         self.journal = Journal(rollback_memory)
         # case keys this process wrote and Redis has not got yet: key -> source -> alias (None: dropped)
         self._pending_cases: dict[str, dict[str, Alias | None]] = {}
@@ -219,7 +221,26 @@ class RedisStorage(Storage):
         return url
 
     def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        return self.image.rules.get(origin, _EMPTY)
+        return self.image.rules.get(origin) or _EMPTY
+
+    def _read_rules(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
+        """One origin's rules from Redis (``None`` while it is unreachable: nothing is cached then)."""
+        fields = self._read(lambda: self.client.hgetall(self.keys.rules(origin)))
+        if fields is MISSING:
+            return None
+        records = {}
+        for field, raw in fields.items():
+            record = rule_of(origin, field, raw)
+            records[record.key] = record
+            self.image.rule_base[record.key] = replace(record)
+        return records
+
+    def _pinned_origins(self) -> set[str]:
+        """Origins with counts Redis has not got yet: never evicted."""
+        pinned = {key.origin for key in self.journal.rules}
+        if self._unacked is not None:
+            pinned.update(entry[0] for entry in self._unacked[0].get("r", ()))
+        return pinned
 
     def is_sink(self, url: str, cap: int) -> bool:
         sinks = self._sinks_for(cap)
@@ -279,17 +300,12 @@ class RedisStorage(Storage):
         self.image.cases.pop(key)
 
     def set_rule(self, key: RuleKey, record: RuleRecord | None) -> None:
-        rules = self.image.rules
         if record is None:
-            records = rules.get(key.origin)
-            if records is not None:
-                records.pop(key, None)
-                if not records:
-                    del rules[key.origin]
+            self.image.rules.drop(key)
             self.journal.rules[key] = "drop"
             self.image.rule_base.pop(key, None)
             return
-        rules.setdefault(key.origin, {})[key] = record
+        self.image.rules.put(record)
         self.journal.rules[key] = "dropmerge" if self.journal.rules.get(key, "").startswith("drop") else "merge"
 
     def add_fanin(self, target: str, source: str, cap: int) -> list[str]:
@@ -315,6 +331,7 @@ class RedisStorage(Storage):
         self.journal.evidence.append(evidence_value(evidence))
 
     def add_deferred(self, rule: RuleKey, url: str) -> None:
+        self.image.rules.get(rule.origin)  # held: a sync then tells this process if the rule falls
         self.journal.deferred.setdefault(rule, {})[url] = None
 
     def take_deferred(self, rule: RuleKey) -> list[str]:
@@ -350,9 +367,29 @@ class RedisStorage(Storage):
                 yield alias
 
     def rules(self) -> Iterator[RuleRecord]:
+        """Every rule record: Redis's, with what this process holds (its counts not sent yet) in their place."""
         if self.auto_sync:
             self.maintain()
-        return iter(self.image.all_rules())
+        listed: dict[RuleKey, RuleRecord] = {}
+        try:
+            origins = sorted(text(o) for o in self.client.smembers(self.keys.origins))
+            for part in chunks(origins, 500):
+                pipe = self.client.pipeline(transaction=False)
+                for origin in part:
+                    pipe.hgetall(self.keys.rules(origin))
+                for origin, fields in zip(part, pipe.execute()):
+                    for field, raw in fields.items():
+                        record = rule_of(origin, field, raw)
+                        listed[record.key] = record
+        except UNAVAILABLE as exc:
+            self.outage.failed(exc)
+            logger.warning("Redis at %s unreachable (%s): listing the rules this process holds only", self.where, exc)
+        for record in self.image.all_rules():
+            listed[record.key] = record
+        for key, mode in self.journal.rules.items():
+            if mode == "drop":
+                listed.pop(key, None)
+        return iter(list(listed.values()))
 
     def fanins(self) -> Iterator[tuple[str, int]]:
         self._checked(self._flush)
@@ -608,7 +645,11 @@ class RedisStorage(Storage):
     # -- sending the journal ----------------------------------------------------------------
 
     def _rule_op(self, key: RuleKey, mode: str) -> list[Any]:
-        return rule_op(key, mode, self.image.rules.get(key.origin, {}).get(key), self.image.rule_base.get(key), self.policy)
+        return rule_op(key, mode, self._held(key), self.image.rule_base.get(key), self.policy)
+
+    def _held(self, key: RuleKey) -> RuleRecord | None:
+        records = self.image.rules.peek(key.origin)
+        return None if records is None else records.get(key)
 
     def _flush(self) -> None:
         """Send the pending writes as one batch (several when large).
@@ -636,9 +677,10 @@ class RedisStorage(Storage):
             self._apply(part, batch_id)
             self._unacked = None
             self._acknowledged(part, sent)
+        self.image.rules.trim()  # what was pinned by counts not sent is not any more
 
     def _rule_image(self, key: RuleKey) -> RuleRecord | None:
-        record = self.image.rules.get(key.origin, {}).get(key)
+        record = self._held(key)
         return None if record is None else replace(record)
 
     def _acknowledged(self, part: dict[str, list[Any]], sent: dict[RuleKey, RuleRecord | None]) -> None:

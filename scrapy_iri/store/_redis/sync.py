@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
 from .._codec import copy_counts
 from .._evidence import Alias
 from .._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus, case_key, is_case_change
-from .._storage import LRU
+from .._storage import LRU, RuleCache
 from .codec import EMPTY_BATCH, LAYOUT, alias_value, case_value, chunks, rule_of, text
 from .connection import RedisKeys
 from .journal import PUT, REPUBLISHED, Journal, rule_entry
@@ -31,11 +31,18 @@ BATCH_MEMORY = 500.0
 
 
 class Image:
-    """Rules and sinks (resident), and bounded caches of aliases, cases and fan-in (misses included)."""
+    """What a process holds of the store: the rules of the origins it used last, the sinks of its cap,
+    and bounded caches of aliases, cases and fan-in (misses included)."""
 
-    def __init__(self, cache_size: int) -> None:
-        self.rules: dict[str, dict[RuleKey, RuleRecord]] = {}
-        #: each rule as Redis last had it: what this process's additions are counted from
+    def __init__(
+        self,
+        cache_size: int,
+        rule_cache: int,
+        load_rules: Callable[[str], dict[RuleKey, RuleRecord] | None],
+        pinned: Callable[[], set[str]],
+    ) -> None:
+        self.rules = RuleCache(rule_cache, load_rules, pinned, self._evicted)
+        #: each cached rule as Redis last had it: what this process's additions are counted from
         self.rule_base: dict[RuleKey, RuleRecord] = {}
         #: the targets with ``sink_cap`` sources or more (read when a lookup first asks with that cap)
         self.sinks: set[str] = set()
@@ -48,32 +55,32 @@ class Image:
         #: changed by the process that finds Redis went back in time: the others repair too
         self.history = ""
 
+    def _evicted(self, origin: str, records: dict[RuleKey, RuleRecord]) -> None:
+        for key in records:
+            self.rule_base.pop(key, None)
+
     def forget_cached(self) -> None:
         self.aliases.clear()
         self.cases.clear()
         self.fanins.clear()
+        self.rules.clear()
+        self.sinks, self.sink_cap = set(), 0
 
     def set_rules(self, origin: str, records: Iterable[RuleRecord]) -> None:
-        """Make ``origin``'s rules what Redis says (record objects kept where they exist)."""
-        current = self.rules.get(origin, {})
+        """Make a cached origin's rules what Redis says (record objects kept where they exist)."""
         fresh = {record.key: record for record in records}
+        current = self.rules.peek(origin)
+        if current is None:
+            return
         for key in [k for k in current if k not in fresh]:
-            del current[key]
             self.rule_base.pop(key, None)
+        self.rules.replace(origin, fresh, copy_counts)
         for key, record in fresh.items():
-            image = current.get(key)
-            if image is None:
-                current[key] = record
-            else:
-                copy_counts(image, record)
             self.rule_base[key] = replace(record)
-        if current:
-            self.rules[origin] = current
-        else:
-            self.rules.pop(origin, None)
 
     def all_rules(self) -> list[RuleRecord]:
-        return [r for records in self.rules.values() for r in records.values()]
+        """The rules this process holds (the origins it used last)."""
+        return self.rules.records()
 
 
 class Follower:
@@ -103,16 +110,10 @@ class Follower:
         self.contradicted: set[RuleKey] = set()
 
     def load(self) -> None:
-        """Read the resident part (rules, sinks) again; forget the caches."""
+        """Start afresh: forget what is cached (rules, sinks, aliases...: read again when used), one read."""
         c, k, image = self.client, self.keys, self.image
         self.tally("reloads", 1)
         epoch, version, history = c.mget(k.epoch, k.version, k.history)
-        origins = sorted(text(o) for o in c.smembers(k.origins))
-        image.rules.clear()
-        image.rule_base.clear()
-        for origin, fields in _read_each(c, origins, lambda pipe, o: pipe.hgetall(k.rules(o))):
-            image.set_rules(origin, [rule_of(origin, field, raw) for field, raw in fields.items()])
-        image.sinks, image.sink_cap = set(), 0  # read again when next asked
         image.forget_cached()
         image.epoch = text(epoch or b"")
         image.version = int(version or 0)
@@ -142,15 +143,19 @@ class Follower:
         self.contradicted.update(before - self._active(origins, policy, now))
 
     def _reload_watching(self, policy: LearningPolicy, now: float) -> None:
-        before = self._active(self.image.rules, policy, now)
+        before = self._active(list(self.image.rules.origins), policy, now)
         self.load()
-        self.contradicted.update(before - self._active(self.image.rules, policy, now))
+        after = set()
+        for origin in {key.origin for key in before}:  # read again now: a rule suspended meanwhile is reported
+            self.image.rules.get(origin)
+            after |= self._active([origin], policy, now)
+        self.contradicted.update(before - after)
 
     def _active(self, origins: Iterable[str], policy: LearningPolicy, now: float) -> set[RuleKey]:
         """The rules of ``origins`` that apply now (an origin a sink blocks has none)."""
         active = set()
         for origin in list(origins):
-            records = self.image.rules.get(origin, {})
+            records = self.image.rules.peek(origin) or {}
             block = records.get(RuleKey(origin, BLOCK))
             if block is not None and block.status(policy, now) is RuleStatus.SUSPENDED:
                 continue
@@ -171,7 +176,7 @@ class Follower:
                 image.fanins.pop(name)
                 if image.sink_cap:
                     reads.append(change)
-            elif kind == "r":
+            elif kind == "r" and image.rules.peek(name) is not None:
                 reads.append(change)
         self.tally("refreshed", len(reads))
         if not reads:
@@ -266,12 +271,3 @@ class Follower:
 def _republished(alias: Alias) -> list[Any]:
     key = case_key(alias.target) if is_case_change(alias.source, alias.target) else ""
     return [alias.source, alias_value(alias), alias.time, REPUBLISHED, key]
-
-
-def _read_each(client: Any, names: list[str], command: Callable[[Any, str], Any]) -> Iterator[tuple[str, Any]]:
-    """``(name, reply)`` for one read command per name, pipelined 500 names at a time."""
-    for chunk in chunks(names, 500):
-        pipe = client.pipeline(transaction=False)
-        for name in chunk:
-            command(pipe, name)
-        yield from zip(chunk, pipe.execute())
