@@ -280,7 +280,8 @@ def open_crawler_store(crawler: Crawler) -> RedisStore:
             sync_interval=state.config.sync_interval,
             owns_client=False,
             auto_sync=False,  # the timer syncs, between requests (see CrawlRedis.tick)
-            cache_size=IRISettings.from_settings(crawler.settings).store_cache_size,
+            cache_size=(config := IRISettings.from_settings(crawler.settings)).store_cache_size,
+            rule_cache=config.store_rule_cache,
             pending_path=Path(jobdir, STORE_PENDING_FILE) if (jobdir := job_dir(crawler.settings)) else None,
         )
     return state.store

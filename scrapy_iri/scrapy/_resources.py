@@ -72,7 +72,7 @@ class CrawlResources:
                 spider_name = getattr(self.crawler.spidercls, "name", None)
                 uri = store_uri(self.crawler.settings, spider_name, createdir=True)
                 memory = parse_store_uri(uri).scheme == "memory"
-                options = {} if memory else {"cache_size": self.config.store_cache_size}
+                options = {} if memory else {"cache_size": self.config.store_cache_size, "rule_cache": self.config.store_rule_cache}
                 store = open_store(uri, policy=policy, **options)
             self._store = store
             self.crawler.signals.connect(store.close, signal=signals.engine_stopped)

@@ -29,6 +29,7 @@ DEFAULTS: dict[str, Any] = {
     # where learned URL identity persists (protocol rung)
     "IRI_STORE": None,
     "IRI_STORE_CACHE_SIZE": 65536,
+    "IRI_STORE_RULE_CACHE": 50000,
     # learning from redirects (protocol rung, RedirectLearningMiddleware)
     "IRI_RULE_MIN_OBSERVATIONS": 3,
     "IRI_RULE_TTL": 30 * 86400,
@@ -151,6 +152,7 @@ class IRISettings:
     compat: str | None = None
     store: str | None = None
     store_cache_size: int = 65536
+    store_rule_cache: int = 50000
     url_fields: tuple[str, ...] = ()
     url_rung: Rung = Rung.SCHEME
     url_keep_original: bool = False
@@ -182,6 +184,7 @@ class IRISettings:
             compat=_compat(settings.get("IRI_COMPAT")),
             store=_store(settings.get("IRI_STORE")),
             store_cache_size=_int(settings, "IRI_STORE_CACHE_SIZE", 0),
+            store_rule_cache=_int(settings, "IRI_STORE_RULE_CACHE", 1),
             url_fields=_fields(settings),
             url_rung=url_rung,
             url_keep_original=_bool(settings, "IRI_URL_KEEP_ORIGINAL"),

@@ -75,6 +75,8 @@ def test_values_as_settings_files_and_the_command_line_give_them() -> None:
         ("IRI_MAX_ALIAS_CHAIN", float("inf"), "IRI_MAX_ALIAS_CHAIN: expected a whole number"),
         ("IRI_CROSS_SITE_ALIASES", "sometimes", "IRI_CROSS_SITE_ALIASES"),
         ("IRI_REWRITE", "maybe", "IRI_REWRITE"),
+        ("IRI_STORE_RULE_CACHE", 0, "IRI_STORE_RULE_CACHE must be at least 1, got 0"),
+        ("IRI_STORE_CACHE_SIZE", "big", "IRI_STORE_CACHE_SIZE: expected a whole number"),
     ],
 )
 def test_a_bad_value_stops_the_crawl_at_start_naming_the_setting(name: str, value: Any, message: str) -> None:
@@ -102,3 +104,9 @@ def test_the_store_has_the_crawl_policy_from_its_first_use() -> None:
 def test_the_middleware_reads_verification_and_rewriting_from_the_settings() -> None:
     middleware = RedirectLearningMiddleware.from_crawler(crawler(IRI_VERIFY_SHARE="0.25", IRI_REWRITE=False))
     assert middleware.verify_share == 0.25 and middleware.rewrite is False
+
+
+def test_the_store_caches_are_sized_by_the_settings(tmp_path) -> None:
+    c = crawler(IRI_STORE=f"sqlite:///{tmp_path}/s.db", IRI_STORE_CACHE_SIZE=100, IRI_STORE_RULE_CACHE=7)
+    storage = crawler_store(c).storage
+    assert storage._aliases.size == 100 and storage._rule_cache.size == 7  # type: ignore[attr-defined]
