@@ -1,8 +1,8 @@
 """The SQLite storage (``IRI_STORE = "sqlite:///path"``), the embedded default.
 
-What is small stays in memory: the rule records (per origin), the sinks
-(targets with ``sink_fanin`` sources) and the learning policy. Everything
-that grows with the crawl stays on disk and is read on demand: an alias is
+Everything stays on disk and is read on demand: an origin's rule records
+when the origin is first used (those of the origins used last are kept,
+``rule_cache`` records), the sinks of the crawl's ``sink_fanin`` once, and an alias is
 one indexed read (its source is the primary key; its target's alias comes
 with it), behind a bounded LRU cache that also remembers misses
 (``cache_size`` entries, :data:`DEFAULT_CACHE_SIZE` by default, a few
@@ -160,7 +160,7 @@ class SQLiteStorage(Storage):
             self._db.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
-        # what is resident: rules (small, per origin), and bounded caches of what is on disk
+        # bounded caches of what is on disk
         self._rule_cache = RuleCache(rule_cache, self._read_rules, self._pinned_origins, self._rules_evicted)
         #: the targets with at least ``_sink_cap`` sources (read when a lookup first asks with that cap)
         self._sinks: set[str] = set()
@@ -655,7 +655,7 @@ class SQLiteStorage(Storage):
         urls = [url for key, url in self._connection().execute("SELECT key, url FROM declared_case") if key not in written]
         return iter(urls + [row[1] for row in written.values() if row is not None])
 
-    # -- primitives: rules (resident) -----------------------------------------------
+    # -- primitives: rules (read by origin, the origins used last kept) ----------------
 
     def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         return self._rule_cache.get(origin) or _EMPTY

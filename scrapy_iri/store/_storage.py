@@ -4,9 +4,10 @@
 :class:`Storage` only keeps it. There are three: :mod:`._memory` (dicts),
 :mod:`._sqlite` (one file, several processes) and :mod:`._redis` (one
 server, many processes). The SQLite and Redis storages keep what grows with
-the crawl (aliases, cases, fan-in, evidence, deferred URLs) where it is and
-read it on demand, behind a bounded :class:`LRU`; what is small (rules,
-sinks, the policy) is resident.
+the crawl where it is and read it on demand: aliases and cases behind a
+bounded :class:`LRU`, an origin's rules when it is first used (a
+:class:`RuleCache` of the origins used last), the sinks of the crawl's
+cap once; fan-in, evidence and deferred URLs when needed.
 
 Every URL a storage sees is a scheme-rung form without a fragment.
 """

@@ -1,12 +1,13 @@
 """The Redis backend (``IRI_STORE = "redis://host:port/db"``): one store shared by many processes.
 
-A process holds the small part of the store (the rules of every origin,
-the set of sinks, the learning policy) and reads the rest on demand: an
-alias is one ``HGET``, the case known for a path one pipelined pair of
-``HGET``, a fan-in record one ``SMEMBERS``, each behind a bounded LRU
-cache that remembers misses too (``cache_size`` aliases, 65,536 by
-default). Opening reads the rules and sinks only, whatever the number of
-aliases; per-process memory is bounded by the caches. While Redis is
+A process reads the store on demand: an origin's rules when it is first
+used (those of the origins used last are kept, ``rule_cache`` records),
+the sinks of its cap once (a sorted set scored by number of sources), an
+alias and its target's in one script call, the case known for a path in
+one pipelined pair of ``HGET``, a fan-in record in one ``SMEMBERS``, each
+behind a bounded LRU cache that remembers misses too (``cache_size``
+aliases, 65,536 by default). Opening reads three keys, whatever the size of
+the store; per-process memory is bounded by the caches. While Redis is
 unreachable a read answers "unknown", which merges nothing.
 
 The cache and Redis meet in two directions, at most once per
@@ -26,10 +27,10 @@ The cache and Redis meet in two directions, at most once per
 * **sync** (invalidation): every batch increments a version counter and
   appends what it touched (an alias source, a case key, a rule origin, a
   fan-in target) to a change log; a process asks for the changes since the
-  version it knows, forgets those cache entries and reads the changed rules
-  and sinks again, in one pipelined round trip. When it fell too far behind
-  (the log keeps the last ``changes_max`` entries) it reads the rules and
-  sinks again and empties its caches.
+  version it knows, forgets those cache entries and reads again the changed
+  rules and sinks it holds, in one pipelined round trip. When it fell too
+  far behind (the log keeps the last ``changes_max`` entries) it empties its
+  caches (what it needs is read again).
 
 Faults: a Redis error during a flush or a sync keeps the writes pending (none
 is dropped) and lookups go on from the caches; attempts are retried with
@@ -40,7 +41,9 @@ set-if-absent, so nothing is counted twice. When Redis comes back *older*
 (a restart from an earlier RDB snapshot, a restored backup: the marker of
 the process's last batch is gone or the version went down), the process
 says so in an error and writes back its rules (counts merged by maximum),
-its last alias writes and ends, and the URLs it deferred.
+its last alias writes and ends, and the URLs it deferred; then it changes
+the history mark (``NS:store:history``), so every other process, even one
+that wrote nothing lately, repairs and empties its caches at its next sync.
 
 Key layout (version 2, in ``NS:store:layout``), under a namespace ``NS``
 (``scrapy-iri:<spider>`` in a crawl):
@@ -49,6 +52,7 @@ Key layout (version 2, in ``NS:store:layout``), under a namespace ``NS``
 key                                type    content
 =================================  ======  ==========================================
 ``NS:store:layout``                string  the layout version (a store of layout 1 is indexed once at open)
+``NS:store:history``               string  changed when a process finds Redis went back in time
 ``NS:store:epoch``                 string  random id of this store's life (gone = data lost)
 ``NS:store:version``               string  batches' change counter
 ``NS:store:changes``               list    ``a<source>``, ``c<case key>``, ``r<origin>``, ``f<target>``: what
@@ -63,7 +67,7 @@ key                                type    content
 ``NS:store:rules:<origin>``        hash    ``"kind scope"`` -> JSON array of the rule record's fields
 ``NS:store:fanins``                set     targets with fan-in records
 ``NS:store:fanin:<target>``        set     sources redirected to target (at most the sink cap)
-``NS:store:sinks``                 set     targets with the sink cap of sources
+``NS:store:sinks``                 zset    targets with two sources or more, scored with their number
 ``NS:store:evidence``              list    JSON ``[time, url, status, target, [context], note, location]``,
                                            newest last (at most ``evidence_max``, none older than
                                            ``evidence_max_age``)

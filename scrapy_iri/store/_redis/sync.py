@@ -1,8 +1,8 @@
 """What a process holds of the Redis store, and keeping it in step: load, changes, rollback, republish.
 
-:class:`Image` is the resident part (rules, sinks) and the bounded caches
-of what is read on demand (aliases, cases, fan-in). :class:`Follower`
-reads Redis into it: the rules and sinks at open, the entries other
+:class:`Image` holds the rules of the origins used last, the sinks of the
+crawl's cap, and bounded caches of aliases, cases and fan-in. :class:`Follower`
+keeps it in step with Redis: the entries other
 processes changed since the version it knows, and what to do when Redis
 lost the store (restarted empty) or went back to an older state.
 """
