@@ -213,8 +213,21 @@ class EquivalenceStore:
     # -- looking up ---------------------------------------------------------
 
     def representative(self, url: str) -> str:
-        """The URL that stands for the scheme form ``url`` at the protocol rung."""
-        return self.resolve(url).representative
+        """The URL that stands for the scheme form ``url`` at the protocol rung (:meth:`resolve`'s, without its record of the hops)."""
+        self.storage.refresh()
+        base, sep, fragment = url.partition("#")
+        now = self.clock()
+        current, hops = base, 0
+        visited: set[str] | None = None
+        while (step := self._step(current, now)) is not None:
+            if visited is None:
+                visited = {base}
+            if step.target in visited or hops >= self.policy.max_chain:
+                return url  # a loop, or a chain too long: no merge
+            visited.add(step.target)
+            hops += 1
+            current = step.target
+        return current + sep + fragment if hops else url
 
     def resolve(self, url: str) -> Resolution:
         """The representative of the scheme form ``url``, with the hops that lead there."""

@@ -526,10 +526,16 @@ class SQLiteStorage(Storage):
 
     # -- reads that may find the file locked --------------------------------------------
 
-    def _read(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
-        """Rows, or None when the file is locked (the caller answers "unknown")."""
+    def _read(self, sql: str, args: tuple[Any, ...], *, one: bool = False) -> list[tuple[Any, ...]] | None:
+        """Rows (at most one with ``one``), or None when the file is locked (the caller answers "unknown")."""
+        db = self._db
+        if db is None:
+            raise StoreError(f"{self.path}: the store is closed")
         try:
-            return self._connection().execute(sql, args).fetchall()
+            if one:
+                row = db.execute(sql, args).fetchone()
+                return [] if row is None else [row]
+            return db.execute(sql, args).fetchall()
         except sqlite3.OperationalError as exc:
             if not locked(exc):
                 raise StoreError(f"{self.path}: {exc}") from exc
@@ -549,7 +555,7 @@ class SQLiteStorage(Storage):
         if alias is not MISSING:
             return alias  # type: ignore[no-any-return]
         # the alias and its target's own alias in one read: resolving follows the target next
-        rows = self._read(ALIAS_AND_NEXT, (source,))
+        rows = self._read(ALIAS_AND_NEXT, (source,), one=True)
         if rows is None:
             return None  # unknown: no merge (a missed merge costs one fetch)
         if not rows:

@@ -691,6 +691,7 @@ def test_every_backend_gives_the_same_answers(request: pytest.FixtureRequest, tm
                     store.record_redirect(src, status, tgt)
             store = backend.reopen(store)
             resolved = {url: store.representative(url) for url in probes}
+            assert resolved == {url: store.resolve(url).representative for url in probes}  # the lean path agrees
             cases = {url: store.storage.case_target(case_key(url)) for url in probes}
             rules = sorted((str(r.key), r.support, r.against, store.rule_label(r)) for r in store.rules())
             aliases = sorted((a.source, a.target, a.status, a.time) for a in store.aliases())
