@@ -255,7 +255,7 @@ class EquivalenceStore:
         if alias is not None and not self._is_sink(alias.target):
             return Step(url, alias.target)
         origin = _origin(url)
-        records = self.storage.rules_at(origin)
+        records = self.storage.rules_in_force(origin)
         if not records or self._blocked(records, origin, now):
             return None
 

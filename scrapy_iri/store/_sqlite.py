@@ -62,7 +62,7 @@ from ._codec import copy_counts, policy_from_text, policy_text, rule_record, rul
 from ._evidence import Alias, Evidence
 from ._forms import sink_key
 from ._learner import EquivalenceStore
-from ._rules import LearningPolicy, RuleKey, RuleRecord
+from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord
 from ._sqlite_schema import (
     ALIAS,
     ALIAS_AND_NEXT,
@@ -162,6 +162,8 @@ class SQLiteStorage(Storage):
             raise StoreError(f"{self.path}: {exc}") from exc
         # bounded caches of what is on disk
         self._rule_cache = RuleCache(rule_cache, self._read_rules, self._pinned_origins, self._rules_evicted)
+        #: for origins not held whole: the records a lookup may need (few), for many more origins
+        self._in_force = LRU(max(1024, rule_cache // 4))
         #: the targets with at least ``_sink_cap`` sources (read when a lookup first asks with that cap)
         self._sinks: set[str] = set()
         self._sink_cap = 0
@@ -481,12 +483,14 @@ class SQLiteStorage(Storage):
     def _load_rules(self) -> None:
         """Forget every origin's rules but those with counts not committed yet (read again when used)."""
         self._rule_cache.clear()
+        self._in_force.clear()
 
     def _read_rules(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
         """The rows of one origin's rules (``None`` when the file is locked: nothing is cached then)."""
         rows = self._read(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,))
         if rows is None:
             return None
+        self._in_force.pop(origin)  # held whole from now on
         records = {}
         for row in rows:
             key = RuleKey(origin, row[0], row[1])
@@ -507,6 +511,7 @@ class SQLiteStorage(Storage):
         return None if records is None else records.get(key)
 
     def _reload_rules(self, origin: str) -> None:
+        self._in_force.pop(origin)
         if self._rule_cache.peek(origin) is None:
             return  # not used here lately: read when next used
         records = self._read_rules(origin)
@@ -665,6 +670,25 @@ class SQLiteStorage(Storage):
 
     def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         return self._rule_cache.get(origin) or _EMPTY
+
+    def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
+        held = self._rule_cache.peek(origin)
+        if held is not None:
+            return held
+        view = self._in_force.get(origin)
+        if view is MISSING:
+            rows = self._read(
+                f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ? AND (kind = ? OR support >= ?)",
+                (origin, BLOCK, self.policy.min_observations),
+            )
+            if rows is None:
+                return _EMPTY  # locked: no rule applies now (no merge)
+            view = {}
+            for row in rows:
+                key = RuleKey(origin, row[0], row[1])
+                view[key] = rule_record(key, row[2:])
+            self._in_force.put(origin, view)
+        return view or _EMPTY
 
     def set_rule(self, key: RuleKey, record: RuleRecord | None) -> None:
         if record is None:

@@ -88,6 +88,12 @@ class Storage(ABC):
     def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         """The rule records of one origin (an empty mapping when none); the learner updates them and calls :meth:`set_rule`."""
 
+    def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
+        """The records of ``origin`` a lookup may need: every one that could be active (support of
+        ``min_observations`` or more) and the origin's block; the same objects :meth:`rules_at` gives
+        while the origin is held. A storage may keep these for many more origins than whole ones."""
+        return self.rules_at(origin)
+
     @abstractmethod
     def is_sink(self, url: str, cap: int) -> bool:
         """Whether the page ``url`` lands on (its :func:`._forms.sink_key`) has ``cap`` sources (the policy's ``sink_fanin``)."""

@@ -721,5 +721,5 @@ def test_rules_of_many_origins_are_held_within_the_cache_and_read_again(backend:
     assert held_again.count == 0  # opening reads no rule
     for host in hosts:  # every origin's rule, read when used: the same answer as where it was learned
         assert again.representative(f"{host}/topic-9") == f"{host}/topic-9/"
-        assert held_again.count <= 12
+        assert held_again.count == 0  # lookups read the rules in force only, not whole origins
     assert len([r for r in again.rules() if r.key.kind == "add-slash" and r.key.scope != "*"]) == 30

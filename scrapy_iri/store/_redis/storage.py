@@ -17,7 +17,7 @@ from ...errors import StoreError
 from .._codec import policy_from_text, policy_text
 from .._evidence import Alias, Evidence
 from .._forms import sink_key
-from .._rules import RuleKey, RuleRecord, case_key, is_case_change
+from .._rules import BLOCK, RuleKey, RuleRecord, case_key, is_case_change
 from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING, Storage
 from .codec import (
     EMPTY_BATCH,
@@ -223,11 +223,29 @@ class RedisStorage(Storage):
     def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         return self.image.rules.get(origin) or _EMPTY
 
+    def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
+        held = self.image.rules.peek(origin)
+        if held is not None:
+            return held
+        view = self.image.in_force.get(origin)
+        if view is MISSING:
+            fields = self._read(lambda: self.client.hgetall(self.keys.rules(origin)))
+            if fields is MISSING:
+                return _EMPTY  # unreachable: no rule applies now (no merge)
+            view = {}
+            for field, raw in fields.items():
+                record = rule_of(origin, field, raw)
+                if record.key.kind == BLOCK or record.support >= self.policy.min_observations:
+                    view[record.key] = record
+            self.image.in_force.put(origin, view)
+        return view or _EMPTY
+
     def _read_rules(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
         """One origin's rules from Redis (``None`` while it is unreachable: nothing is cached then)."""
         fields = self._read(lambda: self.client.hgetall(self.keys.rules(origin)))
         if fields is MISSING:
             return None
+        self.image.in_force.pop(origin)  # held whole from now on
         records = {}
         for field, raw in fields.items():
             record = rule_of(origin, field, raw)

@@ -42,6 +42,8 @@ class Image:
         pinned: Callable[[], set[str]],
     ) -> None:
         self.rules = RuleCache(rule_cache, load_rules, pinned, self._evicted)
+        #: for origins not held whole: the records a lookup may need (few), for many more origins
+        self.in_force = LRU(max(1024, rule_cache // 4))
         #: each cached rule as Redis last had it: what this process's additions are counted from
         self.rule_base: dict[RuleKey, RuleRecord] = {}
         #: the targets with ``sink_cap`` sources or more (read when a lookup first asks with that cap)
@@ -64,6 +66,7 @@ class Image:
         self.cases.clear()
         self.fanins.clear()
         self.rules.clear()
+        self.in_force.clear()
         self.sinks, self.sink_cap = set(), 0
 
     def set_rules(self, origin: str, records: Iterable[RuleRecord]) -> None:
@@ -176,8 +179,10 @@ class Follower:
                 image.fanins.pop(name)
                 if image.sink_cap:
                     reads.append(change)
-            elif kind == "r" and image.rules.peek(name) is not None:
-                reads.append(change)
+            elif kind == "r":
+                image.in_force.pop(name)
+                if image.rules.peek(name) is not None:
+                    reads.append(change)
         self.tally("refreshed", len(reads))
         if not reads:
             return
