@@ -157,6 +157,17 @@ def measure(path: Path | str, n: int) -> dict[str, Any]:
     return result
 
 
+def measure_and_save(results: dict[str, Any], name: str, row: dict[str, Any], n: int, target: str) -> None:
+    """Measure ``target`` in a fresh process, add it to ``row``, and save it in the results as ``name``."""
+    child = subprocess.run(
+        [sys.executable, __file__, "--aliases", str(n), "--measure", target], check=True, capture_output=True, text=True
+    )
+    row.update(json.loads(child.stdout))
+    print(f"{name}: {row}")
+    results[name] = row
+    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--aliases", type=int, default=1_000_000)
@@ -179,14 +190,7 @@ def main() -> None:
         with redis_server() as url:
             row = build_redis(url, args.aliases)
             print(f"built: {row}", flush=True)
-            child = subprocess.run(
-                [sys.executable, __file__, "--aliases", str(args.aliases), "--measure", f"{url}?namespace=bench"],
-                check=True, capture_output=True, text=True,
-            )  # fmt: skip
-        row.update(json.loads(child.stdout))
-        print(f"redis {args.aliases}: {row}")
-        results[f"redis-{args.aliases}"] = row
-        RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+            measure_and_save(results, f"redis-{args.aliases}", row, args.aliases, f"{url}?namespace=bench")
         return
     args.dir.mkdir(parents=True, exist_ok=True)
     path = args.dir / f"{args.mode}-{args.aliases}.db"
@@ -197,14 +201,7 @@ def main() -> None:
     if args.record_more:
         row.update(record_more(path, args.aliases, args.record_more))
     print(f"built: {row}", flush=True)
-    child = subprocess.run(
-        [sys.executable, __file__, "--aliases", str(args.aliases), "--measure", str(path)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    row.update(json.loads(child.stdout))
-    print(f"{args.mode} {args.aliases}: {row}")
-    results[f"{args.mode}-{args.aliases}"] = row
-    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    measure_and_save(results, f"{args.mode}-{args.aliases}", row, args.aliases, str(path))
 
 
 if __name__ == "__main__":

@@ -91,6 +91,11 @@ def is_case_change(source: str, target: str) -> bool:
     return case_key(source) == case_key(target)
 
 
+def alias_case_key(source: str, target: str) -> str | None:
+    """The case key an alias declares a case for: its target's, when it changes nothing but case."""
+    return case_key(target) if is_case_change(source, target) else None
+
+
 # -- predictions, one small function per convention ---------------------------
 
 

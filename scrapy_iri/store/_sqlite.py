@@ -62,7 +62,7 @@ from ._codec import copy_counts, policy_from_text, policy_text, rule_record, rul
 from ._evidence import Alias, Evidence
 from ._forms import sink_key
 from ._learner import EquivalenceStore
-from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord
+from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, alias_case_key
 from ._sqlite_schema import (
     ALIAS,
     ALIAS_AND_NEXT,
@@ -73,7 +73,6 @@ from ._sqlite_schema import (
     SCHEMA_VERSION,
     WRITES,
     alias_row,
-    case_key_of,
     create_schema,
     evidence_of,
     locked,
@@ -581,7 +580,7 @@ class SQLiteStorage(Storage):
         self._aliases.put(source, alias)
         self._pending_changes[("a", source)] = None
         for written in (old, alias):
-            key = None if written is None else case_key_of(written.source, written.target)
+            key = None if written is None else alias_case_key(written.source, written.target)
             if key is not None:
                 self._pending_cases.setdefault(key, {})[source] = alias
                 self._cases.pop(key)
@@ -633,7 +632,7 @@ class SQLiteStorage(Storage):
             return None
         candidates = {source: (time_, target) for source, target, time_ in rows}
         for source, alias in self._pending_cases.get(key, {}).items():
-            if alias is None or case_key_of(alias.source, alias.target) != key:
+            if alias is None or alias_case_key(alias.source, alias.target) != key:
                 candidates.pop(source, None)
             else:
                 candidates[source] = (alias.time, alias.target)

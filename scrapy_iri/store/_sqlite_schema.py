@@ -9,7 +9,7 @@ from typing import Any
 
 from ._codec import RULE_FIELDS
 from ._evidence import Alias, Evidence
-from ._rules import case_key, is_case_change
+from ._rules import alias_case_key, case_key
 
 SCHEMA_VERSION = 5
 _SCHEMA = """
@@ -88,13 +88,10 @@ def evidence_of(row: tuple[Any, ...]) -> Evidence:
     return Evidence(time_, url, status, target, frozenset(filter(None, context.split(","))), note, location)
 
 
-def case_key_of(source: str, target: str) -> str | None:
-    """The case key an alias declares a case for: its target's, when it changes nothing but case."""
-    return case_key(target) if is_case_change(source, target) else None
 
 
 def alias_row(alias: Alias) -> tuple[Any, ...]:
-    return (alias.source, alias.target, alias.status, alias.time, case_key_of(alias.source, alias.target))
+    return (alias.source, alias.target, alias.status, alias.time, alias_case_key(alias.source, alias.target))
 
 
 # -- migrations: version -> a function bringing a store of that version to the next one

@@ -20,6 +20,16 @@ def uri(path: Path) -> str:
     return f"sqlite:///{path}"
 
 
+def writer(script: str, path: Path, *args: str) -> subprocess.Popen[str]:
+    """A process running ``script`` on the store at ``path`` (what it prints is read line by line)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", script, uri(path), *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+
+
 def teach(store, host: str = "a.example") -> None:  # type: ignore[no-untyped-def]
     for i in range(1, 4):
         store.record_redirect(f"http://{host}/topic-{i}", 301, f"http://{host}/topic-{i}/")
@@ -130,12 +140,7 @@ def test_sigkill_mid_write_loses_at_most_the_unflushed_batch(tmp_path: Path, bat
     """
     batch = 2000
     path = tmp_path / "store.db"
-    child = subprocess.Popen(
-        [sys.executable, "-c", WRITER.format(batch=batch), uri(path)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-    )
+    child = writer(WRITER.format(batch=batch), path)
     assert child.stdout is not None
     flushed = 0
     while True:
@@ -379,12 +384,7 @@ def test_sigkill_never_splits_an_observation(tmp_path: Path, delay: float) -> No
     import time
 
     path = tmp_path / "store.db"
-    child = subprocess.Popen(
-        [sys.executable, "-c", WHOLE, uri(path)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-    )
+    child = writer(WHOLE, path)
     assert child.stdout is not None and child.stdout.readline().strip() == "running"
     time.sleep(delay)
     os.kill(child.pid, signal.SIGKILL)
@@ -555,12 +555,7 @@ def test_an_observation_commits_whole_or_not_at_all(tmp_path: Path, flushed: boo
     all of it; before the flush, none of it."""
     path = tmp_path / "store.db"
     open_store(uri(path)).close()  # the schema exists either way
-    child = subprocess.Popen(
-        [sys.executable, "-c", ONE, uri(path), "flush" if flushed else "keep"],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-    )
+    child = writer(ONE, path, "flush" if flushed else "keep")
     assert child.stdout is not None and child.stdout.readline().strip() == "done"
     os.kill(child.pid, signal.SIGKILL)
     child.wait(timeout=10)
@@ -606,12 +601,7 @@ def test_sigkill_never_splits_an_observation_from_its_rule_counts(tmp_path: Path
     import time
 
     path = tmp_path / "store.db"
-    child = subprocess.Popen(
-        [sys.executable, "-c", MANY, uri(path)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
-    )
+    child = writer(MANY, path)
     assert child.stdout is not None and child.stdout.readline().strip() == "running"
     time.sleep(delay)
     os.kill(child.pid, signal.SIGKILL)

@@ -7,6 +7,7 @@ import logging
 import re
 import time
 import uuid
+from collections import Counter
 from dataclasses import replace
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -17,7 +18,7 @@ from ...errors import StoreError
 from .._codec import policy_from_text, policy_text
 from .._evidence import Alias, Evidence
 from .._forms import sink_key
-from .._rules import BLOCK, RuleKey, RuleRecord, case_key, is_case_change
+from .._rules import BLOCK, RuleKey, RuleRecord, alias_case_key
 from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING, Storage
 from .codec import (
     EMPTY_BATCH,
@@ -209,7 +210,7 @@ class RedisStorage(Storage):
             return None
         candidates = case_aliases(answer[0])
         for source, alias in self._pending_cases.get(key, {}).items():
-            if alias is None or not is_case_change(alias.source, alias.target) or case_key(alias.target) != key:
+            if alias is None or alias_case_key(alias.source, alias.target) != key:
                 candidates.pop(source, None)
             else:
                 candidates[source] = (alias.time, alias.target)
@@ -271,13 +272,10 @@ class RedisStorage(Storage):
             found = self._read(lambda: self.client.zrangebyscore(self.keys.sinks, cap, "+inf"))
             if found is MISSING:  # unreachable: none known yet (asked again next time)
                 return set()
-            image.sinks = {text(t) for t in found}
-            image.sinks |= {t for t, s, _ in self.journal.fanins if s and len(self._pending_sources(t)) >= cap}
+            pending = Counter(t for t, s, _ in set(self.journal.fanins) if s)  # sources Redis has not got yet
+            image.sinks = {text(t) for t in found} | {t for t, n in pending.items() if n >= cap}
             image.sink_cap = cap
         return image.sinks
-
-    def _pending_sources(self, target: str) -> set[str]:
-        return {s for t, s, _ in self.journal.fanins if t == target and s}
 
     # -- writes: into the journal (and the image), sent by maintain() -------------------
 
@@ -287,12 +285,11 @@ class RedisStorage(Storage):
         if alias is None:
             self.journal.aliases[source] = (tombstone(now), now, DROP, "")
         else:
-            key = case_key(alias.target) if is_case_change(alias.source, alias.target) else ""
+            key = alias_case_key(alias.source, alias.target) or ""
             self.journal.aliases[source] = (alias_value(alias), alias.time, PUT, key)
         self.image.aliases.put(source, alias)
         for written in (old, alias):
-            if written is not None and is_case_change(written.source, written.target):
-                key = case_key(written.target)
+            if written is not None and (key := alias_case_key(written.source, written.target)) is not None:
                 self._pending_cases.setdefault(key, {})[source] = alias
                 self.image.cases.pop(key)
 
@@ -647,8 +644,8 @@ class RedisStorage(Storage):
         index: dict[str, dict[str, list[Any]]] = {}
         for field, raw in c.hscan_iter(k.aliases, count=1000):
             alias = alias_of(text(field), raw)
-            if alias is not None and is_case_change(alias.source, alias.target):
-                index.setdefault(case_key(alias.target), {})[alias.source] = [alias.target, alias.time]
+            if alias is not None and (key := alias_case_key(alias.source, alias.target)) is not None:
+                index.setdefault(key, {})[alias.source] = [alias.target, alias.time]
         pipe = c.pipeline(transaction=False)
         for key, sources in index.items():
             pipe.hset(k.case_aliases, key, json.dumps(sources, ensure_ascii=False))

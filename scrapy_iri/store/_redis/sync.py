@@ -17,7 +17,7 @@ from typing import Any
 
 from .._codec import copy_counts
 from .._evidence import Alias
-from .._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus, case_key, is_case_change
+from .._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus, alias_case_key
 from .._storage import LRU, RuleCache
 from .codec import EMPTY_BATCH, LAYOUT, alias_value, case_value, chunks, rule_of, text
 from .connection import RedisKeys
@@ -274,5 +274,4 @@ class Follower:
 
 
 def _republished(alias: Alias) -> list[Any]:
-    key = case_key(alias.target) if is_case_change(alias.source, alias.target) else ""
-    return [alias.source, alias_value(alias), alias.time, REPUBLISHED, key]
+    return [alias.source, alias_value(alias), alias.time, REPUBLISHED, alias_case_key(alias.source, alias.target) or ""]
