@@ -32,6 +32,7 @@ from ._learner import EquivalenceStore, Outcome, Resolution, Step, StoreError
 from ._report import Explanation
 from ._evidence import Alias, Evidence, context_flags
 from ._memory import MemoryStore
+from ._observation import LearnSummary, Observation
 from ._rules import KINDS, LearningPolicy, RuleKey, RuleRecord, RuleStatus
 
 __all__ = [
@@ -40,8 +41,10 @@ __all__ = [
     "EquivalenceStore",
     "Evidence",
     "Explanation",
+    "LearnSummary",
     "LearningPolicy",
     "MemoryStore",
+    "Observation",
     "Outcome",
     "Resolution",
     "RuleKey",

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 from .._schemes import SCHEMES
 from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
+from ._observation import LearnSummary, Observation
 from ._forms import has_userinfo, origin_of, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
 from ._psl import same_site
 from ._report import Explanation, explanation, export, rule_label, stats
@@ -411,6 +412,45 @@ class EquivalenceStore:
         if not context and self._declares_case(u, now):
             self.storage.set_declared_case(case_key(u), u)
         return outcome
+
+    def learn(
+        self, observations: Iterable[Observation], *, progress: Callable[[int], None] | None = None
+    ) -> LearnSummary:
+        """Learn from many recorded exchanges, in the order given, as one-at-a-time recording would.
+
+        Each observation is applied at its own ``time`` (now when it has
+        none), so an archive's captures must come in date order: a later
+        capture that answers 200 ends what an earlier 301 taught.
+        ``progress(n)`` is called now and then with the number applied so far.
+        """
+        summary = LearnSummary()
+        clock = self.clock
+        try:
+            for n, obs in enumerate(observations, 1):
+                when = obs.time
+                self.clock = clock if when is None else (lambda when=when: when)
+                if obs.is_redirect:
+                    if obs.target is None:
+                        summary.ignored["a redirect without a target"] += 1
+                        continue
+                    outcome = self.record_redirect(
+                        obs.url, obs.status, obs.target, context=obs.context, location=obs.location
+                    )
+                else:
+                    outcome = self.record_response(obs.url, obs.status, context=obs.context)
+                summary.observations += 1
+                summary.aliases_learned += outcome.learned_alias
+                summary.aliases_dropped += outcome.dropped_alias
+                summary.sinks += outcome.sink
+                summary.rules_activated += len(outcome.activated)
+                summary.rules_contradicted += len(outcome.contradicted)
+                if outcome.ignored:
+                    summary.ignored[outcome.ignored] += 1
+                if progress is not None and n % 10_000 == 0:
+                    progress(n)
+        finally:
+            self.clock = clock
+        return summary
 
     def _observed(self, outcome: Outcome) -> Outcome:
         """Commit when due, and report the rules other processes contradicted as contradicted here too.
