@@ -33,7 +33,7 @@ from scrapy import signals
 from scrapy_iri import IRIError, Rung, canonicalize
 from scrapy_iri.scrapy._plan import VERIFY, Flight
 from scrapy_iri.scrapy._redirects import _FLIGHT, ORDER, location_url
-from scrapy_iri.scrapy._resources import crawler_store
+from scrapy_iri.scrapy._crawl import crawler_store
 from scrapy_iri.store import RuleStatus
 from scrapy_iri.store._rules import REDIRECTS, predictions
 

@@ -2,7 +2,7 @@
 
 - :mod:`._addon`: ``Addon``, which turns everything on;
 - :mod:`._settings`: the ``IRI_*`` settings and their defaults, parsed once;
-- :mod:`._resources`: what one crawl's components share (settings, store, Redis);
+- :mod:`._crawl`: ``IRICrawl``, the crawl object: what one crawl's components share;
 - :mod:`._fingerprint`: ``IRIRequestFingerprinter`` and the identity each request carries;
 - :mod:`._dupefilter`: ``IRIDupeFilter``, with the compact seen set of :mod:`._seen`;
 - :mod:`._redirects`: the protocol rung's middleware, adapting Scrapy's hooks to :mod:`._plan`;

@@ -110,7 +110,7 @@ class Addon:
     @staticmethod
     def _check_store(config: IRISettings) -> None:
         """Stop before the crawl starts when a configured feature's package is missing."""
-        from ._resources import is_redis_store
+        from ._crawl import is_redis_store
 
         missing = []
         if config.needs_store:

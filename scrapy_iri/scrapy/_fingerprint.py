@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from scrapy_iri import IRIError, Rung, canonicalize
+from scrapy_iri.store._forms import SchemeForm
 
 from ._settings import (
     SCRAPY_REQUEST_FINGERPRINTER_CLASS,
@@ -62,11 +64,14 @@ class RequestIdentity:
     URL's form at each rung below the configured one (see
     :func:`merging_rung`).
 
-    At the protocol rung, ``form`` is the URL's scheme form (no fragment),
+    At the protocol rung, ``form`` is the URL's scheme form (no fragment:
+    the form the store and the middleware use, never computed again),
     ``representative`` the URL the store resolved it to when the request was
     scheduled and ``rules`` the rules that merge relies on (their ``str``).
 
-    ``url`` is the URL the request is sent as; ``chain`` holds the
+    ``canonical`` is the URL's form at ``rung``: what the request is filed
+    under (the fingerprint's URL). ``url`` is the URL the request is sent as and ``sent_form`` its scheme
+    form (``form``, or the representative it was rewritten to); ``chain`` holds the
     fingerprints filed by the earlier hops of its redirect chain and
     ``filings`` the representatives they were filed under when those were
     not their own URL: a hop landing on one of them is the same request, not
@@ -78,12 +83,19 @@ class RequestIdentity:
     rung: Rung
     tag: int
     error: str | None = None
-    form: str | None = None
+    form: SchemeForm | None = None
     representative: str | None = None
     rules: tuple[str, ...] = ()
     chain: tuple[bytes, ...] = ()
     filings: tuple[str, ...] = ()
     config: tuple[Any, ...] = ()
+    rewritten_to: SchemeForm | None = None
+    canonical: str = ""
+
+    @property
+    def sent_form(self) -> SchemeForm | None:
+        """The scheme form of the URL the request is sent as."""
+        return self.rewritten_to if self.rewritten_to is not None else self.form
 
     @property
     def merged(self) -> bool:
@@ -91,8 +103,8 @@ class RequestIdentity:
         return self.representative is not None and self.representative != self.form
 
     def sent_as(self, url: str) -> RequestIdentity:
-        """The same identity for the request rewritten to ``url`` (it stays filed where it was)."""
-        return replace(self, url=url)
+        """The same identity for the request rewritten to ``url``, a store URL (it stays filed where it was)."""
+        return replace(self, url=url, rewritten_to=SchemeForm(url))
 
 
 def protocol_mergeable(request: Request) -> bool:
@@ -188,54 +200,21 @@ def url_forms(url: str, rung: Rung, *, keep_fragment: bool, lenient: bool) -> li
     return forms
 
 
-class IRIRequestFingerprinter:
-    """Request fingerprinter (:setting:`REQUEST_FINGERPRINTER_CLASS`) at the ``IRI_RUNG`` rung.
+class RequestIdentities:
+    """The identity function of a crawl: a request's :class:`RequestIdentity`, computed once.
 
-    Enabled by the :class:`~scrapy_iri.Addon`. The fingerprinter it replaced
-    is kept in ``IRI_FALLBACK_REQUEST_FINGERPRINTER_CLASS`` and reachable as
-    :attr:`fallback`; with ``IRI_COMPAT = "w3lib"`` every fingerprint is the
-    fallback's, byte for byte (Scrapy's own, by default).
+    ``store`` returns the crawl's equivalence store (called on the first
+    request at the protocol rung).
     """
 
-    def __init__(self, crawler: Crawler | None = None) -> None:
-        self._crawler = crawler
-        self.config = IRISettings.from_settings(crawler.settings) if crawler is not None else IRISettings()
-        self.rung: Rung = self.config.rung
-        self._fallback: Any = None
+    def __init__(self, config: IRISettings, store: Callable[[], Representatives] | None = None) -> None:
+        self.config = config
+        self.rung: Rung = config.rung
+        self._store_getter = store
         self._store: Representatives | None = None
+        self._config_key = (self.rung, config.keep_fragments, config.lenient)
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
-
-    @property
-    def fallback(self) -> Any:
-        """The fingerprinter this one replaced (built on first use)."""
-        if self._fallback is None:
-            from scrapy.utils.misc import build_from_crawler
-
-            settings = self._crawler.settings if self._crawler is not None else None
-            if settings is None:
-                from scrapy.utils.request import RequestFingerprinter
-
-                self._fallback = RequestFingerprinter()
-            else:
-                cls = fallback_class(
-                    settings,
-                    "IRI_FALLBACK_REQUEST_FINGERPRINTER_CLASS",
-                    SCRAPY_REQUEST_FINGERPRINTER_CLASS,
-                    IRIRequestFingerprinter,
-                )
-                self._fallback = build_from_crawler(cls, self._crawler)
-        return self._fallback
-
-    def fingerprint(self, request: Request) -> bytes:
-        """20 bytes identifying the request (Scrapy's fingerprint with ``IRI_COMPAT``)."""
-        if self.config.compat:
-            return self.fallback.fingerprint(request)
-        return self.identity(request).fingerprint
-
-    def identity(self, request: Request) -> RequestIdentity:
+    def of(self, request: Request) -> RequestIdentity:
         """The request's identity: the one it carries, else computed now and attached to it.
 
         A request carries its identity in ``request.meta[META_IDENTITY]``
@@ -258,17 +237,15 @@ class IRIRequestFingerprinter:
             request.meta[META_IDENTITY] = identity
         return identity
 
-    @property
-    def _config_key(self) -> tuple[Any, ...]:
-        return (self.rung, self.config.keep_fragments, self.config.lenient)
-
     def _compute(self, request: Request) -> RequestIdentity:
         rung = self.rung
         keep_fragment = self.config.keep_fragments
         url = request.url
         if rung is Rung.STRING:
             form = string_form(url, keep_fragment)
-            return RequestIdentity(url, digest(request.method, form, request.body), Rung.STRING, 0, config=self._config_key)
+            return RequestIdentity(
+                url, digest(request.method, form, request.body), Rung.STRING, 0, config=self._config_key, canonical=form
+            )
         # Scrapy sends a verbatim_url request exactly as written: no lenient
         # preprocessing ('\\' -> '/', trimming) may merge it with another URL.
         lenient = self.config.lenient and not request.meta.get("verbatim_url")
@@ -277,14 +254,16 @@ class IRIRequestFingerprinter:
         except IRIError as exc:
             form = string_form(url, keep_fragment)
             fingerprint = digest(request.method, form, request.body)
-            return RequestIdentity(url, fingerprint, Rung.STRING, 0, str(exc), config=self._config_key)
+            return RequestIdentity(url, fingerprint, Rung.STRING, 0, str(exc), config=self._config_key, canonical=form)
         if rung is not Rung.PROTOCOL:
             fingerprint = digest(request.method, forms[-1], request.body)
-            return RequestIdentity(url, fingerprint, rung, pack_tag(forms, rung), config=self._config_key)
-        scheme_form = forms[-1]
-        base, _, fragment = scheme_form.partition("#")
+            return RequestIdentity(
+                url, fingerprint, rung, pack_tag(forms, rung), config=self._config_key, canonical=forms[-1]
+            )
+        base, _, fragment = forms[-1].partition("#")
+        base = SchemeForm(base)
         if protocol_mergeable(request):
-            resolution = self._get_store().resolve(base)
+            resolution = self.store.resolve(base)
             representative, rules = resolution.representative, tuple(str(rule) for rule in resolution.rules)
         else:
             representative, rules = base, ()
@@ -299,13 +278,70 @@ class IRIRequestFingerprinter:
             representative=representative,
             rules=rules,
             config=self._config_key,
+            canonical=protocol,
         )
 
-    def _get_store(self) -> Representatives:
+    @property
+    def store(self) -> Representatives:
         if self._store is None:
-            if self._crawler is None:
+            if self._store_getter is None:
                 raise ValueError("the protocol rung needs a crawler (to find its equivalence store)")
-            from ._resources import CrawlResources
-
-            self._store = CrawlResources.of(self._crawler).store
+            self._store = self._store_getter()
         return self._store
+
+
+class IRIRequestFingerprinter:
+    """Request fingerprinter (:setting:`REQUEST_FINGERPRINTER_CLASS`) at the ``IRI_RUNG`` rung.
+
+    Enabled by the :class:`~scrapy_iri.Addon`. The fingerprint is the
+    identity the crawl object's identity function gives (see
+    :class:`RequestIdentities`). The fingerprinter it replaced is kept in
+    ``IRI_FALLBACK_REQUEST_FINGERPRINTER_CLASS`` and reachable as
+    :attr:`fallback`; with ``IRI_COMPAT = "w3lib"`` every fingerprint is the
+    fallback's, byte for byte (Scrapy's own, by default).
+    """
+
+    def __init__(self, crawler: Crawler | None = None, *, identities: RequestIdentities | None = None) -> None:
+        self._crawler = crawler
+        if identities is None:
+            identities = RequestIdentities(IRISettings.from_settings(crawler.settings) if crawler is not None else IRISettings())
+        self.identities = identities
+        self.config = identities.config
+        self.rung: Rung = identities.rung
+        self._fallback: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        from ._crawl import IRICrawl
+
+        return cls(crawler, identities=IRICrawl.of(crawler).identities)
+
+    @property
+    def fallback(self) -> Any:
+        """The fingerprinter this one replaced (built on first use)."""
+        if self._fallback is None:
+            from scrapy.utils.misc import build_from_crawler
+
+            if self._crawler is None:
+                from scrapy.utils.request import RequestFingerprinter
+
+                self._fallback = RequestFingerprinter()
+            else:
+                cls = fallback_class(
+                    self._crawler.settings,
+                    "IRI_FALLBACK_REQUEST_FINGERPRINTER_CLASS",
+                    SCRAPY_REQUEST_FINGERPRINTER_CLASS,
+                    IRIRequestFingerprinter,
+                )
+                self._fallback = build_from_crawler(cls, self._crawler)
+        return self._fallback
+
+    def fingerprint(self, request: Request) -> bytes:
+        """20 bytes identifying the request (Scrapy's fingerprint with ``IRI_COMPAT``)."""
+        if self.config.compat:
+            return self.fallback.fingerprint(request)
+        return self.identities.of(request).fingerprint
+
+    def identity(self, request: Request) -> RequestIdentity:
+        """The request's identity (:meth:`RequestIdentities.of`)."""
+        return self.identities.of(request)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
@@ -37,17 +38,21 @@ class CanonicalizeURLsPipeline:
     pipeline (at ``IRI_URL_PIPELINE_ORDER``) when ``IRI_URL_FIELDS`` is set.
     """
 
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, config: IRISettings, store: Callable[[], Representatives]) -> None:
         self.crawler = crawler
-        self.config = IRISettings.from_settings(crawler.settings)
-        self.fields = self.config.url_fields
-        self.rung = self.config.url_rung
+        self.config = config
+        self.fields = config.url_fields
+        self.rung = config.url_rung
+        self._store_getter = store
         self._store: Representatives | None = None
         self._warned_schema = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        from ._crawl import IRICrawl
+
+        crawl = IRICrawl.of(crawler)
+        return cls(crawler, crawl.settings, lambda: crawl.store)
 
     def process_item(self, item: Any) -> Any:
         """Canonicalize the configured fields of ``item`` in place; return it."""
@@ -106,7 +111,5 @@ class CanonicalizeURLsPipeline:
 
     def _get_store(self) -> Representatives:
         if self._store is None:
-            from ._resources import crawler_store
-
-            self._store = crawler_store(self.crawler)
+            self._store = self._store_getter()  # opened on first use: only the protocol rung needs it
         return self._store

@@ -51,14 +51,14 @@ from scrapy_iri.store._rules import REDIRECTS
 
 from ._fingerprint import (
     META_IDENTITY,
-    IRIRequestFingerprinter,
+    RequestIdentities,
     RequestIdentity,
     protocol_mergeable,
     protocol_rewritable,
 )
 from ._location import redirect_target
 from ._plan import REWRITE, SEND, VERIFY, Flight, plan, verification_share, verifies_by_hash
-from ._resources import CrawlResources
+from ._settings import IRISettings
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -129,30 +129,37 @@ class RedirectLearningMiddleware:
     """
 
     def __init__(
-        self, crawler: Crawler, store: EquivalenceStore, fingerprinter: IRIRequestFingerprinter | None = None
+        self,
+        crawler: Crawler,
+        store: EquivalenceStore,
+        identities: RequestIdentities | None = None,
+        settings: IRISettings | None = None,
     ) -> None:
+        """``identities`` and ``settings`` default to the crawl object's (:class:`~._crawl.IRICrawl`)."""
+        if identities is None or settings is None:
+            from ._crawl import IRICrawl
+
+            crawl = IRICrawl.of(crawler)
+            identities, settings = identities or crawl.identities, settings or crawl.settings
         self.crawler = crawler
         self.store = store
         self.stats = crawler.stats
-        config = CrawlResources.of(crawler).config
-        self.verify_share = config.verify_share
-        self.verify_adaptive = config.verify_adaptive
-        self.rewrite = config.rewrite
-        if fingerprinter is None:
-            fingerprinter = crawler.request_fingerprinter
-            if not isinstance(fingerprinter, IRIRequestFingerprinter):
-                fingerprinter = IRIRequestFingerprinter(crawler)
-        self.fingerprinter = fingerprinter
+        self.verify_share = settings.verify_share
+        self.verify_adaptive = settings.verify_adaptive
+        self.rewrite = settings.rewrite
+        self.identities = identities
         self.held: dict[str, Request] = {}
         #: scheme forms fetched as they are, or on their way to the downloader: never twice
         self.fetched: set[str] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        resources = CrawlResources.of(crawler)
-        if not resources.config.needs_store or resources.config.rung is not Rung.PROTOCOL:
+        from ._crawl import IRICrawl
+
+        crawl = IRICrawl.of(crawler)
+        if not crawl.settings.needs_store or crawl.settings.rung is not Rung.PROTOCOL:
             raise NotConfigured("IRI_RUNG is not 'protocol'")
-        middleware = cls(crawler, resources.store)
+        middleware = cls(crawler, crawl.store, crawl.identities, crawl.settings)
         crawler.signals.connect(middleware.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(middleware.request_dropped, signal=signals.request_dropped)
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
@@ -163,10 +170,10 @@ class RedirectLearningMiddleware:
 
     def process_request(self, request: Request, spider: Spider | None = None) -> Request | None:
         flight = request.meta.get(_FLIGHT)
+        identity = self.identities.of(request)
         if isinstance(flight, Flight) and flight.action:
-            self.fetched.add(scheme_form(request.url) or request.url)
+            self.fetched.add(identity.sent_form or request.url)
             return None  # planned already (a rewritten request, a check, a retry)
-        identity = self.fingerprinter.identity(request)
         if identity.form is None:  # an invalid URL: compared as given, never merged
             return None
         dont_filter = flight.dont_filter if isinstance(flight, Flight) else request.dont_filter
@@ -222,13 +229,14 @@ class RedirectLearningMiddleware:
         context = exchange_context(request, response)
         location = response.headers.get(b"Location") if status in REDIRECTS else None
         target = None
+        form = self.identities.of(request).sent_form  # None: not a valid IRI, nothing to learn
         if location:
             target = location_url(request, location)
-            outcome = self.store.record_redirect(
-                request.url, status, target, context=context, location=location.decode("latin-1")
+            outcome = Outcome() if form is None else self.store.record_redirect(
+                form, status, target, context=context, location=location.decode("latin-1")
             )
-        elif status not in REDIRECTS:
-            outcome = self.store.record_response(request.url, status, context=context)
+        elif status not in REDIRECTS and form is not None:
+            outcome = self.store.record_response(form, status, context=context)
         else:
             outcome = Outcome()
         self._account(outcome)
@@ -256,7 +264,7 @@ class RedirectLearningMiddleware:
         pending = identity.filings + ((identity.representative,) if identity.merged else ())
         if not pending:
             return
-        here = scheme_form(request.url)
+        here = identity.sent_form
         landed = self.store.representative(here) if here is not None else None
         for filed_as in pending:
             if filed_as in (here, landed) or self.store.representative(filed_as) in (here, landed):
@@ -298,10 +306,12 @@ class RedirectLearningMiddleware:
         original = flight.rewritten_from
         if not original:
             return
+        carried = rewritten.meta.get(META_IDENTITY)
+        original_form = carried.form if isinstance(carried, RequestIdentity) and carried.url == rewritten.url else None
         meta = {k: v for k, v in rewritten.meta.items() if k not in (META_REWRITTEN_FROM, META_IDENTITY)}
         meta.update({_FLIGHT: Flight(flight.dont_filter, VERIFY, (str(rule),)), "dont_redirect": True})
         self.stats.inc_value("iri/verify")
-        self.fetched.add(scheme_form(original) or original)
+        self.fetched.add(original_form or scheme_form(original) or original)
         self._crawl(rewritten.replace(url=original, dont_filter=True, meta=meta))
 
     # -- requests merged away by rules -------------------------------------------
@@ -323,7 +333,8 @@ class RedirectLearningMiddleware:
         """Schedule again what ``rule`` merged away (its own callback, or the spider's default)."""
         for url in self.store.take_deferred(rule):
             held = self.held.pop(url, None)
-            form = scheme_form(url)
+            carried = held.meta.get(META_IDENTITY) if held is not None else None
+            form = carried.form if isinstance(carried, RequestIdentity) and carried.url == url else scheme_form(url)
             if form is not None:
                 # Fetched (or on its way) as it is, or as what it resolves to now: done.
                 if form in self.fetched or self.store.representative(form) in self.fetched:

@@ -7,47 +7,16 @@ from typing import Any
 
 from scrapy_iri.store._redis import REDIS_SCHEMES, redact
 
-from scrapy_iri.errors import IRISettingsError
+from ._settings import DEFAULTS, IRISettings
 
-#: the Redis settings of scrapy-iri and their defaults
-SETTINGS: dict[str, Any] = {
-    "IRI_REDIS_NAMESPACE": "scrapy-iri:%(spider)s",
-    "IRI_REDIS_PERSIST": None,
-    "IRI_REDIS_FLUSH_ON_START": None,
-    "IRI_REDIS_RETRY_TIMEOUT": 60.0,
-    "IRI_REDIS_SYNC_INTERVAL": 0.5,
-}
+#: the Redis settings of scrapy-iri and their defaults (a view of the one table, :data:`._settings.TABLE`)
+SETTINGS: dict[str, Any] = {name: value for name, value in DEFAULTS.items() if name.startswith("IRI_REDIS_")}
 
 _DEFAULT_URL = "redis://localhost:6379/0"
 
 
 def is_redis_uri(value: Any) -> bool:
     return isinstance(value, str) and value.partition(":")[0].lower() in REDIS_SCHEMES
-
-
-def uses_redis(settings: Any) -> bool:
-    """Whether ``IRI_STORE`` puts the store and the seen set in Redis."""
-    return is_redis_uri(settings.get("IRI_STORE"))
-
-
-def _optional_bool(settings: Any, name: str, fallback: str) -> bool:
-    value = settings.get(name)
-    if value is None:
-        return settings.getbool(fallback, False)
-    try:
-        return settings.getbool(name)
-    except ValueError as exc:
-        raise IRISettingsError(f"{name}: {exc}") from None
-
-
-def _float(settings: Any, name: str, minimum: float) -> float:
-    try:
-        value = settings.getfloat(name, SETTINGS[name])
-    except ValueError as exc:
-        raise IRISettingsError(f"{name}: {exc}") from None
-    if value < minimum:
-        raise IRISettingsError(f"{name} must be at least {minimum}, got {value}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -64,22 +33,20 @@ class RedisConfig:
     sync_interval: float = 0.5
 
     @classmethod
-    def from_settings(cls, settings: Any, spider_name: str | None) -> RedisConfig:
+    def from_settings(cls, settings: Any, spider_name: str | None, config: IRISettings | None = None) -> RedisConfig:
+        """Where Redis is (``IRI_STORE``, else scrapy-redis's settings) and the parsed ``IRI_REDIS_*`` settings."""
+        if config is None:
+            config = IRISettings.from_settings(settings)
         url, source = cls._url(settings)
-        template = settings.get("IRI_REDIS_NAMESPACE") or SETTINGS["IRI_REDIS_NAMESPACE"]
-        try:
-            namespace = str(template) % {"spider": spider_name or "default"}
-        except (KeyError, ValueError, TypeError) as exc:
-            raise IRISettingsError(f"IRI_REDIS_NAMESPACE: {template!r}: {exc} (use %(spider)s)") from None
         return cls(
             url=url,
             source=source,
             params=dict(settings.getdict("REDIS_PARAMS")),
-            namespace=namespace,
-            persist=_optional_bool(settings, "IRI_REDIS_PERSIST", "SCHEDULER_PERSIST"),
-            flush_on_start=_optional_bool(settings, "IRI_REDIS_FLUSH_ON_START", "SCHEDULER_FLUSH_ON_START"),
-            retry_timeout=_float(settings, "IRI_REDIS_RETRY_TIMEOUT", 0.0),
-            sync_interval=_float(settings, "IRI_REDIS_SYNC_INTERVAL", 0.01),
+            namespace=config.redis_namespace % {"spider": spider_name or "default"},
+            persist=config.redis_persist,
+            flush_on_start=config.redis_flush_on_start,
+            retry_timeout=config.redis_retry_timeout,
+            sync_interval=config.redis_sync_interval,
         )
 
     @staticmethod

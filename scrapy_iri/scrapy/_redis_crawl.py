@@ -12,20 +12,21 @@ import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
 from scrapy import signals
-from scrapy.utils.job import job_dir
 
 from scrapy_iri.store._redis import Outage, RedisKeys, RedisStore, RedisUnavailable, client_from_url
 from scrapy_iri.store._redis.connection import drop_stale_connections
 
 from ._redis_config import RedisConfig
-from ._settings import IRISettings
 
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
+
+    from scrapy_iri.store import LearningPolicy
+
+    from ._crawl import IRICrawl
 
 
 logger = logging.getLogger("scrapy_iri.scrapy._redis_seen")
@@ -63,16 +64,16 @@ class _CrawlOutage(Outage):
 class CrawlRedis:
     """The connection, the outage state and the timers shared by a crawl's Redis users."""
 
-    def __init__(self, crawler: Crawler, config: RedisConfig) -> None:
+    def __init__(self, crawler: Crawler, config: RedisConfig, crawl: IRICrawl) -> None:
         self.crawler = crawler
         self.config = config
+        self.crawl = crawl
         self.keys = RedisKeys(config.namespace)
         self.client = client_from_url(config.url, config.params)
         self.outage = _CrawlOutage(self)
         self.seen: Any = None  #: the crawl's RedisSeenSet, once the dupefilter made it
         self.store: RedisStore | None = None
         self._loop: Any = None
-        self._closing = False
         self._probing = False
         self._next_heartbeat = 0.0
         try:
@@ -201,53 +202,45 @@ class CrawlRedis:
         return True
 
     def give_up(self) -> None:
-        """Redis stayed unreachable for IRI_REDIS_RETRY_TIMEOUT: close the spider, saying what is left."""
-        if self._closing:
+        """Redis stayed unreachable for IRI_REDIS_RETRY_TIMEOUT: the crawl gives up (see :meth:`IRICrawl.give_up`)."""
+        if self.crawl.gave_up is not None:
             return
-        self._closing = True
-        stats = self.crawler.stats
-        unchecked = stats.get_value("iri/redis/unchecked", 0)
-        engine = self.crawler.engine
-        scheduler = getattr(engine, "scheduler", None) if engine is not None else None
-        try:
-            scheduled: Any = len(scheduler) if scheduler is not None else "no"  # type: ignore[arg-type]
-        except TypeError:
-            scheduled = "an unknown number of"
-        jobdir = job_dir(self.crawler.settings)
-        if jobdir:
-            advice = f"they stay in JOBDIR {jobdir}: run the job again with it once Redis is back"
-        else:
-            advice = (
-                "they are marked seen in Redis, so no other process fetches them: set JOBDIR to be able to"
-                " resume them, or use scrapy-redis's scheduler (its queue is in Redis)"
-            )
-        logger.error(
-            "Redis at %(where)s unreachable for %(elapsed).0f s (IRI_REDIS_RETRY_TIMEOUT = %(timeout)s;"
-            " last error: %(error)s): closing the spider (%(reason)s). %(unchecked)s requests were let"
-            " through without the cross-process check (iri/redis/unchecked); %(scheduled)s requests are"
-            " still scheduled in this process: %(advice)s.",
-            {
-                "where": self.config.describe(),
-                "elapsed": self.outage.elapsed(),
-                "timeout": self.config.retry_timeout,
-                "error": self.outage.last_error,
-                "reason": CLOSE_REASON,
-                "unchecked": unchecked,
-                "scheduled": scheduled,
-                "advice": advice,
-            },
+        unchecked = self.crawler.stats.get_value("iri/redis/unchecked", 0)
+        self.crawler.stats.set_value("iri/redis/unavailable_seconds", round(self.outage.elapsed(), 3))
+        why = (
+            f"Redis at {self.config.describe()} unreachable for {self.outage.elapsed():.0f} s"
+            f" (IRI_REDIS_RETRY_TIMEOUT = {self.config.retry_timeout:g}; last error: {self.outage.last_error});"
+            f" {unchecked} requests were let through without the cross-process check (iri/redis/unchecked)"
         )
-        stats.set_value("iri/redis/unavailable_seconds", round(self.outage.elapsed(), 3))
-        if engine is None or getattr(engine, "spider", None) is None:
-            return
-        close = getattr(engine, "close_spider_async", None)
-        if close is not None:
-            from scrapy.utils.defer import deferred_from_coro
+        self.crawl.give_up(CLOSE_REASON, why)
 
-            closing = deferred_from_coro(close(reason=CLOSE_REASON))
-        else:  # Scrapy < 2.14
-            closing = engine.close_spider(engine.spider, reason=CLOSE_REASON)
-        closing.addErrback(lambda failure: logger.error("closing the spider failed: %s", failure.value))
+    def open_store(self, policy: LearningPolicy) -> RedisStore:
+        """The crawl's equivalence store in Redis, on this connection and namespace."""
+        if self.store is None:
+            from ._crawl import pending_path
+
+            settings = self.crawl.settings
+            self.store = RedisStore(
+                self.client,
+                self.config.namespace,
+                outage=self.outage,
+                sync_interval=self.config.sync_interval,
+                owns_client=False,
+                auto_sync=False,  # the timer syncs, between requests (see tick)
+                cache_size=settings.store_cache_size,
+                rule_cache=settings.store_rule_cache,
+                pending_path=pending_path(self.crawler, STORE_PENDING_FILE, _pending_name(self.config.namespace)),
+            )
+            self.store.policy = policy  # before any use: the connection opened it with the default policy
+            self.store.record_policy()  # as every backend does: readers judge rules with it
+        return self.store
+
+
+def _pending_name(namespace: str) -> str:
+    """The file of a namespace's pending store writes in the project's data directory."""
+    from scrapy_iri.store import spider_store_name
+
+    return spider_store_name(namespace).removesuffix(".sqlite") + "." + STORE_PENDING_FILE
 
 
 async def _sleep(seconds: float) -> None:
@@ -256,32 +249,16 @@ async def _sleep(seconds: float) -> None:
     await sleep(seconds)
 
 
-_crawls: WeakKeyDictionary[Crawler, CrawlRedis] = WeakKeyDictionary()
-
-
 def crawl_redis(crawler: Crawler) -> CrawlRedis:
-    """The crawl's Redis connection (made, and checked, on first use)."""
-    state = _crawls.get(crawler)
-    if state is None:
-        spider_name = getattr(crawler.spidercls, "name", None)
-        state = CrawlRedis(crawler, RedisConfig.from_settings(crawler.settings, spider_name))
-        _crawls[crawler] = state
-    return state
+    """The crawl's Redis connection (:attr:`IRICrawl.redis`)."""
+    from ._crawl import IRICrawl
+
+    return IRICrawl.of(crawler).redis
 
 
 def open_crawler_store(crawler: Crawler) -> RedisStore:
-    """The crawl's equivalence store in Redis (:class:`~._resources.CrawlResources` opens it for a Redis URI)."""
-    state = crawl_redis(crawler)
-    if state.store is None:
-        state.store = RedisStore(
-            state.client,
-            state.config.namespace,
-            outage=state.outage,
-            sync_interval=state.config.sync_interval,
-            owns_client=False,
-            auto_sync=False,  # the timer syncs, between requests (see CrawlRedis.tick)
-            cache_size=(config := IRISettings.from_settings(crawler.settings)).store_cache_size,
-            rule_cache=config.store_rule_cache,
-            pending_path=Path(jobdir, STORE_PENDING_FILE) if (jobdir := job_dir(crawler.settings)) else None,
-        )
-    return state.store
+    """The crawl's equivalence store in Redis (:attr:`IRICrawl.store`, with a Redis ``IRI_STORE``)."""
+    from ._crawl import IRICrawl
+
+    crawl = IRICrawl.of(crawler)
+    return crawl.redis.open_store(crawl.settings.learning_policy())

@@ -54,7 +54,6 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from weakref import WeakSet
 
 from scrapy.utils.job import job_dir
 
@@ -62,7 +61,7 @@ from scrapy_iri.store._redis import RedisUnavailable
 from scrapy_iri.store._redis.connection import refuse_cluster
 from scrapy_iri.store._redis.seen import SeenTree
 
-from ._redis_config import SETTINGS, RedisConfig, is_redis_uri, uses_redis
+from ._redis_config import SETTINGS, RedisConfig, is_redis_uri
 from ._redis_crawl import (
     CLOSE_REASON,
     HEARTBEAT,
@@ -92,10 +91,7 @@ __all__ = [
     "STORE_PENDING_FILE",
     "is_redis_uri",
     "crawl_redis",
-    "dupefilter_from_spider",
     "open_crawler_store",
-    "redis_seen_set",
-    "uses_redis",
 ]
 
 logger = logging.getLogger(__name__)
@@ -110,7 +106,7 @@ REPLAY_CHUNK = 2000
 # -- the seen set ------------------------------------------------------------------------
 
 #: keys a process remembers itself (25-32 bytes each); beyond, Redis answers (one round trip each)
-DEFAULT_LOCAL_MAX = 10_000_000
+DEFAULT_LOCAL_MAX = SETTINGS["IRI_REDIS_LOCAL_MAX"]
 
 
 #: open: prune dead processes, flush if asked and alone, register. KEYS: live, seen, seen epoch.
@@ -443,34 +439,3 @@ class RedisSeenSet:
         )
         self.stats.set_value("iri/redis/unrecorded", n)
         self.unchecked.clear()
-
-
-# crawlers whose dupefilter scrapy-redis's scheduler is building (it manages persistence itself)
-_from_spider: WeakSet[Crawler] = WeakSet()
-
-
-def redis_seen_set(crawler: Crawler, local: SeenSet) -> RedisSeenSet:
-    """The crawl's seen set in Redis around ``local`` (the dupefilter's set, loaded from JOBDIR if resuming)."""
-    state = crawl_redis(crawler)
-    settings = crawler.settings
-    local_max = settings.getint("IRI_REDIS_LOCAL_MAX", DEFAULT_LOCAL_MAX)
-    if local_max < 0:
-        raise IRISettingsError(f"IRI_REDIS_LOCAL_MAX: expected a count of requests (0 or more), got {local_max}")
-    seen = RedisSeenSet(
-        state, local, managed=crawler not in _from_spider, local_max=local_max
-    )
-    state.seen = seen
-    return seen
-
-
-def dupefilter_from_spider(cls: type, spider: Spider) -> Any:
-    """The dupefilter scrapy-redis's scheduler builds (``from_spider``): its seen set is always in Redis."""
-    crawler = spider.crawler
-    _from_spider.add(crawler)
-    try:
-        df = cls.from_crawler(crawler)
-        if getattr(df, "fallback", None) is None and not isinstance(df.seen, RedisSeenSet):
-            df.seen = redis_seen_set(crawler, df.seen)
-    finally:
-        _from_spider.discard(crawler)
-    return df

@@ -69,10 +69,25 @@ def split_fragment(url: str) -> tuple[str, str]:
     return base, sep + fragment
 
 
-def scheme_form(url: str) -> str | None:
-    """The scheme-rung form of any URL as Scrapy holds it, without fragment; ``None`` if invalid."""
+class SchemeForm(str):
+    """A URL already in scheme-rung canonical form, without fragment: the store takes it as it is.
+
+    The crawl computes each request's form once (its identity); passing it
+    as a ``SchemeForm`` tells the store not to canonicalize it again.
+    """
+
+    __slots__ = ()
+
+
+def scheme_form(url: str) -> SchemeForm | None:
+    """The scheme-rung form of any URL as Scrapy holds it, without fragment; ``None`` if invalid.
+
+    A :class:`SchemeForm` is returned as it is.
+    """
+    if isinstance(url, SchemeForm):
+        return url
     try:
-        return canonicalize(url, Rung.SCHEME, keep_fragment=False, lenient=True)
+        return SchemeForm(canonicalize(url, Rung.SCHEME, keep_fragment=False, lenient=True))
     except IRIError:
         return None
 

@@ -310,7 +310,8 @@ class EquivalenceStore:
         ``target`` is the absolute URL the Location resolves to (``location``,
         the header as sent, is kept in the evidence log); ``context`` holds
         the reasons the exchange may depend on who asked (see
-        :func:`.evidence.context_flags`): empty for a clean exchange.
+        :func:`.evidence.context_flags`): empty for a clean exchange. A
+        :class:`~._forms.SchemeForm` is taken as it is (not canonicalized again).
         """
         if status not in REDIRECTS:
             raise ValueError(f"{status} is not a redirect status; use record_response()")
@@ -379,7 +380,7 @@ class EquivalenceStore:
         rule, and a URL that answers for itself is no longer an alias. On an
         origin that redirects case variants, a clean document also declares
         the case of its path (see :meth:`_declares_case`). Errors teach
-        nothing.
+        nothing. A :class:`~._forms.SchemeForm` ``url`` is taken as it is.
         """
         if status in REDIRECTS:
             raise ValueError(f"{status} is a redirect status; use record_redirect()")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
 import pytest
@@ -90,23 +91,30 @@ def test_invalid_urls_are_compared_as_given_counted_and_never_dropped(make_dupef
     assert len(warnings) == 1 and "not a valid IRI" in warnings[0].getMessage()
 
 
-def test_log_names_the_rung_first_duplicate_only_by_default(make_dupefilter, caplog):
+SCRAPY_FIRST = (
+    "Filtered duplicate request: <GET http://A.example/> - no more duplicates will be shown"
+    " (see DUPEFILTER_DEBUG to show all duplicates)"
+)
+
+
+def test_duplicates_are_logged_as_scrapy_logs_them_the_rung_is_in_the_stats(make_dupefilter, caplog):
     df = make_dupefilter()
-    with caplog.at_level(logging.DEBUG, logger="scrapy_iri"):
+    with caplog.at_level(logging.DEBUG):
         filtered(df, ["http://a.example/", "http://A.example/", "http://a.example:80/"])
-    messages = [r.getMessage() for r in caplog.records if "Filtered duplicate" in r.getMessage()]
-    assert len(messages) == 1
-    assert "(syntax rung)" in messages[0] and "no more duplicates" in messages[0]
+    records = [r for r in caplog.records if "Filtered duplicate" in r.getMessage()]
+    assert [(r.name, r.levelno, r.getMessage()) for r in records] == [("scrapy.dupefilters", logging.DEBUG, SCRAPY_FIRST)]
+    assert stats(df) == {"dupefilter/filtered": 2, "iri/filtered/syntax": 1, "iri/filtered/scheme": 1}
 
 
-def test_dupefilter_debug_logs_every_duplicate_with_its_rung(make_dupefilter, caplog):
+def test_dupefilter_debug_logs_every_duplicate_with_its_referer(make_dupefilter, caplog):
     df = make_dupefilter(DUPEFILTER_DEBUG=True)
-    with caplog.at_level(logging.DEBUG, logger="scrapy_iri"):
+    with caplog.at_level(logging.DEBUG):
         filtered(df, ["http://a.example/", "http://A.example/", "http://a.example:80/"])
-    messages = [r.getMessage() for r in caplog.records if "Filtered duplicate" in r.getMessage()]
-    assert len(messages) == 2
-    assert "(syntax rung)" in messages[0] and "(scheme rung)" in messages[1]
-    assert "referer" in messages[1]
+    messages = [r.getMessage() for r in caplog.records if r.name == "scrapy.dupefilters"]
+    assert messages == [
+        "Filtered duplicate request: <GET http://A.example/> (referer: None)",
+        "Filtered duplicate request: <GET http://a.example:80/> (referer: None)",
+    ]
 
 
 def test_no_len_so_scrapy_redis_style_truth_tests_work(make_dupefilter):
@@ -127,7 +135,10 @@ def test_jobdir_persists_and_resumes_the_seen_set(make_dupefilter, tmp_path):
     assert stats(resumed)["iri/filtered/scheme"] == 1  # the tags survive the restart
     assert stats(resumed)["iri/filtered/syntax"] == 1
     resumed.close("finished")
-    assert (tmp_path / "job" / SEEN_FILE).stat().st_size % RECORD_SIZE != 0  # header + 3 records
+    data = (tmp_path / "job" / SEEN_FILE).read_bytes()
+    header_size = int.from_bytes(data[:2], "big")
+    assert data[2:].startswith(b"scrapy-iri seen v2 rung=scheme")
+    assert len(data) == 2 + header_size + 3 * (2 + RECORD_SIZE)  # Scrapy's framing: one header, 3 records
 
 
 def test_jobdir_with_a_record_cut_short_resumes(make_dupefilter, tmp_path):
@@ -177,21 +188,130 @@ class HeaderFingerprinter(RequestFingerprinter):
         return super().fingerprint(request) + request.headers.get("X-Variant", b"")
 
 
-def test_a_users_fingerprinter_and_the_ladder_must_both_agree(make_dupefilter):
+class CaseFoldingFingerprinter:
+    """A project's fingerprinter that merges URLs differing in case only (Scrapy's own test has one)."""
+
+    def fingerprint(self, request):
+        return hashlib.sha1(request.url.lower().encode()).digest()
+
+
+def test_a_users_fingerprinter_decides_on_the_canonical_request(make_dupefilter):
     df = make_dupefilter(REQUEST_FINGERPRINTER_CLASS=f"{__name__}.HeaderFingerprinter")
-    assert isinstance(df, IRIDupeFilter) and df.outer_fingerprinter is not None
+    assert isinstance(df, IRIDupeFilter) and df.user_fingerprinter is not None
     seen = [
         df.request_seen(request("http://a.example/x", headers={"X-Variant": "1"})),
-        df.request_seen(request("http://a.example/x", headers={"X-Variant": "2"})),  # theirs differs
-        df.request_seen(request("http://a.example/x?", headers={"X-Variant": "1"})),  # ours differs
-        df.request_seen(request("http://A.example/x", headers={"X-Variant": "1"})),
+        df.request_seen(request("http://a.example/x", headers={"X-Variant": "2"})),  # theirs keeps it apart
+        df.request_seen(request("http://a.example/x?", headers={"X-Variant": "1"})),  # the ladder keeps it apart
+        df.request_seen(request("http://A.example:80/x", headers={"X-Variant": "1"})),  # the ladder merges it
     ]
-    assert seen == [False, False, False, False]  # the last: theirs is verbatim, so the case counts
+    assert seen == [False, False, False, True]
     assert df.request_seen(request("http://a.example/x", headers={"X-Variant": "2"}))
 
 
+def test_a_users_fingerprinter_keeps_its_power_to_merge(make_dupefilter):
+    df = make_dupefilter(REQUEST_FINGERPRINTER_CLASS=f"{__name__}.CaseFoldingFingerprinter")
+    urls = ["http://a.example/index.html", "http://a.example/INDEX.html", "http://A.EXAMPLE:80/Index.html", "http://a.example/other"]
+    assert filtered(df, urls) == ["http://a.example/INDEX.html", "http://A.EXAMPLE:80/Index.html"]
+    assert stats(df) == {"dupefilter/filtered": 2, "iri/filtered/fingerprinter": 2}
+
+
+def test_a_subclass_request_fingerprint_decides_with_scrapys_warning(make_dupefilter):
+    from scrapy.exceptions import ScrapyDeprecationWarning
+    from scrapy.utils.misc import build_from_crawler
+
+    class Legacy(IRIDupeFilter):
+        def request_fingerprint(self, request):
+            return request.url.lower()  # not even hex: it is hashed into a key, never trusted as one
+
+    df = make_dupefilter()
+    with pytest.warns(ScrapyDeprecationWarning, match=r"Overriding RFPDupeFilter\.request_fingerprint\(\) is deprecated"):
+        legacy = build_from_crawler(Legacy, df.crawler)
+    assert not legacy.request_seen(Request("http://a.example/index.html"))
+    assert legacy.request_seen(Request("http://a.example/INDEX.html"))
+    assert not legacy.request_seen(Request("http://a.example/index.htm"))  # no prefix of the URL decides
+
+
+def test_fingerprints_and_request_fingerprint_agree(make_dupefilter):
+    from scrapy.exceptions import ScrapyDeprecationWarning
+
+    df = make_dupefilter()
+    r = request("http://a.example/x")
+    df.request_seen(r)
+    with pytest.warns(ScrapyDeprecationWarning, match="fingerprints is deprecated"):
+        assert df.fingerprints == {df.request_fingerprint(r)} == {df.request_fingerprint(request("http://A.example:80/x"))}
+
+
+class FakeRedis:
+    """What scrapy-redis's filter needs of a Redis client (its own tests use such a double)."""
+
+    def __init__(self):
+        self.sets = {}
+
+    def sadd(self, key, member):
+        members = self.sets.setdefault(key, set())
+        added = member not in members
+        members.add(member)
+        return int(added)
+
+    def delete(self, key):
+        self.sets.pop(key, None)
+
+    def smembers(self, key):
+        return set(self.sets.get(key, ()))
+
+
+def test_scrapy_redis_constructor_server_key_debug():
+    server = FakeRedis()
+    df = IRIDupeFilter(server, "spider:dupefilter", debug=True)
+    assert (df.server, df.key, df.debug) == (server, "spider:dupefilter", True)
+    assert not df.request_seen(Request("http://a.example/x"))
+    assert df.request_seen(Request("http://A.example:80/x"))
+    assert not df.request_seen(Request("http://a.example/x", method="POST"))
+    assert server.sets["spider:dupefilter"] == {df.request_fingerprint(Request("http://a.example/x")), df.request_fingerprint(Request("http://a.example/x", method="POST"))}
+    df.close()
+    assert "spider:dupefilter" not in server.sets  # as scrapy-redis's filter: close clears
+    positional = IRIDupeFilter(server, "k")
+    assert positional.key == "k" and positional.debug is False
+
+
+def test_scrapy_redis_from_settings(redis_url):
+    from scrapy.settings import Settings
+
+    df = IRIDupeFilter.from_settings(Settings({"REDIS_URL": redis_url, "DUPEFILTER_DEBUG": True, "IRI_RUNG": "protocol"}))
+    assert df.key.startswith("dupefilter:") and df.debug
+    assert not df.request_seen(Request("http://a.example/x"))
+    assert df.request_seen(Request("http://a.example:80/x"))
+    assert df.server.scard(df.key) == 1
+    df.clear()
+    assert df.server.exists(df.key) == 0
+
+
+def test_a_job_scrapy_started_resumes_with_the_drop_in(make_dupefilter, tmp_path):
+    from scrapy.utils.misc import build_from_crawler
+    from scrapy.utils.test import get_crawler
+
+    jobdir = str(tmp_path / "job")
+    scrapy_df = build_from_crawler(RFPDupeFilter, get_crawler(settings_dict={"JOBDIR": jobdir}))
+    for url in ("http://a.example/1", "http://a.example/2?b=1&a=2"):
+        assert not scrapy_df.request_seen(Request(url))
+    scrapy_df.close("shutdown")
+    df = make_dupefilter(JOBDIR=jobdir)
+    assert filtered(df, ["http://a.example/1", "http://a.example/2?b=1&a=2", "http://a.example/3", "http://a.example/3"], make=Request) == [
+        "http://a.example/1",
+        "http://a.example/2?b=1&a=2",
+        "http://a.example/3",
+    ]
+    df.close("shutdown")
+    again = make_dupefilter(JOBDIR=jobdir)  # the same file, now with the drop-in's records after Scrapy's
+    assert filtered(again, ["http://a.example/1", "http://a.example/3", "http://a.example/4"], make=Request) == [
+        "http://a.example/1",
+        "http://a.example/3",
+    ]
+    again.close("finished")
+
+
 def test_protocol_rung_counts_merges_the_store_learned(make_dupefilter):
-    from scrapy_iri.scrapy._resources import crawler_store
+    from scrapy_iri.scrapy._crawl import crawler_store
 
     df = make_dupefilter(rung=None, IRI_STORE="memory:")  # the add-on's default: protocol
     store = crawler_store(df.crawler)

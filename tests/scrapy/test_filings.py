@@ -10,7 +10,7 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_iri.scrapy._dupefilter import IRIDupeFilter
 from scrapy_iri.scrapy._redirects import RedirectLearningMiddleware
-from scrapy_iri.scrapy._resources import crawler_store
+from scrapy_iri.scrapy._crawl import crawler_store
 
 
 class _Spider(Spider):

@@ -415,7 +415,7 @@ def test_a_redis_crawl_records_its_learning_policy(redis_url, redis_server):
     """``scrapy-iri store`` judges a Redis crawl's rules with the crawl's K, TTL and sink fan-in."""
     import json
 
-    from scrapy_iri.scrapy._resources import crawler_store
+    from scrapy_iri.scrapy._crawl import crawler_store
     from scrapy_iri.store import open_store
 
     crawler = make_crawler(IRI_STORE=redis_url, IRI_RUNG="protocol", IRI_RULE_MIN_OBSERVATIONS=7)

@@ -20,7 +20,7 @@ from scrapy_iri.scrapy._dupefilter import IRIDupeFilter
 from scrapy_iri.scrapy._fingerprint import META_IDENTITY, RequestIdentity
 from scrapy_iri.scrapy._plan import REWRITE, SEND, VERIFY, plan
 from scrapy_iri.scrapy._redirects import RedirectLearningMiddleware
-from scrapy_iri.scrapy._resources import crawler_store
+from scrapy_iri.scrapy._crawl import crawler_store
 from scrapy_iri.store import MemoryStore, RuleKey
 
 

@@ -12,7 +12,7 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_iri.scrapy._redirects import RedirectLearningMiddleware
 from scrapy_iri.scrapy._settings import learning_policy
-from scrapy_iri.scrapy._resources import crawler_store
+from scrapy_iri.scrapy._crawl import crawler_store
 from scrapy_iri.scrapy._settings import DEFAULTS, IRISettings, IRISettingsError
 from scrapy_iri.store import LearningPolicy
 

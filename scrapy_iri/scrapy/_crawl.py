@@ -1,0 +1,203 @@
+"""The crawl object: what the components of one crawl share, built once per crawler.
+
+:class:`IRICrawl` is made the first time a component asks for it
+(:meth:`IRICrawl.of`; the request fingerprinter, built before the engine,
+is usually first) and kept on the crawler itself, as Scrapy keeps
+``crawler.request_fingerprinter``. It holds:
+
+* ``settings``: the ``IRI_*`` settings, parsed once (:class:`._settings.IRISettings`);
+* ``identities``: the request identity function (:class:`._fingerprint.RequestIdentities`);
+* ``store``: the equivalence store (``IRI_STORE``), opened on first use,
+  closed when the engine stops;
+* ``redis``: with a Redis ``IRI_STORE`` (or scrapy-redis's scheduler), the
+  crawl's one Redis connection, its timers and outage state
+  (:class:`._redis_crawl.CrawlRedis`);
+* :meth:`seen_set`: the dupefilter's seen set (in Redis when it is shared);
+* :meth:`give_up`: the honest end of a crawl that cannot go on.
+
+Components take their collaborators in ``__init__``; their ``from_crawler``
+gets them from here. Redis code is imported only when Redis is used.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.utils.job import job_dir
+
+from ._fingerprint import RequestIdentities
+from ._redis_config import is_redis_uri
+from ._settings import IRISettings, store_uri
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from scrapy_iri.store import EquivalenceStore
+
+    from ._redis_crawl import CrawlRedis
+    from ._seen import SeenSet
+
+logger = logging.getLogger(__name__)
+
+#: the crawler attribute holding its crawl object
+ATTRIBUTE = "iri_crawl"
+
+
+def is_redis_store(uri: str | None) -> bool:
+    """Whether a store URI names a Redis server."""
+    return is_redis_uri(uri)
+
+
+class IRICrawl:
+    """The settings, identity function, store, seen set and Redis client of one crawl (see the module docstring)."""
+
+    def __init__(self, crawler: Crawler, settings: IRISettings | None = None) -> None:
+        self.crawler = crawler
+        self.settings = settings if settings is not None else IRISettings.from_settings(crawler.settings)
+        self.uses_redis = is_redis_uri(self.settings.store)
+        self.identities = RequestIdentities(self.settings, lambda: self.store)
+        #: the reason the crawl gave up (:meth:`give_up`), or ``None``
+        self.gave_up: str | None = None
+        self._store: EquivalenceStore | None = None
+        self._redis: CrawlRedis | None = None
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> IRICrawl:
+        """The crawler's crawl object, made on first use."""
+        crawl = getattr(crawler, ATTRIBUTE, None)
+        if not isinstance(crawl, cls):
+            crawl = cls(crawler)
+            setattr(crawler, ATTRIBUTE, crawl)
+        return crawl
+
+    @property
+    def config(self) -> IRISettings:
+        """The parsed settings (``settings``)."""
+        return self.settings
+
+    @property
+    def spider_name(self) -> str | None:
+        return getattr(self.crawler.spidercls, "name", None)
+
+    # the equivalence store
+
+    @property
+    def store(self) -> EquivalenceStore:
+        """The crawl's equivalence store, opened on first use with the crawl's learning policy.
+
+        The request fingerprinter is built before the engine and the spider
+        exist, so the store opens lazily. It is closed when the engine
+        stops, after pipelines, the dupefilter and middlewares are done with it.
+        """
+        if self._store is None:
+            policy = self.settings.learning_policy()
+            if self.uses_redis:
+                store = self.redis.open_store(policy)
+            else:
+                from scrapy_iri.store import open_store, parse_store_uri
+
+                uri = store_uri(self.crawler.settings, self.spider_name, createdir=True)
+                memory = parse_store_uri(uri).scheme == "memory"
+                options = {} if memory else {"cache_size": self.settings.store_cache_size, "rule_cache": self.settings.store_rule_cache}
+                store = open_store(uri, policy=policy, **options)
+            self._store = store
+            self.crawler.signals.connect(store.close, signal=signals.engine_stopped)
+        return self._store
+
+    # Redis
+
+    @property
+    def redis(self) -> CrawlRedis:
+        """The crawl's Redis connection (made, and checked, on first use)."""
+        if self._redis is None:
+            from ._redis_config import RedisConfig
+            from ._redis_crawl import CrawlRedis
+
+            config = RedisConfig.from_settings(self.crawler.settings, self.spider_name, self.settings)
+            self._redis = CrawlRedis(self.crawler, config, self)
+        return self._redis
+
+    def seen_set(self, local: SeenSet, *, shared: bool | None = None, managed: bool = True) -> Any:
+        """The dupefilter's seen set: ``local``, or around it the set shared through Redis.
+
+        ``shared`` defaults to whether ``IRI_STORE`` is in Redis; ``managed``
+        is False when scrapy-redis's scheduler decides when the set is cleared.
+        """
+        if not (self.uses_redis if shared is None else shared):
+            return local
+        from ._redis_seen import RedisSeenSet
+
+        seen = RedisSeenSet(self.redis, local, managed=managed, local_max=self.settings.redis_local_max)
+        self.redis.seen = seen
+        return seen
+
+    # the end
+
+    def give_up(self, reason: str, why: str) -> None:
+        """Close the spider with ``reason``: log why, what is left and how to resume; exit non-zero.
+
+        Pending store writes are flushed when the store can take them, else
+        kept (JOBDIR, or the project's data directory) by the store's close.
+        ``scrapy crawl`` and ``scrapy runspider`` exit with status 1: Scrapy
+        reads a crawl's failure from its crawler having no spider when the
+        crawl ends, so the crawler's spider is unset once the engine stopped.
+        """
+        if self.gave_up is not None:
+            return
+        self.gave_up = reason
+        stats = self.crawler.stats
+        engine = self.crawler.engine
+        scheduler = getattr(engine, "scheduler", None) if engine is not None else None
+        try:
+            left: Any = len(scheduler) if scheduler is not None else 0  # type: ignore[arg-type]
+        except TypeError:
+            left = "an unknown number of"
+        jobdir = job_dir(self.crawler.settings)
+        if jobdir:
+            advice = f"run the job again with JOBDIR={jobdir} to resume them"
+        else:
+            advice = "they are lost with this process: set JOBDIR (scrapy crawl ... -s JOBDIR=...) to be able to resume a crawl"
+        logger.error(
+            "scrapy-iri gives up (%(reason)s): %(why)s. %(left)s requests were left unfetched: %(advice)s.",
+            {"reason": reason, "why": why, "left": left, "advice": advice},
+        )
+        stats.set_value("iri/gave_up", reason)
+        stats.set_value("iri/left_unfetched", left if isinstance(left, int) else -1)
+        if self._store is not None:
+            try:
+                self._store.flush()
+            except Exception as exc:  # noqa: BLE001 -- the store's close keeps what it cannot write
+                logger.warning("Could not flush the equivalence store now (%(error)s): its close keeps the writes", {"error": exc})
+        self.crawler.signals.connect(self._mark_failed, signal=signals.engine_stopped)
+        if engine is None or getattr(engine, "spider", None) is None:
+            return
+        from scrapy.utils.defer import deferred_from_coro
+
+        closing = deferred_from_coro(engine.close_spider_async(reason=reason))
+        closing.addErrback(lambda failure: logger.error("closing the spider failed: %s", failure.value))
+
+    def _mark_failed(self) -> None:
+        """Let the crawler process see the failure (``bootstrap_failed``: the exit status)."""
+        self.crawler.spider = None  # type: ignore[assignment]
+
+
+def crawler_store(crawler: Crawler) -> EquivalenceStore:
+    """The crawler's equivalence store (see :attr:`IRICrawl.store`)."""
+    return IRICrawl.of(crawler).store
+
+
+def pending_path(crawler: Crawler, in_jobdir: str, in_data_dir: str) -> Path:
+    """Where writes Redis did not get at close are kept (and read back at the next open).
+
+    ``JOBDIR/in_jobdir`` for a job; else ``.scrapy/iri/in_data_dir`` in the
+    project's data directory, so a crawl without JOBDIR loses none either.
+    """
+    jobdir = job_dir(crawler.settings)
+    if jobdir:
+        return Path(jobdir, in_jobdir)
+    from scrapy.utils.project import data_path
+
+    return Path(data_path("iri", createdir=True), in_data_dir)
