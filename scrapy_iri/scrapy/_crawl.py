@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.utils.job import job_dir
 
+from scrapy_iri.store import REDIS_SCHEMES
+
 from ._fingerprint import RequestIdentities
-from ._redis_config import is_redis_uri
 from ._settings import IRISettings, store_uri
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ ATTRIBUTE = "iri_crawl"
 
 def is_redis_store(uri: str | None) -> bool:
     """Whether a store URI names a Redis server."""
-    return is_redis_uri(uri)
+    return isinstance(uri, str) and uri.partition(":")[0].lower() in REDIS_SCHEMES
 
 
 class IRICrawl:
@@ -57,7 +58,7 @@ class IRICrawl:
     def __init__(self, crawler: Crawler, settings: IRISettings | None = None) -> None:
         self.crawler = crawler
         self.settings = settings if settings is not None else IRISettings.from_settings(crawler.settings)
-        self.uses_redis = is_redis_uri(self.settings.store)
+        self.uses_redis = is_redis_store(self.settings.store)
         self.identities = RequestIdentities(self.settings, lambda: self.store)
         #: the reason the crawl gave up (:meth:`give_up`), or ``None``
         self.gave_up: str | None = None
