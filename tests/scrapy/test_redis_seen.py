@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from fixtures.redis_helpers import RedisServer
 from scrapy import Request, Spider
@@ -177,8 +179,9 @@ def test_give_up_closes_the_spider_with_a_clear_reason(make_filter, redis_server
 
     asyncio.run(run())
     assert closed == ["iri_redis_unavailable"]
-    assert "closing the spider (iri_redis_unavailable)" in caplog.text
-    assert "3 requests are still scheduled in this process" in caplog.text
+    assert "scrapy-iri gives up (iri_redis_unavailable)" in caplog.text
+    assert "3 requests were left unfetched" in caplog.text and "set JOBDIR" in caplog.text
+    assert a.crawler.stats.get_value("iri/left_unfetched") == 3
 
 
 @pytest.mark.filterwarnings("ignore:Passing a .spider. argument")  # scrapy-redis 0.9.1 on Scrapy 2.19
@@ -327,12 +330,16 @@ def test_the_outage_ends_only_when_the_replay_succeeds(make_filter, redis_server
     assert a.crawler.stats.get_value("iri/redis/replayed") == 1
 
 
-def test_with_a_jobdir_the_store_saves_its_pending_writes_there(redis_url, tmp_path):
+def test_the_store_keeps_its_pending_writes_in_jobdir_else_in_the_data_directory(redis_url, tmp_path, monkeypatch):
     crawler = make_crawler(IRI_STORE=redis_url, JOBDIR=str(tmp_path))
     store = redis_seen.open_crawler_store(crawler)
     assert store.storage.pending_path == tmp_path / redis_seen.STORE_PENDING_FILE
     store.close()
-    assert redis_seen.open_crawler_store(make_crawler(IRI_STORE=redis_url)).storage.pending_path is None
+    monkeypatch.chdir(tmp_path)  # no Scrapy project here: the data directory is ./.scrapy
+    other = redis_seen.open_crawler_store(make_crawler(IRI_STORE=redis_url))
+    assert other.storage.pending_path == Path(".scrapy/iri/scrapy-iri%3Aseen-tests.iri-redis-store-pending.json")
+    assert (tmp_path / ".scrapy" / "iri").is_dir()
+    other.close()
 
 
 # -- the bucketed layout -------------------------------------------------------------------
