@@ -62,6 +62,8 @@ class IRICrawl:
         self.identities = RequestIdentities(self.settings, lambda: self.store)
         #: the reason the crawl gave up (:meth:`give_up`), or ``None``
         self.gave_up: str | None = None
+        #: the spider of a crawl that gave up (``crawler.spider`` is unset then)
+        self.spider: Any = None
         self._store: EquivalenceStore | None = None
         self._redis: CrawlRedis | None = None
 
@@ -181,7 +183,8 @@ class IRICrawl:
         closing.addErrback(lambda failure: logger.error("closing the spider failed: %s", failure.value))
 
     def _mark_failed(self) -> None:
-        """Let the crawler process see the failure (``bootstrap_failed``: the exit status)."""
+        """Let the crawler process see the failure (``bootstrap_failed``: the exit status); the spider stays in :attr:`spider`."""
+        self.spider = self.crawler.spider
         self.crawler.spider = None  # type: ignore[assignment]
 
 

@@ -47,11 +47,12 @@ def main(path: str) -> int:
     else:  # an asyncio future
         result.add_done_callback(lambda f: f.exception() and failed(f.exception()))
     process.start()
-    pages = crawler.spider.pages if crawler.spider is not None else []
+    spider = crawler.spider or getattr(getattr(crawler, "iri_crawl", None), "spider", None)  # a crawl that gave up
+    pages = spider.pages if spider is not None else []
     stats = crawler.stats.get_stats() if crawler.stats is not None else {}
     out.joinpath("pages.json").write_text(json.dumps(pages), encoding="utf-8")
     out.joinpath("stats.json").write_text(json.dumps({**stats, "_failure": failure}, default=str), encoding="utf-8")
-    return 1 if failure else 0
+    return 1 if failure or process.bootstrap_failed else 0
 
 
 if __name__ == "__main__":

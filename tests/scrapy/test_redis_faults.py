@@ -47,6 +47,7 @@ def test_redis_restart_mid_crawl(shared_web, start_crawl, redis_server):
     assert reachable == set(counts), f"missed: {sorted(reachable - set(counts))}"
     for crawl in crawls:
         assert crawl.stats["finish_reason"] == "finished", crawl.log[-3000:]
+        assert crawl.returncode == 0
         assert crawl.stat("iri/redis/outages") <= 1
         assert crawl.stat("iri/redis/replayed") == crawl.stat("iri/redis/unchecked")
         assert crawl.stat("iri/redis/unrecorded") == 0
@@ -77,9 +78,10 @@ def test_redis_gone_for_good_closes_the_spider_and_the_job_resumes(shared_web, s
     redis_server.kill()
     first.wait()
     assert first.stats["finish_reason"] == "iri_redis_unavailable", first.log[-3000:]
+    assert first.returncode == 1
     assert first.stat("iri/redis/unchecked") > 0
-    assert "closing the spider (iri_redis_unavailable)" in first.log
-    assert f"they stay in JOBDIR {jobdir}" in first.log
+    assert "scrapy-iri gives up (iri_redis_unavailable)" in first.log
+    assert f"run the job again with JOBDIR={jobdir} to resume them" in first.log
     assert (jobdir / "iri-redis-unchecked.bin").exists()  # keys Redis has not got yet
     fetched_first = Counter(shared_web.fetch_counts())
     assert set(fetched_first) < shared_web.resource_ids()
@@ -103,7 +105,8 @@ def test_without_jobdir_the_error_says_what_is_abandoned(shared_web, start_crawl
     redis_server.kill()
     crawl.wait()
     assert crawl.stats["finish_reason"] == "iri_redis_unavailable"
+    assert crawl.returncode == 1
     log = crawl.log
-    assert "requests are still scheduled in this process" in log
-    assert "set JOBDIR to be able to resume them" in log
+    assert "requests were left unfetched" in log
+    assert "set JOBDIR" in log
     assert "not recorded in the shared seen set" in log  # at close: the unchecked keys, said aloud
