@@ -306,8 +306,8 @@ class RedirectLearningMiddleware:
         original = flight.rewritten_from
         if not original:
             return
-        carried = rewritten.meta.get(META_IDENTITY)
-        original_form = carried.form if isinstance(carried, RequestIdentity) and carried.url == rewritten.url else None
+        carried = rewritten.meta.get(META_IDENTITY)  # the original's, sent as its representative (filed there)
+        original_form = carried.form if isinstance(carried, RequestIdentity) and carried.rewritten_to else None
         meta = {k: v for k, v in rewritten.meta.items() if k not in (META_REWRITTEN_FROM, META_IDENTITY)}
         meta.update({_FLIGHT: Flight(flight.dont_filter, VERIFY, (str(rule),)), "dont_redirect": True})
         self.stats.inc_value("iri/verify")
