@@ -251,7 +251,17 @@ class IRIDupeFilter(BaseDupeFilter):
             # a hop of the request's own redirect chain, landing where the request was filed
             self._inc("iri/own_chain")
             return False
-        found = self._add(identity.fingerprint[:KEY_SIZE], identity.tag)
+        key = identity.fingerprint[:KEY_SIZE]
+        found = self.seen.add(key, identity.tag)
+        if found is None:
+            if self.file is not None:
+                self.file.write(_frame(SeenSet.record(key, identity.tag)))
+            if self.user_fingerprinter is None and not self.legacy:
+                return False
+        return self._judge(request, identity, found)
+
+    def _judge(self, request: Request, identity: RequestIdentity, found: int | None) -> bool:
+        """The rest of :meth:`request_seen`: the crawl's own fingerprinter, Scrapy's JOBDIR file, the rung."""
         merged: str | None = None
         if found is not None and found != SEEN_ELSEWHERE:  # another process's tag is unknown
             merged = merging_rung(found, identity.tag, identity.rung).name.lower()

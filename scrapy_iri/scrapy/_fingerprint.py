@@ -23,8 +23,7 @@ from __future__ import annotations
 import hashlib
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from scrapy_iri import IRIError, Rung, canonicalize
 from scrapy_iri.store._forms import SchemeForm
@@ -53,8 +52,7 @@ META_IDENTITY = "iri_identity"
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
-@dataclass(frozen=True)
-class RequestIdentity:
+class RequestIdentity(NamedTuple):
     """A request's identity, computed once when it is scheduled and carried in ``request.meta``.
 
     ``fingerprint`` covers the method, the URL's form at ``rung`` and the
@@ -76,6 +74,9 @@ class RequestIdentity:
     ``filings`` the representatives they were filed under when those were
     not their own URL: a hop landing on one of them is the same request, not
     a duplicate.
+
+    A named tuple (immutable and picklable, like the meta it lives in): made
+    once per request, it costs a third of a frozen dataclass.
     """
 
     url: str
@@ -104,7 +105,7 @@ class RequestIdentity:
 
     def sent_as(self, url: str) -> RequestIdentity:
         """The same identity for the request rewritten to ``url``, a store URL (it stays filed where it was)."""
-        return replace(self, url=url, rewritten_to=SchemeForm(url))
+        return self._replace(url=url, rewritten_to=SchemeForm(url))
 
 
 def protocol_mergeable(request: Request) -> bool:
@@ -232,7 +233,7 @@ class RequestIdentities:
         identity = self._compute(request)
         if carried is not None:
             filings = carried.filings + ((carried.representative,) if carried.merged else ())
-            identity = replace(identity, chain=(*carried.chain, carried.fingerprint), filings=filings)
+            identity = identity._replace(chain=(*carried.chain, carried.fingerprint), filings=filings)
         if not request.body:
             request.meta[META_IDENTITY] = identity
         return identity
