@@ -59,6 +59,52 @@ class Run:
     def fetched_more_than_once(self) -> dict[str, int]:
         return {rid: n for rid, n in self.counts.get("resources", {}).items() if n > 1}
 
+    def urls_of(self, resource_id: str) -> list[str]:
+        """The URLs the crawl fetched ``resource_id`` at (its pages' final URLs, in crawl order)."""
+        return [item["url"] for item in self.items if item.get("resource_id") == resource_id]
+
+
+def _form(url: str) -> str:
+    """The scheme-rung form of a URL, without its fragment (the URL itself when it has none)."""
+    from scrapy_iri import IRIError, canonicalize
+
+    try:
+        return canonicalize(url, "scheme", keep_fragment=False, lenient=True)
+    except IRIError:
+        return url
+
+
+def why_not_merged(urls: list[str], start_urls: list[str]) -> str:
+    """Why a resource fetched at ``urls`` was fetched more than once: what kept the requests apart.
+
+    Each reason is one the first law asks for (never merge what may differ),
+    or Scrapy's own behaviour; none is a missed merge of equivalent URLs.
+    """
+    from urllib.parse import urlsplit
+
+    forms = list(dict.fromkeys(_form(url) for url in urls))
+    if len(forms) == 1:
+        if forms[0] in {_form(url) for url in start_urls}:
+            return (
+                "the start URL: Scrapy sends start requests with dont_filter, so the page"
+                " is fetched again when a link leads back to it (Scrapy's own filter does the same)"
+            )
+        return "the same URL requested with dont_filter (a retry or a check of a learned rule)"
+    parts = [urlsplit(form) for form in forms]
+    if len({(p.netloc, p.path, p.query) for p in parts}) == 1:
+        schemes = " and ".join(sorted({p.scheme for p in parts}))
+        return (
+            f"served on {schemes} without a redirect from one to the other: two origins, which"
+            " may serve different pages; no redirect taught the protocol rung they are one"
+        )
+    if len({(p.scheme, p.netloc, p.path) for p in parts}) == 1:
+        queries = ", ".join(f"?{p.query}" if p.query else "no query" for p in parts)
+        return (
+            f"the query differs ({queries}): different queries may name different pages, and the"
+            " server answered each with the page itself, not a redirect to one URL"
+        )
+    return "different URLs that no redirect joined: " + ", ".join(forms)
+
 
 def crawl(web: SimulatedWeb, label: str, uses_iri: bool, args: list[str]) -> Run:
     """``scrapy crawl web`` in a subprocess, through the simulated web's proxy."""
@@ -124,6 +170,15 @@ def report(web: SimulatedWeb, runs: list[Run]) -> str:
     for run in runs:
         missed = sorted(total - run.reached)
         out.append(f"missed by {run.label}: {', '.join(missed) if missed else 'nothing'}")
+    starts = web.start_urls()
+    for run in runs:
+        if not run.uses_iri or not run.fetched_more_than_once:
+            continue
+        out += ["", f"fetched more than once by {run.label}, and why they could not be merged:"]
+        for rid, n in sorted(run.fetched_more_than_once.items()):
+            urls = run.urls_of(rid)
+            out.append(f"  {rid} ({n} fetches: {', '.join(dict.fromkeys(urls))})")
+            out.append(f"    {why_not_merged(urls, starts)}")
     return "\n".join(out)
 
 
