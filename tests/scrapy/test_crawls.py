@@ -155,7 +155,7 @@ def test_jobdir_resume_fetches_nothing_twice(web, tmp_path):
     first = run(web, "iri", **settings, CLOSESPIDER_PAGECOUNT=8)
     assert 8 <= sum(first.fetches.values()) < len(web.resource_ids())
     second = run(web, "iri", reset=False, **settings)
-    assert (tmp_path / "job" / "iri-requests.seen").exists()
+    assert (tmp_path / "job" / "requests.seen").read_bytes()[2:].startswith(b"scrapy-iri seen v2")  # Scrapy's file, ours
     assert web.resource_ids() - set(second.fetches) == set()  # counts add up over both runs
     repeated = {form: n for form, n in second.fetches_per_scheme_form().items() if n > 1}
     assert repeated == {}
