@@ -3,7 +3,8 @@
 - :mod:`._addon`: ``Addon``, which turns everything on;
 - :mod:`._settings`: the ``IRI_*`` settings and their defaults, parsed once;
 - :mod:`._crawl`: ``IRICrawl``, the crawl object: what one crawl's components share;
-- :mod:`._fingerprint`: ``IRIRequestFingerprinter`` and the identity each request carries;
+- :mod:`._identity`: ``RequestIdentity``, computed once per request, and the identity function;
+- :mod:`._fingerprint`: ``IRIRequestFingerprinter``;
 - :mod:`._dupefilter`: ``IRIDupeFilter``, with the compact seen set of :mod:`._seen`;
 - :mod:`._redirects`: the protocol rung's middleware, adapting Scrapy's hooks to :mod:`._plan`;
 - :mod:`._location`: ``IRILocationMiddleware`` (redirects to IRIs);
@@ -15,7 +16,8 @@
 
 from ._addon import Addon
 from ._dupefilter import IRIDupeFilter
-from ._fingerprint import IRIRequestFingerprinter, RequestIdentity
+from ._fingerprint import IRIRequestFingerprinter
+from ._identity import RequestIdentity
 from ._links import IRILinkExtractor, ascii_domains, iri_request
 from ._location import IRILocationMiddleware
 from ._pipelines import CanonicalizeURLsPipeline

@@ -6,7 +6,7 @@ is usually first) and kept on the crawler itself, as Scrapy keeps
 ``crawler.request_fingerprinter``. It holds:
 
 * ``settings``: the ``IRI_*`` settings, parsed once (:class:`._settings.IRISettings`);
-* ``identities``: the request identity function (:class:`._fingerprint.RequestIdentities`);
+* ``identities``: the request identity function (:class:`._identity.RequestIdentities`);
 * ``store``: the equivalence store (``IRI_STORE``), opened on first use,
   closed when the engine stops;
 * ``redis``: with a Redis ``IRI_STORE`` (or scrapy-redis's scheduler), the
@@ -22,7 +22,6 @@ gets them from here. Redis code is imported only when Redis is used.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -30,7 +29,7 @@ from scrapy.utils.job import job_dir
 
 from scrapy_iri.store import REDIS_SCHEMES
 
-from ._fingerprint import RequestIdentities
+from ._identity import RequestIdentities
 from ._settings import IRISettings, store_uri
 
 if TYPE_CHECKING:
@@ -191,17 +190,3 @@ class IRICrawl:
 def crawler_store(crawler: Crawler) -> EquivalenceStore:
     """The crawler's equivalence store (see :attr:`IRICrawl.store`)."""
     return IRICrawl.of(crawler).store
-
-
-def pending_path(crawler: Crawler, in_jobdir: str, in_data_dir: str) -> Path:
-    """Where writes Redis did not get at close are kept (and read back at the next open).
-
-    ``JOBDIR/in_jobdir`` for a job; else ``.scrapy/iri/in_data_dir`` in the
-    project's data directory, so a crawl without JOBDIR loses none either.
-    """
-    jobdir = job_dir(crawler.settings)
-    if jobdir:
-        return Path(jobdir, in_jobdir)
-    from scrapy.utils.project import data_path
-
-    return Path(data_path("iri", createdir=True), in_data_dir)

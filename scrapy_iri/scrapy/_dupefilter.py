@@ -26,7 +26,8 @@ from scrapy.utils.request import referer_str
 
 from scrapy_iri import Rung
 
-from ._fingerprint import IRIRequestFingerprinter, RequestIdentities, RequestIdentity, merging_rung
+from ._fingerprint import IRIRequestFingerprinter
+from ._identity import RequestIdentities, RequestIdentity, merging_rung
 from ._seen import KEY_SIZE, RECORD_SIZE, SEEN_ELSEWHERE, SeenSet
 from ._settings import SCRAPY_DUPEFILTER_CLASS, IRISettings, IRISettingsError, fallback_class
 
@@ -108,7 +109,7 @@ class IRIDupeFilter(BaseDupeFilter):
 
     Enabled by the :class:`~scrapy_iri.Addon`. Two requests are duplicates
     when their methods, bodies and the canonical forms of their URLs at the
-    configured rung are equal (see :mod:`scrapy_iri.scrapy._fingerprint`),
+    configured rung are equal (see :mod:`scrapy_iri.scrapy._identity`),
     or when the crawl's own ``REQUEST_FINGERPRINTER_CLASS`` (one that is not
     scrapy-iri's) gives their canonical requests one fingerprint, as under
     Scrapy. Requests with ``dont_filter`` are never recorded (the scheduler

@@ -6,7 +6,7 @@ the :class:`~scrapy_iri.Addon` at priority :data:`ORDER` when ``IRI_RUNG`` is
 store (``IRI_STORE``) with the dupefilter and:
 
 * reads the identity the request carries (``request.meta["iri_identity"]``,
-  computed once when it was scheduled: see :mod:`._fingerprint`) and leaves
+  computed once when it was scheduled: see :mod:`._identity`) and leaves
   the decisions to :func:`._plan.plan`;
 * observes every raw response through the ``response_downloaded`` signal,
   before ``RedirectMiddleware`` turns a 3xx into a new request: each hop
@@ -49,7 +49,7 @@ from scrapy_iri.store import EquivalenceStore, Outcome, RuleKey, context_flags
 from scrapy_iri.store._forms import scheme_form
 from scrapy_iri.store._rules import REDIRECTS
 
-from ._fingerprint import (
+from ._identity import (
     META_IDENTITY,
     RequestIdentities,
     RequestIdentity,

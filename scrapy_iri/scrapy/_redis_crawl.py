@@ -217,8 +217,6 @@ class CrawlRedis:
     def open_store(self, policy: LearningPolicy) -> RedisStore:
         """The crawl's equivalence store in Redis, on this connection and namespace."""
         if self.store is None:
-            from ._crawl import pending_path
-
             settings = self.crawl.settings
             self.store = RedisStore(
                 self.client,
@@ -249,16 +247,17 @@ async def _sleep(seconds: float) -> None:
     await sleep(seconds)
 
 
-def crawl_redis(crawler: Crawler) -> CrawlRedis:
-    """The crawl's Redis connection (:attr:`IRICrawl.redis`)."""
-    from ._crawl import IRICrawl
+def pending_path(crawler: Crawler, in_jobdir: str, in_data_dir: str) -> Path:
+    """Where writes Redis did not get at close are kept (and read back at the next open).
 
-    return IRICrawl.of(crawler).redis
+    ``JOBDIR/in_jobdir`` for a job; else ``.scrapy/iri/in_data_dir`` in the
+    project's data directory, so a crawl without JOBDIR loses none either.
+    """
+    from scrapy.utils.job import job_dir
 
+    jobdir = job_dir(crawler.settings)
+    if jobdir:
+        return Path(jobdir, in_jobdir)
+    from scrapy.utils.project import data_path
 
-def open_crawler_store(crawler: Crawler) -> RedisStore:
-    """The crawl's equivalence store in Redis (:attr:`IRICrawl.store`, with a Redis ``IRI_STORE``)."""
-    from ._crawl import IRICrawl
-
-    crawl = IRICrawl.of(crawler)
-    return crawl.redis.open_store(crawl.settings.learning_policy())
+    return Path(data_path("iri", createdir=True), in_data_dir)

@@ -68,8 +68,6 @@ from ._redis_crawl import (
     PROBE_TTL_MS,
     STORE_PENDING_FILE,
     CrawlRedis,
-    crawl_redis,
-    open_crawler_store,
 )
 from ._seen import KEY_SIZE, SEEN_ELSEWHERE, SeenSet
 from scrapy_iri.errors import IRISettingsError
@@ -90,8 +88,6 @@ __all__ = [
     "PROBE_TTL_MS",
     "STORE_PENDING_FILE",
     "is_redis_uri",
-    "crawl_redis",
-    "open_crawler_store",
 ]
 
 logger = logging.getLogger(__name__)

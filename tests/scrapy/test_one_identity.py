@@ -20,10 +20,10 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
-import scrapy_iri.scrapy._fingerprint as fingerprint_module
+import scrapy_iri.scrapy._identity as identity_module
 import scrapy_iri.store._forms as forms_module
 from scrapy_iri.scrapy._crawl import ATTRIBUTE, IRICrawl
-from scrapy_iri.scrapy._fingerprint import META_IDENTITY
+from scrapy_iri.scrapy._identity import META_IDENTITY
 from scrapy_iri.scrapy._pipelines import CanonicalizeURLsPipeline
 from scrapy_iri.scrapy._redirects import RedirectLearningMiddleware
 from scrapy_iri.store._forms import SchemeForm
@@ -66,7 +66,7 @@ def test_no_module_keeps_per_crawler_state() -> None:
 def canonicalizations(monkeypatch: pytest.MonkeyPatch) -> Counter:
     """How often each URL is canonicalized (by the identity function or by the store)."""
     counts: Counter = Counter()
-    real_identity, real_store = fingerprint_module.canonicalize, forms_module.canonicalize
+    real_identity, real_store = identity_module.canonicalize, forms_module.canonicalize
 
     def counted(real):
         def canonicalize(url, *args, **kwargs):
@@ -75,7 +75,7 @@ def canonicalizations(monkeypatch: pytest.MonkeyPatch) -> Counter:
 
         return canonicalize
 
-    monkeypatch.setattr(fingerprint_module, "canonicalize", counted(real_identity))
+    monkeypatch.setattr(identity_module, "canonicalize", counted(real_identity))
     monkeypatch.setattr(forms_module, "canonicalize", counted(real_store))
     return counts
 

@@ -13,6 +13,7 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_iri import IRIDupeFilter
 from scrapy_iri.scrapy import _redis_seen as redis_seen
+from scrapy_iri.scrapy._crawl import IRICrawl
 from scrapy_iri.scrapy._redis_seen import RedisConfig, RedisSeenSet, RedisUnavailable
 from scrapy_iri.scrapy._settings import IRISettingsError
 
@@ -146,7 +147,7 @@ def test_outage_lets_requests_through_and_replays_them(make_filter, redis_server
     assert seen(a, "http://ex.example/during")  # but only once by this process
     assert seen(a, "http://ex.example/before")
     assert stats(a)["iri/redis/unchecked"] == 1 and stats(a)["iri/redis/outages"] == 1
-    state = redis_seen.crawl_redis(a.crawler)
+    state = IRICrawl.of(a.crawler).redis
     assert state.outage.down
     redis_server.start()
     state.outage.next_attempt = 0
@@ -160,7 +161,7 @@ def test_give_up_closes_the_spider_with_a_clear_reason(make_filter, redis_server
     a = make_filter(IRI_REDIS_RETRY_TIMEOUT=0)
     redis_server.kill()
     seen(a, "http://ex.example/x")
-    state = redis_seen.crawl_redis(a.crawler)
+    state = IRICrawl.of(a.crawler).redis
     closed = []
 
     class Engine:
@@ -213,7 +214,7 @@ def test_scrapy_redis_without_iri_store_uses_its_settings(redis_url, tmp_path):
     crawler.spider = spider = SeenSpider.from_crawler(crawler)
     df = IRIDupeFilter.from_spider(spider)
     assert isinstance(df.seen, RedisSeenSet)
-    assert redis_seen.crawl_redis(crawler).config.source == "REDIS_URL"
+    assert IRICrawl.of(crawler).redis.config.source == "REDIS_URL"
     df.clear()
 
 
@@ -225,7 +226,7 @@ def test_a_restart_without_persistence_is_healed(tmp_path):
         for i in range(5):
             seen(df, f"http://ex.example/{i}")
         server.restart()
-        state = redis_seen.crawl_redis(crawler)
+        state = IRICrawl.of(crawler).redis
         assert seen(df, "http://ex.example/1")  # local
         state.outage.failed(OSError("lost"))  # as a failed command would have noticed
         state.outage.next_attempt = 0
@@ -243,7 +244,7 @@ def test_a_restart_lets_the_next_request_through_rather_than_retry_it(make_filte
     redis_server.restart()  # the set survives (append-only file); a's connection does not
     assert not seen(a, "http://ex.example/2")  # let through, not dropped
     assert stats(a)["iri/redis/unchecked"] == 1
-    state = redis_seen.crawl_redis(a.crawler)
+    state = IRICrawl.of(a.crawler).redis
     state.outage.next_attempt = 0
     assert state.probe()
     assert stats(a)["iri/redis/replayed"] == 1 and "iri/redis/unchecked_duplicates" not in stats(a)
@@ -272,7 +273,7 @@ def test_scrapy_redis_outage_does_not_mark_an_unqueued_request_seen(redis_url, r
         scheduler.enqueue_request(request)
     assert crawler.stats.get_value("iri/redis/unchecked") == 1
     redis_server.start()
-    state = redis_seen.crawl_redis(crawler)
+    state = IRICrawl.of(crawler).redis
     state.outage.next_attempt = 0
     assert state.probe()
     client = redis_server.client()
@@ -290,7 +291,7 @@ def test_a_full_redis_is_an_outage_until_writes_succeed(make_filter, redis_serve
     import time
 
     a = make_filter(IRI_REDIS_RETRY_TIMEOUT=0.5)
-    state = redis_seen.crawl_redis(a.crawler)
+    state = IRICrawl.of(a.crawler).redis
     client = redis_server.client()
     client.config_set("maxmemory-policy", "noeviction")
     client.config_set("maxmemory", 1)
@@ -315,7 +316,7 @@ def test_a_full_redis_is_an_outage_until_writes_succeed(make_filter, redis_serve
 
 def test_the_outage_ends_only_when_the_replay_succeeds(make_filter, redis_server, monkeypatch):
     a = make_filter()
-    state = redis_seen.crawl_redis(a.crawler)
+    state = IRICrawl.of(a.crawler).redis
     redis_server.kill()
     assert not seen(a, "http://ex.example/during")
     redis_server.start()
@@ -332,11 +333,11 @@ def test_the_outage_ends_only_when_the_replay_succeeds(make_filter, redis_server
 
 def test_the_store_keeps_its_pending_writes_in_jobdir_else_in_the_data_directory(redis_url, tmp_path, monkeypatch):
     crawler = make_crawler(IRI_STORE=redis_url, JOBDIR=str(tmp_path))
-    store = redis_seen.open_crawler_store(crawler)
+    store = IRICrawl.of(crawler).store
     assert store.storage.pending_path == tmp_path / redis_seen.STORE_PENDING_FILE
     store.close()
     monkeypatch.chdir(tmp_path)  # no Scrapy project here: the data directory is ./.scrapy
-    other = redis_seen.open_crawler_store(make_crawler(IRI_STORE=redis_url))
+    other = IRICrawl.of(make_crawler(IRI_STORE=redis_url)).store
     assert other.storage.pending_path == Path(".scrapy/iri/scrapy-iri%3Aseen-tests.iri-redis-store-pending.json")
     assert (tmp_path / ".scrapy" / "iri").is_dir()
     other.close()

@@ -9,7 +9,7 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.request import RequestFingerprinter
 
 from scrapy_iri import Rung
-from scrapy_iri.scrapy._fingerprint import (
+from scrapy_iri.scrapy._identity import (
     FINGERPRINT_SIZE,
     merging_rung,
     pack_tag,

@@ -17,7 +17,7 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
 from scrapy_iri.scrapy._dupefilter import IRIDupeFilter
-from scrapy_iri.scrapy._fingerprint import META_IDENTITY, RequestIdentity
+from scrapy_iri.scrapy._identity import META_IDENTITY, RequestIdentity
 from scrapy_iri.scrapy._plan import REWRITE, SEND, VERIFY, plan
 from scrapy_iri.scrapy._redirects import RedirectLearningMiddleware
 from scrapy_iri.scrapy._crawl import crawler_store
