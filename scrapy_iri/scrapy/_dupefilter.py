@@ -74,6 +74,10 @@ _REDIS_SIGNATURE: Signature = signature(_redis_call)
 
 def _is_redis_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether a constructor call is scrapy-redis's: a server first (not a JOBDIR path), or ``server=``/``key=``."""
+    from scrapy.crawler import Crawler
+
+    if args and isinstance(args[0], Crawler):
+        raise TypeError("IRIDupeFilter(crawler): use IRIDupeFilter.from_crawler(crawler), as Scrapy does")
     if "server" in kwargs or "key" in kwargs:
         return True
     return bool(args) and not (args[0] is None or isinstance(args[0], (str, os.PathLike)))

@@ -274,6 +274,11 @@ def test_scrapy_redis_constructor_server_key_debug():
     assert positional.key == "k" and positional.debug is False
 
 
+def test_a_crawler_given_to_the_constructor_is_refused_with_the_way_to_build_it(make_crawler):
+    with pytest.raises(TypeError, match=r"from_crawler\(crawler\)"):
+        IRIDupeFilter(make_crawler())
+
+
 def test_scrapy_redis_from_settings(redis_url):
     from scrapy.settings import Settings
 
