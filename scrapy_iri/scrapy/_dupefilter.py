@@ -169,6 +169,8 @@ class IRIDupeFilter(BaseDupeFilter):
             self.identities = crawl.identities if crawl is not None else RequestIdentities(self.config)
             self.user_fingerprinter = fingerprinter  # the crawl's own REQUEST_FINGERPRINTER_CLASS: it merges too
         self.config = self.identities.config
+        #: the crawl's fingerprinter (Scrapy's ``RFPDupeFilter.fingerprinter``)
+        self.fingerprinter = fingerprinter if fingerprinter is not None else IRIRequestFingerprinter(identities=self.identities)
         self.legacy_fingerprinter = fingerprinter if fingerprinter is not None and self.user_fingerprinter is not None else None
         self._hooked = type(self).request_fingerprint is not IRIDupeFilter.request_fingerprint
         if self._hooked and not redis_mode:

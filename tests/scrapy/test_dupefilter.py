@@ -210,6 +210,7 @@ def test_a_users_fingerprinter_decides_on_the_canonical_request(make_dupefilter)
 
 def test_a_users_fingerprinter_keeps_its_power_to_merge(make_dupefilter):
     df = make_dupefilter(REQUEST_FINGERPRINTER_CLASS=f"{__name__}.CaseFoldingFingerprinter")
+    assert df.fingerprinter is df.crawler.request_fingerprinter  # as Scrapy's RFPDupeFilter holds it
     urls = ["http://a.example/index.html", "http://a.example/INDEX.html", "http://A.EXAMPLE:80/Index.html", "http://a.example/other"]
     assert filtered(df, urls) == ["http://a.example/INDEX.html", "http://A.EXAMPLE:80/Index.html"]
     assert stats(df) == {"dupefilter/filtered": 2, "iri/filtered/fingerprinter": 2}
