@@ -160,18 +160,19 @@ class IRIDupeFilter(BaseDupeFilter):
         self.legacy: set[bytes] = set()
         self._merged: WeakKeyDictionary[Request, str] = WeakKeyDictionary()
         self._warned_invalid = False
-        self.config = crawl.settings if crawl is not None else IRISettings()
         fingerprinter = given["fingerprinter"]
         if isinstance(fingerprinter, IRIRequestFingerprinter):
             self.identities = fingerprinter.identities
             self.user_fingerprinter = None
         else:
-            self.identities = crawl.identities if crawl is not None else RequestIdentities(self.config)
+            self.identities = crawl.identities if crawl is not None else RequestIdentities(IRISettings())
             self.user_fingerprinter = fingerprinter  # the crawl's own REQUEST_FINGERPRINTER_CLASS: it merges too
         self.config = self.identities.config
         #: the crawl's fingerprinter (Scrapy's ``RFPDupeFilter.fingerprinter``)
-        self.fingerprinter = fingerprinter if fingerprinter is not None else IRIRequestFingerprinter(identities=self.identities)
-        self.legacy_fingerprinter = fingerprinter if fingerprinter is not None and self.user_fingerprinter is not None else None
+        self.fingerprinter = IRIRequestFingerprinter(identities=self.identities) if fingerprinter is None else fingerprinter
+        #: what fingerprinted the requests Scrapy's filter recorded in JOBDIR: the project's own, or (found
+        #: when needed) the one the add-on replaced
+        self.legacy_fingerprinter = self.user_fingerprinter
         self._hooked = type(self).request_fingerprint is not IRIDupeFilter.request_fingerprint
         if self._hooked and not redis_mode:
             warnings.warn(
