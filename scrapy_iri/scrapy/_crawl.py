@@ -65,6 +65,7 @@ class IRICrawl:
         self.spider: Any = None
         self._store: EquivalenceStore | None = None
         self._redis: CrawlRedis | None = None
+        self._said: set[str] = set()
 
     @classmethod
     def of(cls, crawler: Crawler) -> IRICrawl:
@@ -74,6 +75,13 @@ class IRICrawl:
             crawl = cls(crawler)
             setattr(crawler, ATTRIBUTE, crawl)
         return crawl
+
+    def first_time(self, what: str) -> bool:
+        """Whether ``what`` (a warning, say) comes up for the first time in this crawl."""
+        if what in self._said:
+            return False
+        self._said.add(what)
+        return True
 
     @property
     def config(self) -> IRISettings:

@@ -28,7 +28,6 @@ import logging
 from functools import lru_cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
-from weakref import WeakSet
 
 from scrapy.core.downloader.handlers import http11
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
@@ -64,9 +63,6 @@ SCRAPY_AGENT_ARGUMENTS = {
 }
 #: Everything the handler takes from Scrapy's module, besides the classes above.
 NEEDS = ("_ScrapyAgent", *AGENTS, "wrap_twisted_exceptions", "get_dataloss_msg")
-
-_warned: WeakSet[Crawler] = WeakSet()
-
 
 def has_empty_query(url: str) -> bool:
     """Whether ``url`` has a query and it is empty (``/e?``, ``/e?#f``; not ``/e``, ``/e#?``)."""
@@ -159,10 +155,11 @@ class IRIDownloadHandler(HTTP11DownloadHandler):
 
     def _fall_back(self, reason: Exception) -> None:
         """From now on every request goes Scrapy's standard way; say so once per crawl."""
+        from ._crawl import IRICrawl
+
         self._keeping_agent = None
-        if self._crawler in _warned:
+        if not IRICrawl.of(self._crawler).first_time("IRIDownloadHandler cannot keep the empty query"):
             return
-        _warned.add(self._crawler)
         logger.warning(
             "scrapy_iri's IRIDownloadHandler cannot keep an empty query on the wire with this Scrapy"
             " (%(reason)s): requests go Scrapy's standard way, and a URL like http://h/e? is fetched as"

@@ -56,7 +56,7 @@ def test_the_crawl_object_is_built_once_and_shared_by_every_component() -> None:
 def test_no_module_keeps_per_crawler_state() -> None:
     import scrapy_iri.scrapy as package
 
-    for name in ("_crawl", "_dupefilter", "_redirects", "_redis_crawl", "_redis_seen", "_fingerprint"):
+    for name in ("_crawl", "_dupefilter", "_redirects", "_redis_crawl", "_redis_seen", "_fingerprint", "_identity", "_download"):
         module = getattr(package, name, None) or __import__(f"scrapy_iri.scrapy.{name}", fromlist=["_"])
         for value in vars(module).values():
             assert type(value).__name__ not in ("WeakKeyDictionary", "WeakSet", "WeakValueDictionary"), (name, value)
