@@ -28,6 +28,24 @@ from scrapy.linkextractors import LinkExtractor
 from scrapy_iri import IRILinkExtractor, iri_request
 
 
+class TrackingFreeFingerprinter:
+    """A project's own fingerprinter (``REQUEST_FINGERPRINTER_CLASS``): tracking parameters do not count.
+
+    It keeps everything else of the URL as it is (no query sorting: that is
+    w3lib's, which merges different resources).
+    """
+
+    TRACKING = ("utm_source=", "utm_medium=", "ref=")
+
+    def fingerprint(self, request: scrapy.Request) -> bytes:
+        import hashlib
+
+        head, sep, query = request.url.partition("?")
+        kept = [p for p in query.split("&") if not p.startswith(self.TRACKING)] if sep else []
+        url = head + ("?" + "&".join(kept) if kept or (sep and not query) else "")
+        return hashlib.sha1(f"{request.method} {url}".encode() + request.body).digest()
+
+
 class FollowEverything(scrapy.Spider):
     name = "plugin-crawl"
 

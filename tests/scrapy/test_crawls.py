@@ -159,3 +159,16 @@ def test_jobdir_resume_fetches_nothing_twice(web, tmp_path):
     assert web.resource_ids() - set(second.fetches) == set()  # counts add up over both runs
     repeated = {form: n for form, n in second.fetches_per_scheme_form().items() if n > 1}
     assert repeated == {}
+
+
+def test_a_projects_fingerprinter_merges_what_it_merges_and_the_ladder_what_it_merges(web, scheme_crawl):
+    """The project's fingerprinter drops tracking parameters; it sees each request's canonical form."""
+    crawl = run(web, "iri", **ADDON, IRI_RUNG="scheme", REQUEST_FINGERPRINTER_CLASS="crawl_child.TrackingFreeFingerprinter")
+    assert web.resource_ids() - set(crawl.fetches) == set()  # nothing lost, traps included
+    # the tracking-parameter variants the ladder keeps apart are merged by the project's fingerprinter
+    tracked = ["buecher:band-1", "buecher:band-3", "shop:p-1"]
+    assert {rid: scheme_crawl.fetches[rid] for rid in tracked} == dict.fromkeys(tracked, 2)
+    assert {rid: crawl.fetches[rid] for rid in tracked} == dict.fromkeys(tracked, 1)
+    # and the ladder's merges reach it through the canonical request: every alias still fetched once
+    assert {rid: crawl.fetches.get(rid) for rid in SCHEME_ALIASES} == dict.fromkeys(SCHEME_ALIASES, 1)
+    assert crawl.stat("iri/filtered/fingerprinter") >= len(tracked)
