@@ -6,6 +6,8 @@ import hashlib
 import logging
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scrapy import Request
 from scrapy.dupefilters import RFPDupeFilter
 from scrapy.utils.request import RequestFingerprinter
@@ -342,3 +344,30 @@ def test_an_absurd_port_does_not_crash_the_filter(make_dupefilter):
     url = "http://a.example:" + "1" * 5000 + "/"
     assert not df.request_seen(request(url))
     assert df.request_seen(request(url))
+
+
+SPELLINGS = st.sampled_from(["http://a.example", "HTTP://A.EXAMPLE", "http://a.example:80", "http://b.example"])
+PATHS = st.sampled_from(["/Index.html", "/index.html", "/%7Eu/", "/~u/", "/x?b=1&a=2", "/x?a=2&b=1", "/e?", "/e"])
+
+
+@given(st.lists(st.tuples(SPELLINGS, PATHS), min_size=1, max_size=30))
+@settings(max_examples=60, deadline=None)
+def test_duplicate_exactly_when_the_users_fingerprint_of_the_canonical_url_was_seen(pairs):
+    from scrapy.utils.test import get_crawler
+    from scrapy.utils.misc import build_from_crawler
+    from scrapy.core.scheduler import Scheduler
+
+    from scrapy_iri import canonicalize
+
+    crawler = get_crawler(settings_dict={
+        "ADDONS": {"scrapy_iri.Addon": 0},
+        "IRI_RUNG": "scheme",
+        "REQUEST_FINGERPRINTER_CLASS": f"{__name__}.CaseFoldingFingerprinter",
+    })
+    df = build_from_crawler(Scheduler, crawler).df
+    seen: set[str] = set()
+    for host, path in pairs:
+        url = host + path
+        expected_key = canonicalize(url, "scheme", keep_fragment=False).lower()
+        assert df.request_seen(request(url)) == (expected_key in seen), url
+        seen.add(expected_key)
