@@ -84,11 +84,6 @@ class IRICrawl:
         return True
 
     @property
-    def config(self) -> IRISettings:
-        """The parsed settings (``settings``)."""
-        return self.settings
-
-    @property
     def spider_name(self) -> str | None:
         return getattr(self.crawler.spidercls, "name", None)
 
@@ -166,7 +161,9 @@ class IRICrawl:
         except TypeError:
             left = "an unknown number of"
         jobdir = job_dir(self.crawler.settings)
-        if jobdir:
+        if left == 0:
+            advice = "nothing to resume"
+        elif jobdir:
             advice = f"run the job again with JOBDIR={jobdir} to resume them"
         else:
             advice = "they are lost with this process: set JOBDIR (scrapy crawl ... -s JOBDIR=...) to be able to resume a crawl"
