@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -63,6 +64,8 @@ def peer_source(distribution: str) -> Path:
     stem = re.sub(r"[-_.]+", "[-_.]", distribution)
     archive = next(p for p in downloads.iterdir() if re.fullmatch(rf"(?i){stem}-{re.escape(installed)}\.tar\.gz", p.name))
     unpacked = cache / "unpacking"
+    shutil.rmtree(unpacked, ignore_errors=True)  # what an interrupted run left
+    shutil.rmtree(tree, ignore_errors=True)
     with tarfile.open(archive) as tar:
         tar.extractall(unpacked, filter="data")
     (unpacked / archive.name.removesuffix(".tar.gz")).rename(tree)
