@@ -18,13 +18,15 @@ silently. See docs/graph.md.
 
 from ._cli import cmd_graph, format_summary, register
 from ..errors import BadEdge, GraphError
-from ._normalize import DEFAULT_CACHE_SIZE, GraphNormalizer, GraphSummary, normalize_graph, normalize_graph_file
-from ._readers import FORMATS, detect_format
+from ._inputs import FORMATS, detect_format
+from ._normalize import DEFAULT_CACHE_SIZE, GraphNormalizer, GraphSummary, normalize_graph
+from ._run import GraphOptions, normalize_graph_file
 
 __all__ = [
     "BadEdge",
     "GraphError",
     "GraphNormalizer",
+    "GraphOptions",
     "GraphSummary",
     "normalize_graph",
     "normalize_graph_file",

@@ -9,9 +9,10 @@ from typing import Any, TextIO
 
 from .._ladder import Rung
 from ..errors import GraphError
-from ._normalize import DEFAULT_CACHE_SIZE, GraphSummary, normalize_graph_file
 from ._engines import ENGINES
-from ._readers import FORMATS
+from ._inputs import FORMATS
+from ._normalize import DEFAULT_CACHE_SIZE, GraphSummary
+from ._run import normalize_graph_file
 
 
 # --- command line ------------------------------------------------------------
