@@ -140,8 +140,11 @@ def _kernel(
     elif isinstance(store, str):
         store_key, opened = store, worker_store(store)
     elif store is not None:
-        _HELD[id(store)] = store
-        store_key, opened = ("object", id(store)), store
+        store_key = getattr(store, "cache_key", None)
+        if store_key is None:
+            _HELD[id(store)] = store
+            store_key = ("object", id(store))
+        opened = store
     if rung is Rung.PROTOCOL and opened is None:
         raise ValueError("the protocol rung needs a store URI (store=) or an alias table (aliases=)")
     if rung is not Rung.PROTOCOL:

@@ -191,7 +191,7 @@ class _Run:
                 raise GraphError("the protocol rung needs an equivalence store: pass store=")
             from ._learn import learned_store
 
-            return learned_store(self.src, options.engine, stack, self.hooks.on_stage)
+            return learned_store(self.src, self.hooks.on_stage)
         if isinstance(store, str) and options.engine == "local":
             from ..store import open_store
 
