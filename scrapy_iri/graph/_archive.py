@@ -15,7 +15,8 @@ from ..errors import GraphError, IRIError
 from ._inputs import ARCHIVE_COLUMNS, GraphInput
 from ._links import Resolver, html_links
 from ._normalize import _csv_field
-from ._warc import MAX_BLOCK, BadRecord, Record, records
+from . import _warc
+from ._warc import BadRecord, Record, records
 
 _SNIFF = 64
 
@@ -239,8 +240,8 @@ class ArchiveRows:
             self.skipped["responses that are not HTML"] += 1
             return
         if record.block is None:
-            raise _Bad(f"an HTML body of {record.length:,} bytes, over the {MAX_BLOCK >> 20} MiB read", uri)
-        body = decoded_body(response, MAX_BLOCK)
+            raise _Bad(f"an HTML body of {record.length:,} bytes, over the {_warc.MAX_BLOCK:,} bytes read", uri)
+        body = decoded_body(response, _warc.MAX_BLOCK)
         if isinstance(body, str):
             raise _Bad(body, uri)
         yield from self._links(where, raw, uri, date, html_links(uri, body, charset))

@@ -13,6 +13,7 @@ crawl with its safety.
 from __future__ import annotations
 
 import gzip
+from collections import Counter
 import json
 import os
 import re
@@ -51,6 +52,7 @@ class Reading:
     bad: list[tuple[str, str]] = field(default_factory=list)
     on_bad: Callable[[str, str], Any] | None = None
     files: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
 
     def add(self, where: str, reason: str) -> None:
         self.bad.append((where, reason))
@@ -183,7 +185,9 @@ def cdx_captures(path: str, reading: Reading) -> Iterator[Capture]:
                 return
             if isinstance(found, str):
                 reading.add(where, found)
-            elif found is not None:
+            elif found is None:
+                reading.skipped["index lines without a status or a redirect's target"] += 1
+            else:
                 yield found
 
 
@@ -204,6 +208,8 @@ def _cdx(line: str, columns: list[str]) -> Capture | str | None:
     redirect = values.get("r", "-")
     if redirect not in ("-", ""):
         headers["location"] = [re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*)%3A//", r"\1://", redirect)]
+    elif 300 <= int(status) < 400:
+        return None  # an index without the redirect's target: nothing to learn from it
     return _capture(url, when, int(status), headers)
 
 
@@ -224,6 +230,8 @@ def _cdxj(line: str) -> Capture | str | None:
     headers: dict[str, list[str]] = {}
     if isinstance(data.get("redirect"), str):
         headers["location"] = [data["redirect"]]
+    elif 300 <= int(status) < 400:
+        return None  # pywb's CDXJ keeps no redirect target: nothing to learn from it
     return _capture(data["url"], when, int(status), headers)
 
 

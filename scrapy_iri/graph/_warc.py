@@ -232,8 +232,10 @@ class _Buffer:
                 return
 
 
-def records(file: BinaryIO, max_block: int = MAX_BLOCK) -> Iterator[Record | BadRecord]:
+def records(file: BinaryIO, max_block: int | None = None) -> Iterator[Record | BadRecord]:
     """Every record of a WARC file, or the bad record in its place, in file order."""
+    if max_block is None:
+        max_block = MAX_BLOCK
     stream = _Stream(file)
     buffer = _Buffer(stream)
     while True:

@@ -70,8 +70,9 @@ class DocsSite:
         if path.endswith("/index.html"):
             return Answer(301, f"http://{HOST}{path[: -len('index.html')]}")
         local = (self.root / path.lstrip("/")).resolve()
-        if not str(local).startswith(str(self.root / self.section)):
-            return Answer(404)
+        if not str(local).startswith(str(self.root / self.section) + "/") and local != self.root / self.section:
+            real = self.lowered.get(path.lower().rstrip("/"))
+            return Answer(301, f"http://{HOST}{real}") if real is not None else Answer(404)
         if local.is_dir():
             if not path.endswith("/"):
                 return Answer(301, f"http://{HOST}{path}/")
@@ -166,7 +167,7 @@ def crawl(site: DocsSite, directory: Path, name: str, *extra: str) -> Path:
             "wget", "--recursive", "--level=inf", "--no-verbose", "--tries=1", "--timeout=10",
             "-e", "robots=off", "-e", "use_proxy=yes", "-e", f"http_proxy={proxy}", "--no-check-certificate",
             "--span-hosts", f"--domains={HOST},{WWW},{TEMPORARY}",
-            f"--include-directories=/{SECTION},/{SECTION.upper()}",
+            "--accept-regex", rf"^http://[^/]+/({SECTION}|{SECTION.upper()})(/[^?]*)?$",
             "--reject-regex", r"\.(png|js|css|svg|txt)$",
             f"--warc-file={directory / name}", "--warc-cdx",
             "--directory-prefix", str(directory / "files"), "--delete-after",
