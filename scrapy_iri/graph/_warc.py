@@ -273,7 +273,7 @@ def records(file: BinaryIO, max_block: int | None = None) -> Iterator[Record | B
             block, got = buffer.take(length, True)
             head = b""
         else:
-            head, got = buffer.take(MAX_HEADER, True)
+            head, got = buffer.take(min(MAX_HEADER, length), True)
             block, rest = buffer.take(length - got, False)
             got += rest
         cut = buffer.take_boundary()
