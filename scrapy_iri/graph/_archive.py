@@ -244,6 +244,9 @@ class ArchiveRows:
         body = decoded_body(response, _warc.MAX_BLOCK)
         if isinstance(body, str):
             raise _Bad(body, uri)
+        if not body.strip():
+            self.skipped["empty HTML documents"] += 1
+            return
         yield from self._links(where, raw, uri, date, html_links(uri, body, charset))
 
     def _redirect(
@@ -332,6 +335,14 @@ class _Bad(Exception):
     def __init__(self, reason: str, source: str = "", path: str = "") -> None:
         super().__init__(reason)
         self.source, self.path = source, path
+
+
+def archive_links(name: str, *, redirects: str = "skip") -> Iterator[tuple[str, str, str, str, str, str | None]]:
+    """Every link of the archives ``name`` names (a file, a directory, a glob), not canonicalized:
+    ``(source, target, path, date, where, problem)``, ``problem`` None for a link and the reason
+    for a bad record or link (then ``target`` is empty), ``where`` is ``file:offset``."""
+    for row in ArchiveRows(archive_files(name), redirects):
+        yield row[1], row[2], row[5], row[6], row[0], row[4]
 
 
 def archive_input(name: str, *, redirects: str = "skip") -> GraphInput:

@@ -55,6 +55,7 @@ class DocsSite:
         self.lowered = {
             "/" + str(path.relative_to(self.root)).lower(): "/" + str(path.relative_to(self.root))
             for path in (self.root / section).rglob("*")
+            if path.suffix == ".html" or path.is_dir()
         }
 
     def answer(self, url: str) -> Answer:
@@ -70,7 +71,8 @@ class DocsSite:
         if path.endswith("/index.html"):
             return Answer(301, f"http://{HOST}{path[: -len('index.html')]}")
         local = (self.root / path.lstrip("/")).resolve()
-        if not str(local).startswith(str(self.root / self.section) + "/") and local != self.root / self.section:
+        area = (self.root / self.section).resolve()
+        if not str(local).startswith(str(area).rstrip("/") + "/") and local != area:
             real = self.lowered.get(path.lower().rstrip("/"))
             return Answer(301, f"http://{HOST}{real}") if real is not None else Answer(404)
         if local.is_dir():
@@ -159,6 +161,7 @@ class Server:
 
 
 def crawl(site: DocsSite, directory: Path, name: str, *extra: str) -> Path:
+    section = site.section
     """Archive the site with wget (``--warc-file``, ``--warc-cdx``): the path of ``name.warc.gz``."""
     directory.mkdir(parents=True, exist_ok=True)
     with Server(site) as server:
@@ -167,14 +170,15 @@ def crawl(site: DocsSite, directory: Path, name: str, *extra: str) -> Path:
             "wget", "--recursive", "--level=inf", "--no-verbose", "--tries=1", "--timeout=10",
             "-e", "robots=off", "-e", "use_proxy=yes", "-e", f"http_proxy={proxy}", "--no-check-certificate",
             "--span-hosts", f"--domains={HOST},{WWW},{TEMPORARY}",
-            "--accept-regex", rf"^http://[^/]+/({SECTION}|{SECTION.upper()})(/[^?]*)?$",
+            "--accept-regex",
+            rf"^http://[^/]+/({section}|{section.upper()})(/[^?]*)?$" if section else r"^http://[^/]+/[^?]*$",
             "--reject-regex", r"\.(png|js|css|svg|txt)$",
             f"--warc-file={directory / name}", "--warc-cdx",
             "--directory-prefix", str(directory / "files"), "--delete-after",
             *extra,
-            f"http://{HOST}/{SECTION}/",
+            f"http://{HOST}/{section}/" if section else f"http://{HOST}/",
         ]
-        subprocess.run(command, check=False, capture_output=True, timeout=300)
+        subprocess.run(command, check=False, capture_output=True, timeout=3600)
     warc = directory / f"{name}.warc.gz"
     assert warc.is_file(), f"wget wrote no {warc}"
     return warc

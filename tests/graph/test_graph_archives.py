@@ -205,3 +205,17 @@ def test_a_directory_and_a_glob_of_archives(wget_archive, tmp_path):
         summary = normalize_graph_file(str(name), tmp_path / "out.parquet")
         assert summary.edges_out > 100 and summary.bad_rows == 0
         (tmp_path / "out.parquet").unlink()
+
+
+def test_archive_links_and_learn_files_from_python(wget_archive):
+    from scrapy_iri.graph import GraphNormalizer, archive_links, learn_files
+
+    links = list(archive_links(str(wget_archive)))
+    assert links and all(problem is None for *_, problem in links)
+    assert {path for _, _, path, *_ in links} >= {"A@/href", "LINK@/href"}
+    store = open_store("memory:")
+    summary, reading = learn_files(store, [str(wget_archive)])
+    assert summary.aliases_learned >= 10 and reading.bad == []
+    normalizer = GraphNormalizer("protocol", store=store)
+    edges = list(normalizer.normalize((source, target) for source, target, *_ in links))
+    assert not any(urlsplit(node).hostname == WWW for edge in edges for node in edge)  # www folded into the apex
