@@ -23,7 +23,8 @@ reports the peak RSS. ``--learn N`` times ``store learn`` on N synthetic
 nodes per document at the scheme and protocol rungs (ground truth: the
 site's rules).
 
-    nice .venv/bin/python benchmarks/archive_bench.py [--dir DIR] [--memory] [--learn N] [--nodes] [--json PATH]
+    nice .venv/bin/python benchmarks/archive_bench.py [--dir DIR] [--memory [--copies 1,4,16]] [--learn N]
+                                                      [--nodes] [--no-per-link] [--json PATH]
 """
 
 from __future__ import annotations
@@ -64,7 +65,9 @@ def hand_written(path: Path, out: io.TextIOBase) -> int:
     links = 0
     with open(path, "rb") as f:
         for record in ArchiveIterator(f):
-            if record.rec_type != "response" or "html" not in (record.http_headers.get_header("Content-Type") or ""):
+            if record.rec_type != "response" or record.http_headers.get_statuscode() != "200":
+                continue
+            if "html" not in (record.http_headers.get_header("Content-Type") or ""):
                 continue
             url = record.rec_headers.get_header("WARC-Target-URI")
             body = record.content_stream().read()
@@ -93,7 +96,7 @@ def raw_extraction(path: Path) -> int:
             if not isinstance(record, Record) or record.header("warc-type") != "response" or record.block is None:
                 continue
             response = http_response(record.block)
-            if isinstance(response, str) or "html" not in response.content_type()[0]:
+            if isinstance(response, str) or response.status != 200 or "html" not in response.content_type()[0]:
                 continue
             root = lxml.html.document_fromstring(response.body)
             for element in root.iter(*TAGS):
@@ -129,9 +132,9 @@ def per_link(path: Path) -> dict[str, float]:
     }
 
 
-def memory(path: Path, directory: Path) -> dict[str, float]:
+def memory(path: Path, directory: Path, sizes: list[int]) -> dict[str, float]:
     found = {}
-    for copies in (1, 4, 16):
+    for copies in sizes:
         big = directory / f"x{copies}.warc.gz"
         if not big.exists():
             data = path.read_bytes()
@@ -204,6 +207,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "scrapy-iri-archive-bench")
     parser.add_argument("--memory", action="store_true")
+    parser.add_argument("--copies", default="1,4,16", help="--memory: the input sizes, in copies of the archive")
+    parser.add_argument("--no-per-link", action="store_true", help="skip the per-link figures")
     parser.add_argument("--learn", type=int, default=0)
     parser.add_argument("--nodes", action="store_true")
     parser.add_argument("--json", type=Path)
@@ -211,9 +216,10 @@ def main() -> int:
     args.dir.mkdir(parents=True, exist_ok=True)
     path = archive(args.dir)
     figures: dict[str, float] = {}
-    figures.update(per_link(path))
+    if not args.no_per_link:
+        figures.update(per_link(path))
     if args.memory:
-        figures.update(memory(path, args.dir))
+        figures.update(memory(path, args.dir, [int(n) for n in args.copies.split(",")]))
     if args.learn:
         figures.update(learn(args.learn))
     if args.nodes:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._parse import parse, recompose
-from .._resolve import keep_apart_from_authority, resolve_components
+from .._resolve import keep_apart_from_authority, remove_dot_segments, resolve_components
 from ..errors import GraphError, IRIError
 
 # element -> the attributes holding a link, as Common Crawl's WAT records name them (A@/href ...)
@@ -95,6 +95,13 @@ def query_in_charset(query: str, charset: str) -> str:
     return "".join(out)
 
 
+# A reference of these characters only (ASCII, no space, no backslash, no "%") is one that lenient
+# parsing leaves as it is: resolving it is string work on the base's parts (RFC 3986 5.2.2).
+_PLAIN = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?#]*\Z")
+_WEB_SCHEME = re.compile(r"https?://[^/?#]")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
 class Resolver:
     """References resolved against one base, parsed once."""
 
@@ -103,8 +110,53 @@ class Resolver:
         if self.base.scheme is None:
             raise IRIError("the base must be an absolute IRI (it has no scheme)", "scheme", 0)
         self.charset = None if charset in _UNICODE else charset
+        ref = self.base
+        self.origin = None
+        if ref.host is not None and ref.path.startswith("/") and _PLAIN.match(recompose(ref)):
+            self.origin = recompose(ref._replace(path="", query=None, fragment=None))
+            self.directory = ref.path[: ref.path.rfind("/") + 1]
+            ref = ref._replace(path=remove_dot_segments(ref.path), fragment=None)
+            self.document = recompose(ref)
+            self.without_query = recompose(ref._replace(query=None))
 
     def __call__(self, reference: str) -> str:
+        if self.origin is not None and _PLAIN.match(reference):
+            found = self._plain(reference)
+            if found is not None:
+                return found
+        return self._resolve(reference)
+
+    def _plain(self, reference: str) -> str | None:
+        """RFC 3986 5.2.2 for a plain reference against a plain base with an authority; None: not here."""
+        first = reference[:1]
+        if first == "#":
+            return self.document + reference
+        if first == "?":
+            return self.without_query + reference
+        if not reference:
+            return self.document
+        if reference.startswith("//"):
+            return None
+        cut = len(reference)
+        for mark in "?#":
+            found = reference.find(mark)
+            if 0 <= found < cut:
+                cut = found
+        path, rest = reference[:cut], reference[cut:]
+        if _SCHEME.match(reference):
+            if not _WEB_SCHEME.match(reference):
+                return None
+            start = reference.find("/", reference.find("//") + 2)
+            if "@" in reference[: start if 0 <= start < cut else cut]:
+                return None  # userinfo: lenient parsing may encode it
+            if start < 0 or start > cut:
+                return reference
+            return reference[:start] + remove_dot_segments(reference[start:cut]) + rest
+        if first == "/":
+            return self.origin + remove_dot_segments(path) + rest
+        return self.origin + remove_dot_segments(self.directory + path) + rest
+
+    def _resolve(self, reference: str) -> str:
         target = resolve_components(self.base, parse(reference, lenient=True))
         query = target.query
         if (
