@@ -29,6 +29,7 @@ from ._links import Resolver
 from ._warc import BadRecord, records
 
 _MAX_AGE = re.compile(r"max-age\s*=\s*\"?(\d+)", re.I)
+_INDEX = re.compile(r"\.cdxj?(\.gz)?$")
 _CDX_DEFAULT = "N b a m s k r M S V g".split()  # Common Crawl's CDX columns, when a file has no header
 
 
@@ -243,7 +244,14 @@ def _gzipped(path: str) -> bool:
 def captures_of(names: list[str], reading: Reading) -> Iterator[Capture]:
     """The captures of archive and index files (directories and globs looked into)."""
     for name in names:
-        files = archive_files(name) if os.path.isdir(name) or not os.path.exists(name) else [name]
+        if os.path.isdir(name):
+            files = sorted(
+                os.path.join(name, entry)
+                for entry in os.listdir(name)
+                if is_archive(os.path.join(name, entry)) or _INDEX.search(entry.lower())
+            )
+        else:
+            files = archive_files(name) if not os.path.exists(name) else [name]
         for path in files:
             reading.files += 1
             yield from (warc_captures if is_archive(path) else cdx_captures)(path, reading)

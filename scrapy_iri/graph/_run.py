@@ -222,11 +222,9 @@ class _Run:
         )
         return normalizer
 
-    def _items(self, rows: Any, normalizer: GraphNormalizer, store: Any) -> Iterator[tuple[Any, Any, Any]]:
-        """(row, source node, target node); the nodes are None where the normalizer finds them."""
+    def _engine_items(self, rows: Any, normalizer: GraphNormalizer, store: Any) -> Iterator[tuple[Any, Any, Any]]:
+        """(row, source node, target node): nodes the engine made (None for a row the reader found bad)."""
         options = self.options
-        if options.engine == "local":
-            return ((row, None, None) for row in rows)
         engine_options = {
             "rung": options.rung,
             "keep_fragment": options.keep_fragment,
@@ -257,7 +255,6 @@ class _Run:
     def _merge(self, source: GraphInput, normalizer: GraphNormalizer, store: Any, stack: ExitStack) -> None:
         options, hooks = self.options, self.hooks
         counted = _Counted(source, hooks.progress)
-        items = self._items(counted, normalizer, store)
         write_edge = _Edges(self.dst, source.columns, hooks.stdout, stack).write
         self._write_aliases(normalizer, stack)
         rejects = None
@@ -266,20 +263,9 @@ class _Run:
                 _output(os.fspath(options.bad_rows), hooks.stdout, errors="surrogateescape", keep_on_error=True)
             )
             rejects.write(source.header)
-        add_edge, add_nodes, reject, on_bad = normalizer.add_edge, normalizer.add_nodes, source.reject, hooks.on_bad
-        for row, s, t in items:
-            problem = row[4]
-            if problem is None:
-                try:
-                    pair = add_edge(row[1], row[2]) if s is None else add_nodes(row[1], row[2], s, t)
-                except BadEdge as exc:
-                    problem = str(exc)
-                else:
-                    if pair is not None:
-                        write_edge(row, *pair)
-                    continue
-            else:
-                normalizer.bad_rows += 1
+        reject, on_bad = source.reject, hooks.on_bad
+
+        def bad(row: tuple[Any, ...], problem: str) -> None:
             if rejects is not None:
                 rejects.write(reject(row, problem))
             if on_bad is not None:
@@ -287,6 +273,35 @@ class _Run:
             if options.fail_fast:
                 where = row[0] if isinstance(row[0], str) else f"{self.name}:{row[0]}"
                 raise GraphError(f"{where}: stopped at the first bad row (--fail-fast)")
+
+        if options.engine == "local":
+            add_edge = normalizer.add_edge
+            for row in counted:
+                if row[4] is None:
+                    try:
+                        pair = add_edge(row[1], row[2])
+                    except BadEdge as exc:
+                        bad(row, str(exc))
+                    else:
+                        if pair is not None:
+                            write_edge(row, *pair)
+                else:
+                    normalizer.bad_rows += 1
+                    bad(row, row[4])
+        else:
+            add_nodes = normalizer.add_nodes
+            for row, s, t in self._engine_items(counted, normalizer, store):
+                if row[4] is None:
+                    try:
+                        pair = add_nodes(row[1], row[2], s, t)
+                    except BadEdge as exc:
+                        bad(row, str(exc))
+                    else:
+                        if pair is not None:
+                            write_edge(row, *pair)
+                else:
+                    normalizer.bad_rows += 1
+                    bad(row, row[4])
         if hooks.progress is not None:
             hooks.progress(counted.rows, source.tell(), source.total)
 
