@@ -21,7 +21,10 @@ a subprocess on 1x, 4x and 16x the archive (copies concatenated) and
 reports the peak RSS. ``--learn N`` times ``store learn`` on N synthetic
 301 records in one WARC into SQLite and into memory. ``--nodes`` gives the
 nodes per document at the scheme and protocol rungs (ground truth: the
-site's rules).
+site's rules). ``--engines COPIES`` runs ``scrapy-iri graph`` on COPIES
+copies of the archive with each engine and reports the CPU of each job's
+process tree per WARC record (``graph_bench.measure``) and whether the
+outputs are identical.
 
     nice .venv/bin/python benchmarks/archive_bench.py [--dir DIR] [--memory [--copies 1,4,16]] [--learn N]
                                                       [--nodes] [--no-per-link] [--json PATH]
@@ -43,6 +46,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "graph"))
+sys.path.insert(0, str(HERE))
 
 TAGS = {"a": "href", "area": "href", "link": "href", "img": "src", "script": "src", "iframe": "src",
         "frame": "src", "form": "action", "embed": "src", "source": "src"}
@@ -153,6 +157,37 @@ def memory(path: Path, directory: Path, sizes: list[int]) -> dict[str, float]:
     return found
 
 
+def engines(path: Path, directory: Path, copies: int) -> dict[str, float]:
+    """``scrapy-iri graph`` on ``copies`` copies of the archive, on each engine (process-tree CPU)."""
+    import hashlib
+
+    from graph_bench import measure
+
+    from scrapy_iri.graph._warc import records
+
+    big = directory / f"x{copies}.warc.gz"
+    if not big.exists():
+        data = path.read_bytes()
+        with open(big, "wb") as f:
+            for _ in range(copies):
+                f.write(data)
+    with open(big, "rb") as f:
+        count = sum(1 for _ in records(f))
+    found: dict[str, float] = {f"engines: records in {copies}x": count}
+    digests = set()
+    script = str(Path(sys.executable).with_name("scrapy-iri"))
+    for label, options in (("local", []), ("dask 2 workers", ["--engine", "dask", "--workers", "2"]),
+                           ("spark local[2]", ["--engine", "spark", "--workers", "2"])):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out.csv")
+            figures = measure([script, "graph", str(big), out, "-q", *options])
+            digests.add(hashlib.sha256(Path(out).read_bytes()).hexdigest())
+        found[f"{label}: CPU us per record"] = 1e6 * figures["cpu_s"] / count
+        found[f"{label}: peak RSS MB"] = figures["peak_rss_mb"]
+    found["engines: outputs identical"] = float(len(digests) == 1)
+    return found
+
+
 def learn(count: int) -> dict[str, float]:
     from scrapy_iri.graph._learn import learn_files
     from scrapy_iri.store import open_store
@@ -211,6 +246,8 @@ def main() -> int:
     parser.add_argument("--no-per-link", action="store_true", help="skip the per-link figures")
     parser.add_argument("--learn", type=int, default=0)
     parser.add_argument("--nodes", action="store_true")
+    parser.add_argument("--engines", type=int, default=0, metavar="COPIES",
+                        help="local, Dask and Spark on COPIES copies of the archive")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
@@ -224,6 +261,8 @@ def main() -> int:
         figures.update(learn(args.learn))
     if args.nodes:
         figures.update(nodes(path))
+    if args.engines:
+        figures.update(engines(path, args.dir, args.engines))
     for name, value in figures.items():
         print(f"{name:<40}{value:>14,.2f}")
     if args.json:

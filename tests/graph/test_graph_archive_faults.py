@@ -217,3 +217,36 @@ def test_a_cdx_line_with_too_few_fields_and_cdxj_as_pywb_writes_it(tmp_path, cap
     assert code == 1 and "Traceback" not in captured.err
     assert f"{cdx}:3: a CDX line with 3 fields" in captured.err
     assert "captures" in captured.out and "bad records\t1" in captured.out
+
+
+def redirect(uri: str, status: int, location: str, date: str, *headers: str) -> bytes:
+    return record("response", uri, http(status, b"", f"Location: {location}", *headers), date)
+
+
+def test_captures_are_learned_in_date_order_with_their_context(tmp_path):
+    from scrapy_iri import canonicalize
+    from scrapy_iri.graph import learn_files
+    from scrapy_iri.store import open_store
+
+    # the file holds the later capture first: the 200 of 2024 ends what the 301 of 2021 taught
+    later_first = write(tmp_path / "a.warc.gz", [
+        page("http://a.test/old", "<p>back</p>", date="2024-01-01T00:00:00Z"),
+        redirect("http://a.test/old", 301, "/new", "2021-01-01T00:00:00Z"),
+        redirect("http://a.test/moved", 301, "http://a.test/here", "2021-01-01T00:00:00Z"),
+        redirect("http://a.test/cookie", 301, "/c2", "2021-01-01T00:00:00Z", "Set-Cookie: s=1"),
+        redirect("http://a.test/vary", 301, "/v2", "2021-01-01T00:00:00Z", "Vary: Cookie"),
+        redirect("http://a.test/temp", 302, "/t2", "2021-01-01T00:00:00Z"),
+        redirect("http://a.test/cached", 301, "/k2", "2021-01-01T00:00:00Z", "Cache-Control: max-age=60"),
+    ])
+    store = open_store("memory:")
+    summary, reading = learn_files(store, [str(later_first)])
+    assert reading.bad == [] and summary.observations == 7
+
+    def merged(a: str, b: str) -> bool:
+        return canonicalize(a, "protocol", store=store) == canonicalize(b, "protocol", store=store)
+
+    assert merged("http://a.test/moved", "http://a.test/here")
+    assert not merged("http://a.test/old", "http://a.test/new")  # contradicted later
+    assert not merged("http://a.test/cookie", "http://a.test/c2")  # Set-Cookie: not clean
+    assert not merged("http://a.test/vary", "http://a.test/v2")  # Vary: Cookie: not clean
+    assert not merged("http://a.test/temp", "http://a.test/t2")  # 302 never merges
