@@ -28,6 +28,8 @@ from ._archive import _get, _Missing, archive_files, http_response, is_archive, 
 from ._links import Resolver
 from ._warc import BadRecord, records
 
+# an absolute http(s) URL that resolution leaves as it is: plain characters, no userinfo, no dot segments
+_ABSOLUTE = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]*)?(/(?![.]{1,2}(?:[/?#]|\Z))[A-Za-z0-9.\-_~!$&'()*+,;=:@]*)*([?#][A-Za-z0-9\-._~!$&'()*+,;=:@/?#]*)?\Z")
 _MAX_AGE = re.compile(r"max-age\s*=\s*\"?(\d+)", re.I)
 _INDEX = re.compile(r"\.cdxj?(\.gz)?$")
 _CDX_DEFAULT = "N b a m s k r M S V g".split()  # Common Crawl's CDX columns, when a file has no header
@@ -106,8 +108,9 @@ def _capture(url: str, when: float, status: int, headers: dict[str, list[str]]) 
     location = _header(headers, "location")
     if location is None:
         return f"a {status} redirect without a Location"
+    location = location.strip()
     try:
-        target = Resolver(url)(location.strip())
+        target = location if _ABSOLUTE.match(location) else Resolver(url)(location)
     except IRIError as exc:
         return f"Location {location!r} is not an IRI reference: {exc}"
     return Capture(when, url, status, target, location, context, _max_age(headers))

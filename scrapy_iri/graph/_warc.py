@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 _CHUNK = 1 << 20
+_FEED = 1 << 16  # compressed bytes given to zlib at a time (what follows a member is copied out of them)
 MAX_HEADER = 1 << 16
 MAX_BLOCK = 32 << 20
 _VERSION = re.compile(rb"WARC/1\.[01]\r?\n")
@@ -48,18 +49,24 @@ class BadRecord:
 class _Stream:
     """The decompressed bytes of a file, with the file offset of the gzip member each came from."""
 
+    boundary = False  # a member was abandoned: the record being read ends here
+
     def __init__(self, file: BinaryIO) -> None:
         self.file = file
-        self.raw = b""  # compressed bytes not fed yet
-        self.raw_offset = 0  # file offset of raw[0]
+        self.raw = file.read(_CHUNK)  # compressed bytes read; raw[pos:] not fed yet
+        self.pos = 0
+        self.base = 0  # file offset of raw[0]
         self.eof = False
-        start = file.read(_CHUNK)
-        self.gzip = start[:3] == _GZIP
-        self.raw = start
+        self.gzip = self.raw[:3] == _GZIP
         self.members: list[tuple[int, int]] = []  # (decompressed position, file offset) of member starts
         self.position = 0  # decompressed bytes given out so far
         self.inflater: zlib._Decompress | None = None
         self.problems: list[BadRecord] = []
+
+    @property
+    def offset(self) -> int:
+        """The file offset of the next compressed byte to feed."""
+        return self.base + self.pos
 
     def where(self, position: int) -> str:
         """The offset of a decompressed position: its member's file offset (and the position inside)."""
@@ -79,43 +86,45 @@ class _Stream:
         if not data:
             self.eof = True
             return False
-        self.raw += data
+        self.base += self.pos
+        self.raw = self.raw[self.pos :] + data
+        self.pos = 0
         return True
+
+    def _left(self) -> int:
+        return len(self.raw) - self.pos
 
     def read(self) -> bytes:
         """The next decompressed bytes (b"" at the end)."""
         if not self.gzip:
-            data = self.raw or self.file.read(_CHUNK)
-            self.raw = b""
+            data = self.raw[self.pos :] if self._left() else self.file.read(_CHUNK)
+            self.raw, self.pos = b"", 0
             self.position += len(data)
             return data
         while True:
             if self.inflater is None:
-                if not self.raw and not self._more_raw():
+                if not self._left() and not self._more_raw():
                     return b""
-                if self.raw[:3] != _GZIP:
-                    if len(self.raw) < 3 and self._more_raw():
+                if self.raw[self.pos : self.pos + 3] != _GZIP:
+                    if self._left() < 3 and self._more_raw():
                         continue
                     self._skip_garbage()
                     continue
                 self.inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                self.members.append((self.position, self.raw_offset))
+                self.members.append((self.position, self.offset))
                 del self.members[:-64]
+            feed = memoryview(self.raw)[self.pos : self.pos + _FEED]
             try:
-                data = self.inflater.decompress(self.raw, _CHUNK)
+                data = self.inflater.decompress(feed, _CHUNK)
             except zlib.error as exc:
                 self._corrupt(f"corrupt gzip member: {exc}")
                 continue
-            consumed = len(self.raw) - len(self.inflater.unconsumed_tail) - len(self.inflater.unused_data)
             if self.inflater.eof:
-                rest = self.inflater.unused_data
-                self.raw_offset += len(self.raw) - len(rest)
-                self.raw = rest
+                self.pos += len(feed) - len(self.inflater.unused_data)
                 self.inflater = None
             else:
-                self.raw_offset += consumed
-                self.raw = self.inflater.unconsumed_tail
-                if not data and not self.raw and not self._more_raw():
+                self.pos += len(feed) - len(self.inflater.unconsumed_tail)
+                if not data and not self._left() and not self._more_raw():
                     member = self.members[-1][1]
                     self.problems.append(BadRecord(str(member), "truncated gzip member (the file ends inside it)"))
                     self.inflater = None
@@ -126,37 +135,29 @@ class _Stream:
 
     def _skip_garbage(self) -> None:
         """Bytes between members that start no gzip member: skipped to the next one, reported."""
-        offset = self.raw_offset
+        start = self.offset
         while True:
-            found = self.raw.find(_GZIP, 1)
+            found = self.raw.find(_GZIP, self.pos + 1)
             if found >= 0:
-                self.raw_offset += found
-                self.raw = self.raw[found:]
+                self.pos = found
                 break
-            keep = self.raw[-2:]
-            self.raw_offset += len(self.raw) - len(keep)
-            self.raw = keep
+            self.pos = max(self.pos, len(self.raw) - 2)
             if not self._more_raw():
-                self.raw_offset += len(self.raw)
-                self.raw = b""
+                self.pos = len(self.raw)
                 break
-        self.problems.append(BadRecord(str(offset), f"{self.raw_offset - offset} bytes that are no gzip member"))
+        self.problems.append(BadRecord(str(start), f"{self.offset - start} bytes that are no gzip member"))
         self.boundary = True
 
     def _corrupt(self, reason: str) -> None:
         member = self.members[-1][1]
         self.problems.append(BadRecord(str(member), reason))
         self.inflater = None
-        self.raw_offset = member + 1
-        self.file.seek(self.raw_offset)
-        self.raw = b""
-        self.eof = False
+        self.file.seek(member + 1)
+        self.raw, self.pos, self.base, self.eof = b"", 0, member + 1, False
         self._more_raw()
-        if self.raw[:3] != _GZIP:
+        if self.raw[self.pos : self.pos + 3] != _GZIP:
             self._skip_garbage()
         self.boundary = True
-
-    boundary = False  # a member was abandoned: the record being read ends here
 
 
 class _Buffer:
