@@ -37,7 +37,6 @@ import gzip
 import io
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile

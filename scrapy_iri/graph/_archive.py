@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import GraphError, IRIError
-from ._inputs import ARCHIVE_COLUMNS, GraphInput
+from ._source import ARCHIVE_COLUMNS, GraphInput
 from ._links import Resolver, html_links
 from ._normalize import _csv_field
 from . import _warc

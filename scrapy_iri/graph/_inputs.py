@@ -4,40 +4,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections import Counter
-from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import GraphError
 from ._readers import _READERS, _SUFFIXES, _open_input
 
-EDGE_FORMATS = ("csv", "tsv", "jsonl", "parquet")
-ARCHIVE_FORMATS = ("warc",)
-FORMATS = EDGE_FORMATS + ARCHIVE_FORMATS
-EDGE_COLUMNS = ("source", "target")
-ARCHIVE_COLUMNS = ("source", "target", "path", "date", "source_original", "target_original")
+from ._source import ARCHIVE_COLUMNS, ARCHIVE_FORMATS, EDGE_COLUMNS, EDGE_FORMATS, FORMATS, GraphInput
 
-
-@dataclass
-class GraphInput:
-    """Rows ``(where, source, target, raw, problem, ...)`` and how to report them.
-
-    ``where`` is a line number (edge files) or ``file:offset`` (archives);
-    ``reject(row, problem)`` is the row's text in the bad-rows output, under
-    ``header``; ``columns`` are the output's; ``skipped`` counts archive
-    records that hold no links, by why.
-    """
-
-    rows: Iterator[tuple[Any, ...]]
-    header: str
-    reject: Callable[[tuple[Any, ...], str], str]
-    columns: tuple[str, ...] = EDGE_COLUMNS
-    tell: Callable[[], int | None] = lambda: None
-    total: int | None = None
-    skipped: Counter[str] = field(default_factory=Counter)
+__all__ = ["ARCHIVE_COLUMNS", "ARCHIVE_FORMATS", "EDGE_COLUMNS", "EDGE_FORMATS", "FORMATS", "GraphInput",
+           "detect_format", "open_input"]
 
 
 def detect_format(name: str) -> str:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import gzip
 import os
-import sys
 import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from .._ladder import Representatives, Rung

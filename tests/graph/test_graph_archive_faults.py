@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import gzip
-import io
 import json
 import zlib
 from pathlib import Path
