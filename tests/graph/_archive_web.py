@@ -49,9 +49,10 @@ class Answer:
 class DocsSite:
     """The site's rules: the answer to every URL, and the document a URL ends at."""
 
-    def __init__(self, root: Path = DOCS, section: str = SECTION) -> None:
+    def __init__(self, root: Path = DOCS, section: str = SECTION, www_serves: bool = False) -> None:
         self.root = root.resolve()
         self.section = section
+        self.www_serves = www_serves  # the web changed: www answers for itself (200), no longer 301
         self.lowered = {
             "/" + str(path.relative_to(self.root)).lower(): "/" + str(path.relative_to(self.root))
             for path in (self.root / section).rglob("*")
@@ -62,11 +63,13 @@ class DocsSite:
         parts = urlsplit(url)
         host, path = (parts.hostname or "").lower(), parts.path or "/"
         rest = path + (f"?{parts.query}" if parts.query else "")
-        if host == WWW:
+        if host == WWW and not self.www_serves:
             return Answer(301, f"http://{HOST}{rest}")
+        if host == WWW:
+            host = HOST
         if host == TEMPORARY:
             return Answer(302, f"http://{HOST}{rest}")
-        if host != HOST or not path.startswith("/"):
+        if host != HOST or not path.startswith("/"):  # (www serving for itself is read as the apex)
             return Answer(404)
         if path.endswith("/index.html"):
             return Answer(301, f"http://{HOST}{path[: -len('index.html')]}")

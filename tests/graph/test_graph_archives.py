@@ -219,3 +219,21 @@ def test_archive_links_and_learn_files_from_python(wget_archive):
     normalizer = GraphNormalizer("protocol", store=store)
     edges = list(normalizer.normalize((source, target) for source, target, *_ in links))
     assert not any(urlsplit(node).hostname == WWW for edge in edges for node in edge)  # www folded into the apex
+
+
+def test_a_recrawl_that_answers_200_ends_the_aliases_of_the_first(wget_archive, recrawled_archive):
+    from scrapy_iri.graph import learn_files
+
+    www, apex = f"http://{WWW}/tutorial/appendix.html", f"http://{HOST}/tutorial/appendix.html"
+
+    def merged(names, a=www, b=apex):
+        store = open_store("memory:")
+        summary, reading = learn_files(store, [str(name) for name in names])
+        assert reading.bad == []
+        return canonicalize(a, "protocol", store=store) == canonicalize(b, "protocol", store=store)
+
+    assert merged([wget_archive])
+    assert not merged([wget_archive, recrawled_archive])
+    assert not merged([recrawled_archive, wget_archive])  # captures in date order, whatever the files' order
+    index, directory = f"http://{HOST}/tutorial/index.html", f"http://{HOST}/tutorial/"
+    assert merged([wget_archive, recrawled_archive], index, directory)  # what did not change stays learned
