@@ -36,6 +36,11 @@ def detect_format(name: str) -> str:
     path = Path(name.lower())
     if path.suffix == ".gz":
         path = path.with_suffix("")
+    if path.suffix in (".warc", ".wat"):
+        return "warc"
+    if path.suffix in (".cdx", ".cdxj"):
+        raise GraphError(f"{name}: an index holds no links: learn from it with 'scrapy-iri store learn', "
+                         "and give graph the WARC files")
     try:
         return _SUFFIXES[path.suffix]
     except KeyError:

@@ -249,3 +249,20 @@ def test_captures_are_learned_in_date_order_with_their_context(tmp_path):
     assert not merged("http://a.test/cookie", "http://a.test/c2")  # Set-Cookie: not clean
     assert not merged("http://a.test/vary", "http://a.test/v2")  # Vary: Cookie: not clean
     assert not merged("http://a.test/temp", "http://a.test/t2")  # 302 never merges
+
+
+def test_usage_errors_name_the_problem(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "i.cdx").write_text(" CDX a b a m s k r M V g u\n")
+    cases = [
+        ([str(tmp_path / "nope.warc.gz")], "no such file"),
+        ([str(tmp_path / "*.nothing")], "no file matches it as a glob"),
+        ([str(tmp_path / "empty")], "a directory without WARC or WAT files"),
+        ([str(tmp_path / "i.cdx")], "an index holds no links"),
+        (["-", "--format", "warc"], "cannot be read from stdin"),
+    ]
+    for args, message in cases:
+        code = main(["graph", args[0], str(tmp_path / "out.csv"), *args[1:]])
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and "Traceback" not in err, (args, err)
+        assert not (tmp_path / "out.csv").exists()
