@@ -154,6 +154,8 @@ class _Edges:
 
 
 class _Run:
+    """One run: the outputs checked, the store opened (or learned), the input read, the edges merged."""
+
     def __init__(self, src: str, dst: str, options: GraphOptions, hooks: Hooks) -> None:
         self.src, self.dst, self.options, self.hooks = src, dst, options, hooks
         self.name = "<stdin>" if src == "-" else src
