@@ -266,3 +266,13 @@ def test_usage_errors_name_the_problem(tmp_path, capsys):
         err = capsys.readouterr().err
         assert code == 2 and message in err and "Traceback" not in err, (args, err)
         assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_missing_parser_is_one_error_naming_the_extra(tmp_path, capsys, monkeypatch):
+    import sys
+
+    archive = write(tmp_path / "a.warc.gz", [page("http://docs.test/", '<a href="/a">a</a>')])
+    monkeypatch.setitem(sys.modules, "lxml.html", None)  # as if lxml were not installed
+    code = main(["graph", str(archive), str(tmp_path / "out.csv")])
+    err = capsys.readouterr().err
+    assert code == 2 and "pip install 'scrapy-iri[archive]'" in err and "Traceback" not in err
