@@ -22,4 +22,16 @@ if ! command -v java >/dev/null 2>&1; then
   fi
 fi
 
+# The archive tests (tests/graph) crawl Debian's Python documentation with Debian's wget.
+missing=()
+command -v wget >/dev/null 2>&1 || missing+=(wget)
+[ -f /usr/share/doc/python3-doc/html/tutorial/index.html ] || missing+=(python3-doc)
+if [ ${#missing[@]} -gt 0 ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "installing ${missing[*]} (Debian packages) for the archive tests" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null) \
+      || echo "warning: could not install ${missing[*]}; the archive tests will be skipped" >&2
+  fi
+fi
+
 exec .venv/bin/python -m pytest -q "$@"

@@ -2,7 +2,8 @@
 
 ``scrapy-iri graph IN OUT`` reads a collected link graph (CSV or TSV with a
 ``source`` and a ``target`` column, JSON Lines objects with those keys, or
-Parquet), canonicalizes both ends of every edge at a rung of the comparison
+Parquet) or the links of web archives (WARC, WAT; the protocol rung learned
+from their own redirects: ``_archive``, ``_learn``), canonicalizes both ends of every edge at a rung of the comparison
 ladder and writes each distinct canonical edge once, in first-seen order, as
 CSV or Parquet. ``--engine dask|spark`` canonicalizes on a local Dask
 cluster or Spark session and writes the same output (see ``_engines``).
@@ -18,13 +19,20 @@ silently. See docs/graph.md.
 
 from ._cli import cmd_graph, format_summary, register
 from ..errors import BadEdge, GraphError
-from ._normalize import DEFAULT_CACHE_SIZE, GraphNormalizer, GraphSummary, normalize_graph, normalize_graph_file
-from ._readers import FORMATS, detect_format
+from ._archive import archive_links
+from ._inputs import FORMATS, detect_format
+from ._learn import LearnedStore, learn_files
+from ._normalize import DEFAULT_CACHE_SIZE, GraphNormalizer, GraphSummary, normalize_graph
+from ._run import GraphOptions, normalize_graph_file
 
 __all__ = [
     "BadEdge",
+    "LearnedStore",
+    "archive_links",
+    "learn_files",
     "GraphError",
     "GraphNormalizer",
+    "GraphOptions",
     "GraphSummary",
     "normalize_graph",
     "normalize_graph_file",

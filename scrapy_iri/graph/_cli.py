@@ -9,9 +9,10 @@ from typing import Any, TextIO
 
 from .._ladder import Rung
 from ..errors import GraphError
-from ._normalize import DEFAULT_CACHE_SIZE, GraphSummary, normalize_graph_file
 from ._engines import ENGINES
-from ._readers import FORMATS
+from ._inputs import FORMATS
+from ._normalize import DEFAULT_CACHE_SIZE, GraphSummary
+from ._run import normalize_graph_file
 
 
 # --- command line ------------------------------------------------------------
@@ -48,7 +49,8 @@ def register(subparsers: Any) -> None:
         help="canonicalize every node of a link graph and merge duplicate edges",
         description=(
             "Read a link graph (CSV or TSV with 'source' and 'target' header columns, JSON Lines "
-            "objects with those keys, or Parquet: a file or a directory of part files), write "
+            "objects with those keys, or Parquet: a file or a directory of part files) or web archives "
+            "(WARC or WAT files, a directory or a glob of them: the links of their HTML captures), write "
             "source,target with every node in its canonical form and each distinct edge once, in "
             "first-seen order, as CSV (or Parquet: OUT named *.parquet, or a directory). Names ending "
             "in .gz are (de)compressed. "
@@ -66,7 +68,19 @@ def register(subparsers: Any) -> None:
         default=None,
         help="rung: string, syntax, scheme or protocol (default: scheme; protocol with --store)",
     )
-    p.add_argument("--store", metavar="URI", help="equivalence store for the protocol rung (sqlite:///path, memory:)")
+    p.add_argument(
+        "--store",
+        metavar="URI",
+        help="equivalence store for the protocol rung (sqlite:///path, memory:); for a web archive IN, "
+        "the protocol rung without --store first learns from IN's own redirects",
+    )
+    p.add_argument(
+        "--redirects",
+        choices=("skip", "edges"),
+        default="skip",
+        help="web archives: redirect records are no links (skip, the default) or edges of their own "
+        "kind, path REDIRECT@/3xx (edges)",
+    )
     p.add_argument(
         "--form",
         choices=("uri", "iri"),
@@ -172,9 +186,20 @@ def _open_store(uri: str) -> Any:
         raise GraphError(f"--store {uri}: {exc}") from None
 
 
+def _archive_input(args: argparse.Namespace) -> bool:
+    from ._inputs import ARCHIVE_FORMATS, detect_format
+
+    if args.format is not None:
+        return args.format in ARCHIVE_FORMATS
+    try:
+        return detect_format(args.input) in ARCHIVE_FORMATS
+    except GraphError:
+        return False
+
+
 def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     rung = args.rung if args.rung is not None else (Rung.PROTOCOL if args.store else Rung.SCHEME)
-    if rung is Rung.PROTOCOL and not args.store:
+    if rung is Rung.PROTOCOL and not args.store and not _archive_input(args):
         print("scrapy-iri: graph: the protocol rung needs a store: add --store URI", file=err)
         return 2
     if args.store and rung is not Rung.PROTOCOL:
@@ -195,7 +220,8 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if reported < args.max_reported or args.fail_fast:
             if progress is not None:
                 progress.clear()
-            print(f"scrapy-iri: {name}:{line}: {reason}", file=err)
+            where = line if isinstance(line, str) else f"{name}:{line}"
+            print(f"scrapy-iri: {where}: {reason}", file=err)
             reported += 1
 
     progress = None if args.quiet else _Progress(err, args.progress)
@@ -229,6 +255,7 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             engine=args.engine,
             workers=args.workers,
             identity=args.identity_kernel,
+            redirects=args.redirects,
             on_bad=on_bad,
             on_stage=on_stage,
             progress=progress,
@@ -275,4 +302,8 @@ def format_summary(summary: GraphSummary, rung: Rung | str = Rung.SCHEME) -> str
         ("bad rows", summary.bad_rows),
     ):
         lines.append(f"  {label:<24}{value:>14,}")
+    if summary.skipped:
+        lines.append("  records without links (skipped, not bad):")
+        for reason, count in sorted(summary.skipped.items()):
+            lines.append(f"    {reason:<40}{count:>14,}")
     return "\n".join(lines)

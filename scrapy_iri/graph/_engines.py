@@ -73,7 +73,7 @@ class _Dask:
             self.client = Client(self.cluster)
 
     def submit(self, values: Any, options: dict[str, Any]) -> Any:
-        from ..arrow import _value_forms
+        from ._arrow import _value_forms
 
         return self.client.submit(_value_forms, values, options, pure=False), values
 
@@ -125,7 +125,7 @@ class _Spark:
         try:
             from pyspark.sql import SparkSession
 
-            from ..spark import session
+            from ._spark import session
         except ImportError:
             raise GraphError("--engine spark needs pyspark: pip install 'scrapy-iri[spark]'") from None
         self.workers = workers
@@ -142,7 +142,7 @@ class _Spark:
                 raise GraphError(f"--engine spark: Spark did not start (is a Java runtime installed?): {exc}") from None
 
     def submit(self, values: Any, options: dict[str, Any]) -> Any:
-        from ..spark import _value_job
+        from ._spark import _value_job
 
         return self.jobs.submit(_value_job, self.spark, values, options)
 
@@ -245,15 +245,15 @@ def _encodable(chunk: _Chunk, make: Callable[[str | None, str | None], Any]) -> 
 def engine_rows(
     engine: str,
     rows: Iterator[Row],
-    normalizer: Any,
+    make: Callable[[str | None, str | None], Any],
     *,
     workers: int | None,
     options: dict[str, Any],
     cache_size: int,
     on_stage: Callable[[str], Any] | None = None,
 ) -> Iterator[Row]:
-    """Every row of ``rows`` in input order; before a chunk's rows are given,
-    ``normalizer`` is set to look their values up in nodes made from the engine's forms."""
+    """Every row of ``rows`` in input order, as (row, source node, target node):
+    nodes made by ``make(canonical, error)`` from the engine's forms (None for a row the reader found bad)."""
     from ._parquet import _pyarrow
 
     _pyarrow(f"--engine {engine}", engine)  # a clear error when pyarrow is missing
@@ -264,7 +264,6 @@ def engine_rows(
         on_stage(f"canonicalizing on {engine} with {workers} worker{'s' if workers != 1 else ''}")
     runner: Any = None
     collecting = gc.isenabled()
-    make = normalizer._engine_node
     nodes: dict[str, Any] = {}
     window: deque[_Chunk] = deque()
 
@@ -280,7 +279,7 @@ def engine_rows(
                 raise _failed(engine, exc) from exc
         window.append(chunk)
 
-    def finish() -> list[list[Row]]:
+    def finish() -> Iterator[tuple[Row, Any, Any]]:
         chunk = window.popleft()
         if chunk.job is not None:
             try:
@@ -292,8 +291,13 @@ def engine_rows(
         else:
             values = forms = errors = []
         chunk.answered(make, values, forms, errors)
-        normalizer._lookup = chunk.nodes.__getitem__
-        return chunk.parts
+        node = chunk.nodes.__getitem__
+        for part in chunk.parts:
+            for row in part:
+                if row[4] is None:
+                    yield row, node(row[1]), node(row[2])
+                else:
+                    yield row, None, None
 
     try:
         runner = _Dask(workers) if engine == "dask" else _Spark(workers)
@@ -319,8 +323,7 @@ def engine_rows(
                 nodes = chunk.nodes
                 chunk = _Chunk(nodes, cache_size)
                 if len(window) >= runner.depth:
-                    for done in finish():
-                        yield from done
+                    yield from finish()
                 gc.disable()
         if collecting:
             gc.enable()
@@ -329,8 +332,7 @@ def engine_rows(
         if chunk.rows:
             send(chunk)
         while window:
-            for done in finish():
-                yield from done
+            yield from finish()
     finally:
         if collecting:
             gc.enable()

@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-import gzip
-import os
 import re
-import sys
-import time
-import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from hashlib import blake2b
-from typing import Any, TextIO
+from typing import Any
 
 from .._ladder import Representatives, Rung
 from ..errors import BadEdge, GraphError
-from ._outputs import _not_the_input, _output, _same_files
-from ._engines import ENGINES, engine_rows
 from ._nodes import canonical_or_error, iri_form
-from ._parquet import ParquetEdges, is_parquet_name, parquet_rows, row_text
-from ._readers import _READERS, FORMATS, Row, _open_input, detect_format
 
 DEFAULT_CACHE_SIZE = 250_000  # about 60 MB with URLs of typical length: see docs/graph.md
-_PROGRESS_EVERY = 8192  # rows between two looks at the clock
 
 
 @dataclass
@@ -38,6 +28,7 @@ class GraphSummary:
     aliases: int = 0  # distinct originals that differ from their canonical form
     bad_rows: int = 0
     seconds: float = 0.0
+    skipped: Counter[str] = field(default_factory=Counter)  # archive records without links, by why
 
     @property
     def duplicate_edges(self) -> int:
@@ -106,12 +97,13 @@ class GraphNormalizer:
         cache_size: int = DEFAULT_CACHE_SIZE,
         on_alias: Callable[[str, str], Any] | None = None,
         form: str = "uri",
+        lookup: Callable[[str], tuple[str | None, str | None]] | None = None,
     ) -> None:
         self.rung = level = Rung.parse(rung)
         if form not in FORMS:
             raise ValueError(f"form must be one of {', '.join(FORMS)}, not {form!r}")
         show = iri_form if form == "iri" else None
-        if level is Rung.PROTOCOL and store is None:
+        if level is Rung.PROTOCOL and store is None and lookup is None:
             raise ValueError("the protocol rung needs an equivalence store: pass store=")
         self.on_alias = on_alias
         self.edges_in = 0
@@ -122,34 +114,31 @@ class GraphNormalizer:
         self._numbers: dict[bytes, int] = {}  # digest of a canonical form -> its node number
         self._show = show
 
+        if lookup is None:
+
+            def lookup(raw: str) -> tuple[str | None, str | None]:
+                return canonical_or_error(raw, level, keep_fragment, lenient, store)
+
         def compute(raw: str) -> _Node:
-            canon, error = canonical_or_error(raw, level, keep_fragment, lenient, store)
-            return _Node(canon, error, show(canon) if show is not None and canon is not None else None)
+            return self.node(*lookup(raw))
 
         self._lookup = lru_cache(maxsize=cache_size)(compute) if cache_size > 0 else compute
 
-        def known(raw: str, canon: str) -> _Node:  # a node an engine computed (the LRU keeps its number)
-            return _Node(canon, None, show(canon) if show is not None else None)
-
-        self._node = lru_cache(maxsize=cache_size)(known) if cache_size > 0 else known
-
-    def _engine_node(self, canon: str | None, error: str | None) -> _Node:
-        """The node of a value an engine canonicalized: ``canon``, or ``error`` when it has none."""
+    def node(self, canon: str | None, error: str | None = None) -> _Node:
+        """A node: its canonical form ``canon`` (as it is written out), or ``error`` when it has none."""
         show = self._show
         return _Node(canon, error, show(canon) if show is not None and canon is not None else None)
 
     def add(self, source: str, target: str) -> tuple[str, str] | None:
-        pair = self._add(source, target)
+        pair = self.add_edge(source, target)
         return None if pair is None else (pair[0].canon, pair[1].canon)  # type: ignore[return-value]
 
-    def _add_computed(self, source: str, target: str, s_canon: str, t_canon: str) -> tuple[_Node, _Node] | None:
-        """:meth:`_add` for an edge whose ends an engine has canonicalized already."""
-        return self._add_nodes(source, target, self._node(source, s_canon), self._node(target, t_canon))
+    def add_edge(self, source: str, target: str) -> tuple[_Node, _Node] | None:
+        """:meth:`add`, giving the nodes (the canonical forms as written out)."""
+        return self.add_nodes(source, target, self._lookup(source), self._lookup(target))
 
-    def _add(self, source: str, target: str) -> tuple[_Node, _Node] | None:
-        return self._add_nodes(source, target, self._lookup(source), self._lookup(target))
-
-    def _add_nodes(self, source: str, target: str, s: _Node, t: _Node) -> tuple[_Node, _Node] | None:
+    def add_nodes(self, source: str, target: str, s: _Node, t: _Node) -> tuple[_Node, _Node] | None:
+        """:meth:`add_edge` for ends whose nodes were made elsewhere (an engine), with :meth:`node`."""
         first, second = s.number, t.number
         if first is None or second is None:  # a bad node, or a cache entry not counted yet
             if s.canon is None or t.canon is None:
@@ -236,202 +225,3 @@ def normalize_graph(
     return normalizer.normalize(edges, on_bad)
 
 
-class _Counted:
-    """Rows passed through, counted, with a look at the progress every few thousand."""
-
-    def __init__(
-        self,
-        rows: Iterator[Row],
-        progress: Callable[[int, int | None, int | None], Any] | None,
-        tell: Callable[[], int | None],
-        total: int | None,
-    ) -> None:
-        self.source, self.progress, self.tell, self.total = rows, progress, tell, total
-        self.rows = 0
-
-    def __iter__(self) -> Iterator[Row]:
-        progress = self.progress
-        count = 0
-        for row in self.source:
-            count += 1
-            if progress is not None and not count % _PROGRESS_EVERY:
-                self.rows = count
-                progress(count, self.tell(), self.total)
-            yield row
-        self.rows = count
-
-
-def _is_parquet_out(name: str) -> bool:
-    return name != "-" and is_parquet_name(name)
-
-
-def normalize_graph_file(
-    src: str | os.PathLike[str],
-    dst: str | os.PathLike[str],
-    rung: Rung | str = Rung.SCHEME,
-    *,
-    fmt: str | None = None,
-    keep_fragment: bool = False,
-    lenient: bool = True,
-    store: Representatives | str | None = None,
-    cache_size: int = DEFAULT_CACHE_SIZE,
-    aliases: str | os.PathLike[str] | None = None,
-    bad_rows: str | os.PathLike[str] | None = None,
-    fail_fast: bool = False,
-    form: str = "uri",
-    engine: str = "local",
-    workers: int | None = None,
-    identity: bool = False,
-    on_bad: Callable[[int, str], Any] | None = None,
-    progress: Callable[[int, int | None, int | None], Any] | None = None,
-    on_stage: Callable[[str], Any] | None = None,
-    stdin: Any = None,
-    stdout: TextIO | None = None,
-) -> GraphSummary:
-    """Read the graph in ``src``, write the canonical one to ``dst`` (CSV); ``-`` is stdin/stdout.
-
-    ``on_bad(line, reason)`` hears of each bad row; ``bad_rows`` keeps their
-    original text (after the input's header line, for CSV and TSV).
-    ``fail_fast`` raises :class:`GraphError` at the first. An output that is
-    a regular file (or new) is written to a temporary name next to the file
-    it resolves to and renamed onto that at the end, so a failed run leaves
-    no partial ``dst`` or ``aliases`` (``bad_rows`` is kept) and a symlink
-    keeps pointing at the new content; any other output (``/dev/null``, a
-    FIFO) is written directly. ``form="iri"`` writes nodes in IRI form (see
-    :class:`GraphNormalizer`). ``progress(rows, position, size)`` is called
-    every few thousand rows and once at the end.
-    """
-    src, dst = os.fspath(src), os.fspath(dst)
-    outputs = {"OUT": dst, "--aliases": aliases, "--bad-rows": bad_rows}
-    named = [(label, os.fspath(value)) for label, value in outputs.items() if value is not None]
-    to_stdout = [label for label, value in named if value == "-"]
-    if len(to_stdout) > 1:
-        raise GraphError(f"{' and '.join(to_stdout)} cannot both be stdout")
-    _not_the_input(src, named)
-    _same_files(named)
-    fmt = fmt or detect_format(src)
-    if fmt not in FORMATS:
-        raise GraphError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    if fmt == "parquet" and src == "-":
-        raise GraphError("Parquet cannot be read from stdin: name the file or directory")
-    if engine not in ENGINES:
-        raise GraphError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
-    if engine != "local" and store is not None and not isinstance(store, str):
-        raise GraphError(f"--engine {engine}: give the store as a URI, which every worker opens")
-    started = time.perf_counter()
-    opened = None
-    if isinstance(store, str) and engine == "local" and Rung.parse(rung) is Rung.PROTOCOL:
-        from ..store import open_store
-
-        try:
-            opened = store = open_store(store, create=False)
-        except (ValueError, OSError) as exc:
-            raise GraphError(f"store {store}: {exc}") from None
-    computed = engine != "local" or identity  # canonical forms come with the rows
-    normalizer = GraphNormalizer(
-        Rung.SCHEME if computed else rung,
-        keep_fragment=keep_fragment,
-        lenient=lenient,
-        store=None if computed else store,  # type: ignore[arg-type]
-        cache_size=cache_size,
-        form=form,
-    )
-    normalizer.rung = Rung.parse(rung)
-    name = "<stdin>" if src == "-" else src
-    try:
-        with ExitStack() as stack:
-            if opened is not None and hasattr(opened, "close"):
-                stack.callback(opened.close)
-            tell: Callable[[], int | None] = lambda: None  # noqa: E731
-            total = None
-            if fmt == "parquet":
-                header, rows = parquet_rows(src)
-            else:
-                # JSON Lines ends lines with LF only (a CR is JSON whitespace); CSV and TSV with CR, LF or CRLF.
-                newline = "\n" if fmt == "jsonl" else ""
-                text, position_of, total, closing = _open_input(src, stdin if stdin is not None else sys.stdin, newline)
-                if closing:
-                    stack.callback(text.close)
-                header, rows = _READERS[fmt](iter(text), name)  # the header is checked before any output exists
-                if position_of is not None:
-                    tell = position_of.tell
-            counted = _Counted(rows, progress, tell, total)
-            if not computed:
-                items: Iterator[Any] = ((*row, None, None) for row in counted)
-            elif engine == "local":
-                items = ((*row, row[1], row[2]) for row in counted)
-            else:
-                options = {
-                    "rung": Rung.parse(rung),
-                    "keep_fragment": keep_fragment,
-                    "lenient": lenient,
-                    "store": store if Rung.parse(rung) is Rung.PROTOCOL else None,
-                    "aliases": None,
-                    "cache_size": cache_size or 0,
-                    "identity": identity,
-                }
-                items = (
-                    (*row, None, None)
-                    for row in engine_rows(
-                        engine, counted, normalizer, workers=workers, options=options, cache_size=cache_size,
-                        on_stage=on_stage,
-                    )
-                )
-            if _is_parquet_out(dst):
-                edges_out = ParquetEdges(dst)
-                stack.push(lambda kind, exc, tb: edges_out.abort() if kind is not None else edges_out.commit())
-
-                def write_edge(s: _Node, t: _Node) -> None:
-                    edges_out.write(s.shown, t.shown)  # type: ignore[arg-type]
-
-            else:
-                out = stack.enter_context(_output(dst, stdout))
-                write = out.write
-                write("source,target\n")
-
-                def write_edge(s: _Node, t: _Node) -> None:
-                    write(f"{s.field},{t.field}\n")
-
-            if aliases is not None:
-                alias_write = stack.enter_context(_output(os.fspath(aliases), stdout)).write
-                alias_write("original,canonical\n")
-
-                def write_alias(original: str, canon: str) -> None:
-                    shown = iri_form(canon) if form == "iri" else canon
-                    alias_write(f"{_csv_field(original)},{_csv_field(shown)}\n")
-
-                normalizer.on_alias = write_alias
-            rejects = None
-            if bad_rows is not None:
-                # kept when the run fails (--fail-fast shows the row that stopped it)
-                rejects = stack.enter_context(
-                    _output(os.fspath(bad_rows), stdout, errors="surrogateescape", keep_on_error=True)
-                )
-                rejects.write(header)
-            add = normalizer._add
-            add_computed = normalizer._add_computed
-            for line, source, target, raw, problem, s_canon, t_canon in items:
-                if problem is None:
-                    try:
-                        pair = add(source, target) if s_canon is None else add_computed(source, target, s_canon, t_canon)
-                    except BadEdge as exc:
-                        problem = str(exc)
-                    else:
-                        if pair is not None:
-                            write_edge(*pair)
-                        continue
-                else:
-                    normalizer.bad_rows += 1
-                if rejects is not None:
-                    if not raw:  # a Parquet row: its ends as CSV
-                        raw = row_text(source, target)
-                    rejects.write(raw if raw.endswith(("\n", "\r")) else raw + "\n")
-                if on_bad is not None:
-                    on_bad(line, problem)
-                if fail_fast:
-                    raise GraphError(f"{name}:{line}: stopped at the first bad row (--fail-fast)")
-            if progress is not None:
-                progress(counted.rows, tell(), total)
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:  # a truncated or corrupt gzip stream
-        raise GraphError(f"{name}: {exc}") from exc
-    return normalizer.summary(time.perf_counter() - started)

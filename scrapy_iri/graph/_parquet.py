@@ -97,14 +97,14 @@ def row_text(source: str, target: str) -> str:
 
 
 class ParquetEdges:
-    """Edges written as Parquet (``source``, ``target``): one file, or a directory of part files.
+    """Edges written as Parquet (``source``, ``target`` and any other columns): one file, or a directory of part files.
 
     Written under a temporary name next to OUT and renamed onto it by
     :meth:`commit`; :meth:`abort` removes it. An existing directory OUT must
     be empty (it is replaced); an existing file is replaced.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, columns: tuple[str, ...] = ("source", "target")) -> None:
         self.pa, self.pq = _pyarrow()
         self.name = name.rstrip("/") or name
         self.directory = name.endswith("/") or os.path.isdir(name)
@@ -118,29 +118,30 @@ class ParquetEdges:
         self.tmp = os.path.join(parent, f".{os.path.basename(self.name)}.{os.getpid()}.part")
         if self.directory:
             os.mkdir(self.tmp)
-        self.schema = self.pa.schema([("source", self.pa.string()), ("target", self.pa.string())])
+        self.schema = self.pa.schema([(column, self.pa.string()) for column in columns])
         self.writer: Any = None
         self.parts = 0
         self.in_part = 0
-        self.sources: list[str] = []
-        self.targets: list[str] = []
+        self.rows: list[tuple[str, ...]] = []
 
-    def write(self, source: str, target: str) -> None:
-        self.sources.append(source)
-        self.targets.append(target)
-        if len(self.sources) >= _BATCH:
+    def write(self, *values: str) -> None:
+        """One row: a value for each column."""
+        self.rows.append(values)
+        if len(self.rows) >= _BATCH:
             self._flush()
 
     def _flush(self) -> None:
-        if not self.sources and self.writer is not None:
+        if not self.rows and self.writer is not None:
             return
         if self.writer is None:
             path = os.path.join(self.tmp, f"part-{self.parts:05d}.parquet") if self.directory else self.tmp
             self.writer = self.pq.ParquetWriter(path, self.schema, compression="zstd")
-        table = self.pa.table({"source": self.sources, "target": self.targets}, schema=self.schema)
+        names = self.schema.names
+        columns = list(zip(*self.rows)) if self.rows else [() for _ in names]
+        table = self.pa.table(dict(zip(names, columns)), schema=self.schema)
         self.writer.write_table(table)
-        self.in_part += len(self.sources)
-        self.sources, self.targets = [], []
+        self.in_part += len(self.rows)
+        self.rows = []
         if self.directory and self.in_part >= PART_ROWS:
             self.writer.close()
             self.writer = None
@@ -148,7 +149,7 @@ class ParquetEdges:
             self.in_part = 0
 
     def commit(self) -> None:
-        if self.sources or (self.writer is None and self.parts == 0):
+        if self.rows or (self.writer is None and self.parts == 0):
             self._flush()
         if self.writer is not None:
             self.writer.close()

@@ -9,12 +9,10 @@ import json
 import os
 import stat
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import GraphError
 
-FORMATS = ("csv", "tsv", "jsonl", "parquet")
 _SUFFIXES = {
     ".csv": "csv",
     ".tsv": "tsv",
@@ -32,23 +30,6 @@ _BUFFER = 1 << 20
 Row = tuple[int, str, str, str, "str | None"]
 Reader = Callable[[Iterator[str], str], tuple[str, Iterator[Row]]]
 _EMPTY = "empty input: expected a header with 'source' and 'target' columns"
-
-
-def detect_format(name: str) -> str:
-    """``csv``, ``tsv``, ``jsonl`` or ``parquet`` from a file name (``.gz`` looked through); ``-`` is
-    CSV, a directory Parquet part files."""
-    if name == "-":
-        return "csv"
-    if os.path.isdir(name):
-        return "parquet"
-    path = Path(name.lower())
-    if path.suffix == ".gz":
-        path = path.with_suffix("")
-    try:
-        return _SUFFIXES[path.suffix]
-    except KeyError:
-        choices = ",".join(FORMATS)
-        raise GraphError(f"{name}: cannot tell the format from the name: use --format {{{choices}}}") from None
 
 
 def _columns(header: list[str], name: str) -> tuple[int, int]:

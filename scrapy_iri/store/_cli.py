@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 from typing import TextIO
 
+from ..errors import ScrapyIRIError
 from . import REDIS_SCHEMES, StoreError, open_store, parse_store_uri, spider_store_name
 from ._learner import EquivalenceStore
 from ._rules import LearningPolicy
@@ -160,6 +161,34 @@ def cmd_forget(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -
     return 0
 
 
+def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -> int:
+    from ..graph._learn import learn_files
+
+    err = args.err
+    shown = 0
+
+    def on_bad(where: str, reason: str) -> None:
+        nonlocal shown
+        if shown < args.max_reported:
+            print(f"scrapy-iri: {where}: {reason}", file=err)
+        shown += 1
+
+    try:
+        summary, reading = learn_files(store, args.files, on_bad=on_bad)
+    except OSError as exc:
+        raise StoreError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
+    except ScrapyIRIError as exc:
+        raise StoreError(str(exc)) from None
+    if shown > args.max_reported:
+        print(f"scrapy-iri: {shown - args.max_reported:,} more bad records not shown", file=err)
+    print(f"learned from {reading.files} files: {summary.observations:,} captures", file=out)
+    for name, value in summary.as_dict().items():
+        if name != "observations":
+            print(f"{name}\t{value}", file=out)
+    print(f"bad records\t{len(reading.bad)}", file=out)
+    return 1 if reading.bad else 0
+
+
 def handle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run one ``store`` subcommand."""
     if args.action == "forget" and not (args.urls or args.host):
@@ -168,8 +197,9 @@ def handle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.action == "export" and args.format == "parquet" and not args.output:
         print("scrapy-iri store export: --format parquet writes a file: give --output FILE", file=err)
         return 2
+    args.err = err
     try:
-        store = _open(args, err)
+        store = _open(args, err, create=args.action == "learn")
     except StoreError as exc:
         print(f"scrapy-iri store: {exc}", file=err)
         return 2
@@ -228,5 +258,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="forget every alias and rule of HOST (its default ports), HOST:PORT or HOST:* (every port)",
     )
     forget.set_defaults(store_handler=cmd_forget)
+
+    learn = actions.add_parser(
+        "learn",
+        help="learn from web archives: WARC and WAT response records, CDX and CDXJ lines (captures in date order)",
+    )
+    learn.add_argument("files", metavar="FILE", nargs="+", help="WARC, WAT, CDX or CDXJ files, directories or globs")
+    learn.add_argument(
+        "--max-reported", type=int, default=20, metavar="N", help="bad records reported on stderr (default: 20)"
+    )
+    learn.set_defaults(store_handler=cmd_learn)
 
     parser.set_defaults(handler=handle)

@@ -88,3 +88,34 @@ def run_cli(capsys, tmp_path, name: str, text: str, *options: str) -> dict[str, 
     ]
     return {"code": code, "err": lines, "out": out.read_bytes(), "aliases": aliases.read_bytes(),
             "bad": bad.read_bytes()}
+
+
+def archive_directory(wget_archive, tmp_path):
+    """A directory with wget's archive and a damaged copy (a lying Content-Length, a cut-off end)."""
+    import gzip
+    import zlib
+
+    directory = tmp_path / "archives"
+    directory.mkdir(exist_ok=True)
+    (directory / "a.warc.gz").write_bytes(wget_archive.read_bytes())
+    data, records = wget_archive.read_bytes(), []
+    while data:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        records.append(inflater.decompress(data))
+        data = inflater.unused_data
+    records[7] = records[7].replace(b"Content-Length: ", b"Content-Length: 1", 1)
+    damaged = b"".join(gzip.compress(r) for r in records)
+    (directory / "b.warc.gz").write_bytes(damaged[: len(damaged) - 5000])
+    return directory
+
+
+def run_archive_cli(capsys, tmp_path, name: str, archive, *options: str) -> dict[str, object]:
+    """``scrapy-iri graph`` on an archive, in process: as :func:`run_cli`."""
+    from scrapy_iri._cli import main
+
+    out, aliases, bad = (tmp_path / f"{name}-{kind}.csv" for kind in ("out", "aliases", "bad"))
+    code = main(["graph", str(archive), str(out), "--aliases", str(aliases), "--bad-rows", str(bad), *options])
+    err = capsys.readouterr().err
+    lines = [line.replace(str(bad), "BAD") for line in err.splitlines() if not line.startswith("scrapy-iri: graph: ")]
+    return {"code": code, "err": lines, "out": out.read_bytes(), "aliases": aliases.read_bytes(),
+            "bad": bad.read_bytes()}

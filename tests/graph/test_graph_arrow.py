@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scrapy_iri import IRIError, canonicalize
-from scrapy_iri import arrow
+from scrapy_iri.graph import _arrow as arrow
 from scrapy_iri.arrow import alias_table, canonicalize_array, canonicalize_edges, normalize_batch
 from scrapy_iri.graph import GraphNormalizer
 

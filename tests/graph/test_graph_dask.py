@@ -179,3 +179,19 @@ def test_progress_says_when_the_engine_takes_over(client, capsys, tmp_path):
     assert code == 1
     assert "scrapy-iri: graph: canonicalizing on dask with " in err
     assert "scrapy-iri: graph: 100 rows, " in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("rung, chunk_rows", [("scheme", 250_000), ("protocol", 500)])
+def test_cli_dask_on_archives_equals_local_byte_for_byte(client, capsys, tmp_path, monkeypatch, wget_archive,
+                                                         rung, chunk_rows):
+    from _messy import archive_directory, run_archive_cli
+
+    from scrapy_iri.graph import _engines
+
+    monkeypatch.setattr(_engines, "CHUNK_ROWS", chunk_rows)
+    archives = archive_directory(wget_archive, tmp_path)
+    local = run_archive_cli(capsys, tmp_path, "local", archives, "--rung", rung)
+    on_dask = run_archive_cli(capsys, tmp_path, "dask", archives, "--rung", rung, "--engine", "dask", "--workers", "2")
+    assert local["code"] == on_dask["code"] == 1  # the damaged copy's bad records
+    assert on_dask == local
+    assert local["out"].count(b"\n") > 300 and b"lies" in local["bad"] and b"cut off" in local["bad"]

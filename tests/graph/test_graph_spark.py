@@ -89,3 +89,14 @@ def test_the_spark_example_of_the_docs(spark, tmp_path):
     assert examples
     for block in examples:
         run_python(block, tmp_path)
+
+
+def test_cli_spark_on_archives_at_the_protocol_rung_equals_local(spark, capsys, tmp_path, wget_archive):
+    from _messy import archive_directory, run_archive_cli
+
+    archives = archive_directory(wget_archive, tmp_path)
+    local = run_archive_cli(capsys, tmp_path, "local", archives, "--rung", "protocol")
+    on_spark = run_archive_cli(capsys, tmp_path, "spark", archives, "--rung", "protocol", "--engine", "spark",
+                               "--workers", "2")
+    assert local["code"] == on_spark["code"] == 1
+    assert on_spark == local

@@ -1,0 +1,273 @@
+"""Benchmark of ``scrapy-iri graph`` on web archives that Debian's wget wrote.
+
+The archive: wget (``--recursive --warc-file --warc-cdx``) crawls Debian's
+python3-doc HTML, served on loopback by the alias site of the tests
+(``tests/graph/_archive_web.py``: www host, 302 host, directory slashes,
+``index.html``, case fixes). Built once into ``--dir`` and reused.
+
+Figures, all CPU time of this process (``time.process_time``), in one run:
+
+* ``hand-written``: the pipeline users write today: ``warcio`` reads the
+  records, ``lxml.html`` parses each HTML response, every link of the same
+  elements is joined with ``urllib.parse.urljoin`` and the edge written as
+  CSV (no canonicalization, no de-duplication);
+* ``raw extraction``: this project's reader (:mod:`scrapy_iri.graph._warc`)
+  and lxml: the link values of every HTML response, not resolved;
+* ``graph``: :func:`scrapy_iri.graph.normalize_graph_file` at the scheme
+  rung, CSV out: read, parse, resolve, canonicalize, de-duplicate, write;
+
+each per link (the links ``graph`` reads). ``--memory`` runs ``graph`` as
+a subprocess on 1x, 4x and 16x the archive (copies concatenated) and
+reports the peak RSS. ``--learn N`` times ``store learn`` on N synthetic
+301 records in one WARC into SQLite and into memory. ``--nodes`` gives the
+nodes per document at the scheme and protocol rungs (ground truth: the
+site's rules). ``--engines COPIES`` runs ``scrapy-iri graph`` on COPIES
+copies of the archive with each engine and reports the CPU of each job's
+process tree per WARC record (``graph_bench.measure``) and whether the
+outputs are identical.
+
+    nice .venv/bin/python benchmarks/archive_bench.py [--dir DIR] [--memory [--copies 1,4,16]] [--learn N]
+                                                      [--nodes] [--no-per-link] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests" / "graph"))
+sys.path.insert(0, str(HERE))
+
+TAGS = {"a": "href", "area": "href", "link": "href", "img": "src", "script": "src", "iframe": "src",
+        "frame": "src", "form": "action", "embed": "src", "source": "src"}
+
+
+def archive(directory: Path) -> Path:
+    from _archive_web import DocsSite, crawl
+
+    path = directory / "pydocs.warc.gz"
+    if not path.exists():
+        crawl(DocsSite(section=""), directory, "pydocs")
+    return path
+
+
+def hand_written(path: Path, out: io.TextIOBase) -> int:
+    import lxml.html
+    from urllib.parse import urljoin
+    from warcio.archiveiterator import ArchiveIterator
+
+    links = 0
+    with open(path, "rb") as f:
+        for record in ArchiveIterator(f):
+            if record.rec_type != "response" or record.http_headers.get_statuscode() != "200":
+                continue
+            if "html" not in (record.http_headers.get_header("Content-Type") or ""):
+                continue
+            url = record.rec_headers.get_header("WARC-Target-URI")
+            body = record.content_stream().read()
+            try:
+                root = lxml.html.document_fromstring(body)
+            except Exception:
+                continue
+            base = url
+            for element in root.iter(*TAGS):
+                value = element.get(TAGS[element.tag])
+                if value is not None:
+                    out.write(f"{url},{urljoin(base, value.strip())}\n")
+                    links += 1
+    return links
+
+
+def raw_extraction(path: Path) -> int:
+    import lxml.html
+
+    from scrapy_iri.graph._archive import http_response
+    from scrapy_iri.graph._warc import Record, records
+
+    links = 0
+    with open(path, "rb") as f:
+        for record in records(f):
+            if not isinstance(record, Record) or record.header("warc-type") != "response" or record.block is None:
+                continue
+            response = http_response(record.block)
+            if isinstance(response, str) or response.status != 200 or "html" not in response.content_type()[0]:
+                continue
+            root = lxml.html.document_fromstring(response.body)
+            for element in root.iter(*TAGS):
+                if element.get(TAGS[element.tag]) is not None:
+                    links += 1
+    return links
+
+
+def cpu(function, *args) -> tuple[float, object]:
+    started = time.process_time()
+    result = function(*args)
+    return time.process_time() - started, result
+
+
+def per_link(path: Path) -> dict[str, float]:
+    from scrapy_iri.graph import normalize_graph_file
+
+    with tempfile.TemporaryDirectory() as tmp:
+        seconds_graph, summary = cpu(normalize_graph_file, str(path), os.path.join(tmp, "out.csv"), "scheme")
+        with open(os.devnull, "w") as sink:
+            seconds_hand, hand_links = cpu(hand_written, path, sink)
+        seconds_raw, raw_links = cpu(raw_extraction, path)
+    links = summary.edges_in + summary.bad_rows
+    return {
+        "links (graph)": links,
+        "links (hand-written)": hand_links,
+        "links (raw)": raw_links,
+        "graph us/link": 1e6 * seconds_graph / links,
+        "hand-written us/link": 1e6 * seconds_hand / hand_links,
+        "raw extraction us/link": 1e6 * seconds_raw / raw_links,
+        "graph / hand-written": seconds_graph / links / (seconds_hand / hand_links),
+        "graph / raw": seconds_graph / links / (seconds_raw / raw_links),
+    }
+
+
+def memory(path: Path, directory: Path, sizes: list[int]) -> dict[str, float]:
+    found = {}
+    for copies in sizes:
+        big = directory / f"x{copies}.warc.gz"
+        if not big.exists():
+            data = path.read_bytes()
+            with open(big, "wb") as f:
+                for _ in range(copies):
+                    f.write(data)
+        script = (
+            "import resource,sys;from scrapy_iri.graph import normalize_graph_file;"
+            "normalize_graph_file(sys.argv[1], '/dev/null');"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        )
+        started = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", script, str(big)], capture_output=True, text=True, check=True)
+        found[f"{copies}x ({big.stat().st_size / 1e6:.0f} MB) peak RSS MB"] = int(out.stdout.split()[-1]) / 1024
+        found[f"{copies}x seconds"] = time.perf_counter() - started
+    return found
+
+
+def engines(path: Path, directory: Path, copies: int) -> dict[str, float]:
+    """``scrapy-iri graph`` on ``copies`` copies of the archive, on each engine (process-tree CPU)."""
+    import hashlib
+
+    from graph_bench import measure
+
+    from scrapy_iri.graph._warc import records
+
+    big = directory / f"x{copies}.warc.gz"
+    if not big.exists():
+        data = path.read_bytes()
+        with open(big, "wb") as f:
+            for _ in range(copies):
+                f.write(data)
+    with open(big, "rb") as f:
+        count = sum(1 for _ in records(f))
+    found: dict[str, float] = {f"engines: records in {copies}x": count}
+    digests = set()
+    script = str(Path(sys.executable).with_name("scrapy-iri"))
+    for label, options in (("local", []), ("dask 2 workers", ["--engine", "dask", "--workers", "2"]),
+                           ("spark local[2]", ["--engine", "spark", "--workers", "2"])):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out.csv")
+            figures = measure([script, "graph", str(big), out, "-q", *options])
+            digests.add(hashlib.sha256(Path(out).read_bytes()).hexdigest())
+        found[f"{label}: CPU us per record"] = 1e6 * figures["cpu_s"] / count
+        found[f"{label}: peak RSS MB"] = figures["peak_rss_mb"]
+    found["engines: outputs identical"] = float(len(digests) == 1)
+    return found
+
+
+def learn(count: int) -> dict[str, float]:
+    from scrapy_iri.graph._learn import learn_files
+    from scrapy_iri.store import open_store
+
+    found = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "redirects.warc.gz")
+        with open(path, "wb") as f:
+            for i in range(count):
+                block = (f"HTTP/1.1 301 Moved Permanently\r\nLocation: http://h{i % 997}.test/new/{i}\r\n"
+                         "Content-Length: 0\r\n\r\n").encode()
+                head = (f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://h{i % 997}.test/old/{i}\r\n"
+                        f"WARC-Date: 2024-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z\r\n"
+                        f"Content-Length: {len(block)}\r\n\r\n").encode()
+                f.write(gzip.compress(head + block + b"\r\n\r\n", compresslevel=1))
+        for uri in ("memory:", f"sqlite:///{tmp}/s.db"):
+            store = open_store(uri)
+            started = time.perf_counter()
+            summary, reading = learn_files(store, [path])
+            store.close()
+            seconds = time.perf_counter() - started
+            found[f"{uri.split(':')[0]} redirects/s"] = count / seconds
+            found[f"{uri.split(':')[0]} aliases learned"] = summary.aliases_learned
+    return found
+
+
+def nodes(path: Path) -> dict[str, float]:
+    import csv
+
+    from _archive_web import DocsSite
+
+    from scrapy_iri.graph import normalize_graph_file
+
+    site = DocsSite(section="")
+    found = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for rung in ("scheme", "protocol"):
+            out = os.path.join(tmp, f"{rung}.csv")
+            normalize_graph_file(str(path), out, rung)
+            with open(out, newline="") as f:
+                node_docs = {}
+                for row in csv.DictReader(f):
+                    for end in ("source", "target"):
+                        node_docs[row[end]] = site.document(row[f"{end}_original"])
+            kept = [doc for doc in node_docs.values() if doc is not None]
+            found[f"{rung} nodes per document"] = len(kept) / len(set(kept))
+            found[f"{rung} nodes (of documents)"] = len(kept)
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "scrapy-iri-archive-bench")
+    parser.add_argument("--memory", action="store_true")
+    parser.add_argument("--copies", default="1,4,16", help="--memory: the input sizes, in copies of the archive")
+    parser.add_argument("--no-per-link", action="store_true", help="skip the per-link figures")
+    parser.add_argument("--learn", type=int, default=0)
+    parser.add_argument("--nodes", action="store_true")
+    parser.add_argument("--engines", type=int, default=0, metavar="COPIES",
+                        help="local, Dask and Spark on COPIES copies of the archive")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    args.dir.mkdir(parents=True, exist_ok=True)
+    path = archive(args.dir)
+    figures: dict[str, float] = {}
+    if not args.no_per_link:
+        figures.update(per_link(path))
+    if args.memory:
+        figures.update(memory(path, args.dir, [int(n) for n in args.copies.split(",")]))
+    if args.learn:
+        figures.update(learn(args.learn))
+    if args.nodes:
+        figures.update(nodes(path))
+    if args.engines:
+        figures.update(engines(path, args.dir, args.engines))
+    for name, value in figures.items():
+        print(f"{name:<40}{value:>14,.2f}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

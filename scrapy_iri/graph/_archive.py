@@ -1,0 +1,354 @@
+"""Web archives as link graphs: WARC and WAT files (a directory or glob of them)."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import zlib
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import GraphError, IRIError
+from ._source import ARCHIVE_COLUMNS, GraphInput
+from ._links import Resolver, html_links
+from ._normalize import _csv_field
+from . import _warc
+from ._warc import BadRecord, Record, records
+
+_SNIFF = 64
+
+
+def _head(name: str) -> bytes:
+    """The first bytes of a file, gunzipped when it is gzip (what is there of them)."""
+    try:
+        with open(name, "rb") as f:
+            start = f.read(_SNIFF * 16)
+    except OSError:
+        return b""
+    if start[:2] == b"\x1f\x8b":
+        try:
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(start, _SNIFF)
+        except zlib.error:
+            return b""
+    return start[:_SNIFF]
+
+
+def is_archive(name: str) -> bool:
+    """Whether ``name`` is a WARC (or WAT) file, by its content: it starts with ``WARC/1.``."""
+    return os.path.isfile(name) and _head(name).startswith(b"WARC/1.")
+
+
+def archive_files(name: str) -> list[str]:
+    """The archives ``name`` names: a file, a directory's WARC files (name order), or a glob's."""
+    if os.path.isdir(name):
+        found = sorted(os.path.join(name, entry) for entry in os.listdir(name))
+        files = [path for path in found if is_archive(path)]
+        if not files:
+            raise GraphError(f"{name}: a directory without WARC or WAT files")
+        return files
+    if os.path.exists(name):
+        return [name]
+    matched = sorted(path for path in glob.glob(name) if os.path.isfile(path))
+    if not matched:
+        raise GraphError(f"{name}: no such file, and no file matches it as a glob")
+    return matched
+
+
+# --- HTTP messages in response records ------------------------------------------
+
+
+@dataclass
+class HTTPResponse:
+    status: int
+    headers: dict[str, list[str]]  # names lowercased
+    body: bytes | None  # None: not kept (too large)
+
+    def header(self, name: str) -> str | None:
+        values = self.headers.get(name)
+        return values[0] if values else None
+
+    def content_type(self) -> tuple[str, str | None]:
+        """The media type (lowercased, '' when none) and the charset parameter."""
+        value = self.header("content-type") or ""
+        kind, _, params = value.partition(";")
+        charset = None
+        for param in params.split(";"):
+            name, _, arg = param.partition("=")
+            if name.strip().lower() == "charset":
+                charset = arg.strip().strip("\"'") or None
+        return kind.strip().lower(), charset
+
+
+def http_response(block: bytes) -> HTTPResponse | str:
+    """The HTTP response in a record's block, or why there is none."""
+    end = block.find(b"\r\n\r\n")
+    cut = 4
+    if end < 0:
+        end, cut = block.find(b"\n\n"), 2
+    if end < 0:
+        end, cut = len(block), 0
+    lines = block[:end].decode("latin-1").splitlines()
+    if not lines or not lines[0].startswith("HTTP/"):
+        return "the record's block is not an HTTP response"
+    fields = lines[0].split(None, 2)
+    if len(fields) < 2 or not (fields[1].isdigit() and len(fields[1]) == 3):
+        return f"bad HTTP status line {lines[0][:80]!r}"
+    headers: dict[str, list[str]] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep:
+            headers.setdefault(name.strip().lower(), []).append(value.strip())
+    return HTTPResponse(int(fields[1]), headers, block[end + cut :])
+
+
+def _dechunk(body: bytes) -> bytes | str:
+    out = []
+    pos = 0
+    while True:
+        end = body.find(b"\r\n", pos)
+        if end < 0:
+            return "chunked body cut off"
+        size_text = body[pos:end].split(b";")[0].strip()
+        try:
+            size = int(size_text, 16)
+        except ValueError:
+            return f"bad chunk size {size_text[:20]!r}"
+        if size == 0:
+            return b"".join(out)
+        out.append(body[end + 2 : end + 2 + size])
+        pos = end + 2 + size + 2
+
+
+def decoded_body(response: HTTPResponse, limit: int) -> bytes | str:
+    """The payload without its transfer and content codings (at most ``limit`` bytes), or why not."""
+    body = response.body or b""
+    if "chunked" in (response.header("transfer-encoding") or "").lower():
+        body = _dechunk(body)
+        if isinstance(body, str):
+            return body
+    coding = (response.header("content-encoding") or "").strip().lower()
+    if coding in ("gzip", "x-gzip", "deflate"):
+        try:
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS if "gzip" in coding else zlib.MAX_WBITS)
+            body = inflater.decompress(body, limit)
+        except zlib.error as exc:
+            return f"Content-Encoding {coding}: {exc}"
+        if inflater.unconsumed_tail:
+            return f"decoded body over {limit >> 20} MiB"
+    elif coding not in ("", "identity"):
+        return f"Content-Encoding {coding} is not read"
+    return body
+
+
+def _html_type(kind: str, body: bytes) -> bool:
+    if kind:
+        return kind in ("text/html", "application/xhtml+xml")
+    start = body[:512].lstrip().lower()
+    return start.startswith((b"<!doctype html", b"<html"))
+
+
+# --- rows: (where, source, target, raw, problem, path, date) ----------------------------
+
+BAD_HEADER = "file,offset,source,target,path,reason\n"
+_WEB = ("http", "https")
+
+
+def _reject(row: tuple[Any, ...], problem: str) -> str:
+    return f"{row[3]},{_csv_field(row[1])},{_csv_field(row[2])},{_csv_field(row[5])},{_csv_field(problem)}\n"
+
+
+class _Missing(Exception):
+    pass
+
+
+def _get(obj: Any, *keys: str) -> Any:
+    """``obj[k1][k2]...``, or :class:`_Missing` naming the dotted path that is not there."""
+    for depth, key in enumerate(keys):
+        if not isinstance(obj, dict) or key not in obj:
+            raise _Missing(".".join(keys[: depth + 1]))
+        obj = obj[key]
+    return obj
+
+
+def target_uri(record: Record) -> str:
+    """A record's ``WARC-Target-URI`` (WARC/1.0 writers may put it in angle brackets)."""
+    uri = record.header("warc-target-uri")
+    return uri[1:-1] if uri.startswith("<") and uri.endswith(">") else uri
+
+
+class ArchiveRows:
+    """The link rows of archive files, the records they skip (counted), and how far the reading is."""
+
+    def __init__(self, files: list[str], redirects: str = "skip") -> None:
+        self.files = files
+        self.redirects = redirects == "edges"
+        self.skipped: Counter[str] = Counter()
+        self.total = sum(os.path.getsize(path) for path in files)
+        self.done = 0
+        self.current: Any = None
+
+    def tell(self) -> int:
+        position = self.current.tell() if self.current is not None and not self.current.closed else 0
+        return self.done + position
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        for path in self.files:
+            with open(path, "rb") as file:
+                self.current = file
+                for record in records(file):
+                    yield from self._rows(path, record)
+            self.done += os.path.getsize(path)
+            self.current = None
+
+    def _rows(self, path: str, record: Record | BadRecord) -> Iterator[tuple[Any, ...]]:
+        where, raw = f"{path}:{record.offset}", f"{_csv_field(path)},{record.offset}"
+        if isinstance(record, BadRecord):
+            yield where, "", "", raw, record.reason, "", ""
+            return
+        kind = record.header("warc-type").lower()
+        try:
+            if kind == "response":
+                yield from self._response(where, raw, record)
+            elif kind == "metadata" and (record.block or b"")[:1] == b"{":
+                yield from self._wat(where, raw, record)
+            else:
+                self.skipped[f"{kind or 'untyped'} records"] += 1
+        except _Bad as exc:
+            yield where, exc.source, "", raw, str(exc), exc.path, ""
+
+    def _response(self, where: str, raw: str, record: Record) -> Iterator[tuple[Any, ...]]:
+        uri = target_uri(record)
+        scheme = uri.partition(":")[0].lower()
+        if scheme not in _WEB:
+            self.skipped[f"responses not over HTTP ({scheme or 'no'} scheme)"] += 1
+            return
+        response = http_response(record.block if record.block is not None else record.head)
+        if isinstance(response, str):
+            raise _Bad(response, uri)
+        date = record.header("warc-date")
+        if 300 <= response.status < 400:
+            yield from self._redirect(where, raw, uri, response.status, response.header("location"), date)
+            return
+        if not 200 <= response.status < 300:
+            self.skipped["responses other than 2xx and 3xx"] += 1
+            return
+        kind, charset = response.content_type()
+        if not _html_type(kind, response.body or b""):
+            self.skipped["responses that are not HTML"] += 1
+            return
+        if record.block is None:
+            raise _Bad(f"an HTML body of {record.length:,} bytes, over the {_warc.MAX_BLOCK:,} bytes read", uri)
+        body = decoded_body(response, _warc.MAX_BLOCK)
+        if isinstance(body, str):
+            raise _Bad(body, uri)
+        if not body.strip():
+            self.skipped["empty HTML documents"] += 1
+            return
+        yield from self._links(where, raw, uri, date, html_links(uri, body, charset))
+
+    def _redirect(
+        self, where: str, raw: str, uri: str, status: int, location: str | None, date: str
+    ) -> Iterator[tuple[Any, ...]]:
+        if not self.redirects:
+            self.skipped["redirects (not links)"] += 1
+            return
+        path = f"REDIRECT@/{status}"
+        if location is None:
+            raise _Bad(f"a {status} redirect without a Location", uri, path)
+        try:
+            target = Resolver(uri)(location.strip())
+        except IRIError as exc:
+            raise _Bad(f"Location {location!r} is not an IRI reference: {exc}", uri, path) from None
+        yield where, uri, target, raw, None, path, date
+
+    def _links(
+        self, where: str, raw: str, uri: str, date: str, links: Iterator[tuple[str, str | None, str]]
+    ) -> Iterator[tuple[Any, ...]]:
+        try:
+            for path, target, value in links:
+                if target is None:
+                    yield where, uri, "", raw, value, path, date
+                else:
+                    yield where, uri, target, raw, None, path, date
+        except IRIError as exc:  # the document's own URL is no base
+            raise _Bad(f"WARC-Target-URI {uri!r} is not a URL: {exc}", uri) from None
+
+    def _wat(self, where: str, raw: str, record: Record) -> Iterator[tuple[Any, ...]]:
+        try:
+            envelope = _get(json.loads(record.block or b""), "Envelope")
+        except ValueError as exc:
+            raise _Bad(f"WAT: a JSON payload that does not parse: {exc}") from None
+        except _Missing as exc:
+            raise _Bad(f"WAT: no {exc}") from None
+        try:
+            warc = _get(envelope, "WARC-Header-Metadata")
+            if _get(warc, "WARC-Type") != "response":
+                self.skipped["WAT records of other than responses"] += 1
+                return
+            uri, date = _get(warc, "WARC-Target-URI"), warc.get("WARC-Date", "")
+            http = _get(envelope, "Payload-Metadata", "HTTP-Response-Metadata")
+            status = int(_get(http, "Response-Message", "Status"))
+            if 300 <= status < 400:
+                headers = http.get("Headers") or {}
+                location = next((v for k, v in headers.items() if k.lower() == "location"), None)
+                yield from self._redirect(where, raw, uri, status, location, date)
+                return
+            page = http.get("HTML-Metadata")
+            if page is None:
+                self.skipped["WAT records without HTML metadata"] += 1
+                return
+            links = _get(page, "Links")
+            base = (page.get("Head") or {}).get("Base")
+        except _Missing as exc:
+            raise _Bad(f"WAT: no Envelope.{exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise _Bad(f"WAT: unexpected layout: {exc}") from None
+        if not isinstance(uri, str) or not isinstance(links, list):
+            raise _Bad("WAT: WARC-Target-URI is not a string or Links not a list")
+        yield from self._links(where, raw, uri, date, _wat_links(uri, base, links))
+
+
+def _wat_links(uri: str, base: Any, links: list[Any]) -> Iterator[tuple[str, str | None, str]]:
+    """A WAT record's links as :func:`html_links` gives them (WAT keeps them as written)."""
+    resolve = Resolver(uri)
+    if isinstance(base, str) and base.strip():
+        try:
+            resolve = Resolver(resolve(base.strip()))
+        except IRIError as exc:
+            yield "BASE@/href", None, f"<base href={base!r}> is not a URL ({exc}): links resolved against {uri}"
+    for link in links:
+        if not isinstance(link, dict) or not isinstance(link.get("url"), str):
+            yield "WAT", None, f"WAT: a link without a 'url' string: {str(link)[:80]}"
+            continue
+        path = link.get("path") if isinstance(link.get("path"), str) else "WAT"
+        value = link["url"].strip(" \t\n\f\r")
+        try:
+            yield path, resolve(value), value
+        except (IRIError, ValueError) as exc:
+            yield path, None, f"link {value!r} is not an IRI reference: {exc}"
+
+
+class _Bad(Exception):
+    def __init__(self, reason: str, source: str = "", path: str = "") -> None:
+        super().__init__(reason)
+        self.source, self.path = source, path
+
+
+def archive_links(name: str, *, redirects: str = "skip") -> Iterator[tuple[str, str, str, str, str, str | None]]:
+    """Every link of the archives ``name`` names (a file, a directory, a glob), not canonicalized:
+    ``(source, target, path, date, where, problem)``, ``problem`` None for a link and the reason
+    for a bad record or link (then ``target`` is empty), ``where`` is ``file:offset``."""
+    for row in ArchiveRows(archive_files(name), redirects):
+        yield row[1], row[2], row[5], row[6], row[0], row[4]
+
+
+def archive_input(name: str, *, redirects: str = "skip") -> GraphInput:
+    """The links of the archives ``name`` names, as ``graph`` rows."""
+    from ._links import _lxml
+
+    _lxml()  # a clear error when the parser is missing
+    rows = ArchiveRows(archive_files(name), redirects)
+    return GraphInput(iter(rows), BAD_HEADER, _reject, ARCHIVE_COLUMNS, rows.tell, rows.total, rows.skipped)

@@ -1,0 +1,322 @@
+"""The protocol rung from an archive's own captures: observations from WARC, WAT and CDX(J), in date order.
+
+Every HTTP capture is an observation: a 3xx with its ``Location`` (resolved
+against the capture's URL) is a redirect, any other status an answer (a
+later 200 ends what an earlier 301 taught). ``Set-Cookie`` and ``Vary``
+make a capture's context, as at crawl time; ``Cache-Control: max-age`` or
+``Expires`` its ``max_age``. The captures are learned in date order (a
+stable sort: captures of one second keep their file order) through
+:meth:`scrapy_iri.store.EquivalenceStore.learn`, the learner of a live
+crawl with its safety.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections import Counter
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from ..errors import IRIError
+from ._archive import _get, _Missing, archive_files, http_response, is_archive, target_uri
+from ._links import Resolver
+from ._warc import BadRecord, records
+
+# an absolute http(s) URL that resolution leaves as it is: plain characters, no userinfo, no dot segments
+_ABSOLUTE = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]*)?(/(?![.]{1,2}(?:[/?#]|\Z))[A-Za-z0-9.\-_~!$&'()*+,;=:@]*)*([?#][A-Za-z0-9\-._~!$&'()*+,;=:@/?#]*)?\Z")
+_MAX_AGE = re.compile(r"max-age\s*=\s*\"?(\d+)", re.I)
+_INDEX = re.compile(r"\.cdxj?(\.gz)?$")
+_CDX_DEFAULT = "N b a m s k r M S V g".split()  # Common Crawl's CDX columns, when a file has no header
+
+
+@dataclass
+class Capture:
+    """What one capture says, before it becomes an :class:`Observation`."""
+
+    time: float
+    url: str
+    status: int
+    target: str | None = None
+    location: str | None = None
+    context: frozenset[str] = frozenset()
+    max_age: float | None = None
+
+
+@dataclass
+class Reading:
+    """Bad records and lines met while reading captures: (where, reason), and a count of the rest."""
+
+    bad: list[tuple[str, str]] = field(default_factory=list)
+    on_bad: Callable[[str, str], Any] | None = None
+    files: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def add(self, where: str, reason: str) -> None:
+        self.bad.append((where, reason))
+        if self.on_bad is not None:
+            self.on_bad(where, reason)
+
+
+def _epoch(date: str) -> float | None:
+    """Seconds since the epoch of a WARC-Date (ISO 8601) or a CDX timestamp (``YYYYMMDDhhmmss``)."""
+    date = date.strip()
+    if date.isdigit():
+        digits = (date + "0101000000")[:14] if len(date) < 14 else date[:14]
+        try:
+            return datetime.strptime(digits, "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc).timestamp()
+        except ValueError:
+            return None
+    try:
+        parsed = datetime.fromisoformat(date.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def _header(headers: dict[str, list[str]], name: str) -> str | None:
+    values = headers.get(name)
+    return values[0] if values else None
+
+
+def _max_age(headers: dict[str, list[str]]) -> float | None:
+    cache = ", ".join(headers.get("cache-control", []))
+    found = _MAX_AGE.search(cache)
+    if found:
+        return float(found.group(1))
+    expires, date = _header(headers, "expires"), _header(headers, "date")
+    if expires and date:
+        try:
+            return max(0.0, (parsedate_to_datetime(expires) - parsedate_to_datetime(date)).total_seconds())
+        except (TypeError, ValueError, IndexError):
+            return None
+    return None
+
+
+def _capture(url: str, when: float, status: int, headers: dict[str, list[str]]) -> Capture | str:
+    """A capture from a response's status and headers (names lowercased), or why it teaches nothing."""
+    from ..store import context_flags
+
+    context = context_flags(set_cookie="set-cookie" in headers, vary=headers.get("vary", []))
+    if not 300 <= status < 400:
+        return Capture(when, url, status, context=context)
+    location = _header(headers, "location")
+    if location is None:
+        return f"a {status} redirect without a Location"
+    location = location.strip()
+    try:
+        target = location if _ABSOLUTE.match(location) else Resolver(url)(location)
+    except IRIError as exc:
+        return f"Location {location!r} is not an IRI reference: {exc}"
+    return Capture(when, url, status, target, location, context, _max_age(headers))
+
+
+def warc_captures(path: str, reading: Reading) -> Iterator[Capture]:
+    """The HTTP captures of a WARC or WAT file."""
+    with open(path, "rb") as file:
+        for record in records(file):
+            where = f"{path}:{record.offset}"
+            if isinstance(record, BadRecord):
+                reading.add(where, record.reason)
+                continue
+            kind = record.header("warc-type").lower()
+            if kind == "response":
+                uri = target_uri(record)
+                if uri.partition(":")[0].lower() not in ("http", "https"):
+                    continue
+                response = http_response(record.block if record.block is not None else record.head)
+                when = _epoch(record.header("warc-date"))
+                if isinstance(response, str) or when is None:
+                    reading.add(where, response if isinstance(response, str) else "no valid WARC-Date")
+                    continue
+                found = _capture(uri, when, response.status, response.headers)
+            elif kind == "metadata" and (record.block or b"")[:1] == b"{":
+                found = _wat_capture(record.block or b"")
+                if found is None:
+                    continue
+            else:
+                continue
+            if isinstance(found, str):
+                reading.add(where, found)
+            else:
+                yield found
+
+
+def _wat_capture(block: bytes) -> Capture | str | None:
+    try:
+        warc = _get(json.loads(block), "Envelope", "WARC-Header-Metadata")
+        if warc.get("WARC-Type") != "response":
+            return None
+        url, date = _get(warc, "WARC-Target-URI"), _get(warc, "WARC-Date")
+        http = _get(json.loads(block), "Envelope", "Payload-Metadata", "HTTP-Response-Metadata")
+        status = int(_get(http, "Response-Message", "Status"))
+        raw_headers = http.get("Headers") or {}
+    except _Missing as exc:
+        return f"WAT: no {exc}"
+    except (ValueError, TypeError, AttributeError) as exc:
+        return f"WAT: unexpected layout: {exc}"
+    when = _epoch(str(date))
+    if when is None or not isinstance(url, str):
+        return "WAT: no valid WARC-Date or WARC-Target-URI"
+    headers: dict[str, list[str]] = {}
+    for name, value in raw_headers.items():
+        headers.setdefault(str(name).lower(), []).extend(value if isinstance(value, list) else [str(value)])
+    return _capture(url, when, status, headers)
+
+
+def cdx_captures(path: str, reading: Reading) -> Iterator[Capture]:
+    """The captures of a CDX (with or without its `` CDX`` header line) or CDXJ file."""
+    opener = gzip.open if _gzipped(path) else open
+    columns = _CDX_DEFAULT
+    with opener(path, "rt", encoding="utf-8", errors="replace") as lines:
+        for number, line in enumerate(lines, 1):
+            where = f"{path}:{number}"
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            if number == 1 and line.startswith(" CDX "):
+                columns = line.split()[1:]
+                continue
+            try:
+                found = _cdxj(line) if " {" in line else _cdx(line, columns)
+            except (OSError, EOFError) as exc:
+                reading.add(where, f"unreadable: {exc}")
+                return
+            if isinstance(found, str):
+                reading.add(where, found)
+            elif found is None:
+                reading.skipped["index lines without a status or a redirect's target"] += 1
+            else:
+                yield found
+
+
+def _cdx(line: str, columns: list[str]) -> Capture | str | None:
+    fields = line.split(" ")
+    if len(fields) < len(columns):
+        return f"a CDX line with {len(fields)} fields, fewer than the {len(columns)} columns"
+    values: dict[str, str] = {}
+    for name, value in zip(columns, fields):
+        values.setdefault(name, value)
+    url, stamp, status = values.get("a", ""), values.get("b", ""), values.get("s", "-")
+    if not status.isdigit():
+        return None  # a revisit or a capture without a status: nothing to learn
+    when = _epoch(stamp)
+    if when is None or not url:
+        return f"a CDX line without a valid timestamp ({stamp!r}) or URL"
+    headers: dict[str, list[str]] = {}
+    redirect = values.get("r", "-")
+    if redirect not in ("-", ""):
+        headers["location"] = [re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*)%3A//", r"\1://", redirect)]
+    elif 300 <= int(status) < 400:
+        return None  # an index without the redirect's target: nothing to learn from it
+    return _capture(url, when, int(status), headers)
+
+
+def _cdxj(line: str) -> Capture | str | None:
+    key, stamp, rest = (line.split(" ", 2) + ["", ""])[:3]
+    try:
+        data = json.loads(rest)
+    except ValueError as exc:
+        return f"CDXJ: the JSON does not parse: {exc}"
+    if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+        return "CDXJ: no 'url'"
+    status = str(data.get("status", "-"))
+    if not status.isdigit():
+        return None
+    when = _epoch(stamp)
+    if when is None:
+        return f"CDXJ: a timestamp that is not one ({stamp!r})"
+    headers: dict[str, list[str]] = {}
+    if isinstance(data.get("redirect"), str):
+        headers["location"] = [data["redirect"]]
+    elif 300 <= int(status) < 400:
+        return None  # pywb's CDXJ keeps no redirect target: nothing to learn from it
+    return _capture(data["url"], when, int(status), headers)
+
+
+def _gzipped(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
+def captures_of(names: list[str], reading: Reading) -> Iterator[Capture]:
+    """The captures of archive and index files (directories and globs looked into)."""
+    for name in names:
+        if os.path.isdir(name):
+            files = sorted(
+                os.path.join(name, entry)
+                for entry in os.listdir(name)
+                if is_archive(os.path.join(name, entry)) or _INDEX.search(entry.lower())
+            )
+        else:
+            files = archive_files(name) if not os.path.exists(name) else [name]
+        for path in files:
+            reading.files += 1
+            yield from (warc_captures if is_archive(path) else cdx_captures)(path, reading)
+
+
+def observations(names: list[str], reading: Reading) -> list[Any]:
+    """Every capture of ``names`` as an :class:`~scrapy_iri.store.Observation`, in date order."""
+    from ..store import Observation
+
+    found = sorted(captures_of(names, reading), key=lambda capture: capture.time)
+    return [
+        Observation(c.url, c.status, c.target, c.context, c.location, c.time, c.max_age) for c in found
+    ]
+
+
+def learn_files(store: Any, names: list[str], *, on_bad: Callable[[str, str], Any] | None = None,
+                progress: Callable[[int], None] | None = None) -> tuple[Any, Reading]:
+    """Learn ``store`` from the captures of ``names``: (its :class:`LearnSummary`, what was bad)."""
+    reading = Reading(on_bad=on_bad)
+    summary = store.learn(observations(names, reading), progress=progress)
+    return summary, reading
+
+
+_LEARNED: dict[tuple[Any, ...], Any] = {}
+
+
+class LearnedStore:
+    """The store an archive's own captures teach, learned in memory once per process that looks up.
+
+    It travels to Dask and Spark workers as the names of its files (and
+    their sizes and times, so a changed file is learned again), and every
+    worker learns exactly what this process learns: the same captures, in
+    the same order, through the same learner.
+    """
+
+    def __init__(self, names: list[str]) -> None:
+        files = []
+        for name in names:
+            files.extend(archive_files(name) if os.path.isdir(name) or not os.path.exists(name) else [name])
+        self.files = tuple(os.path.abspath(path) for path in files)
+        stamps = tuple((os.path.getsize(path), os.stat(path).st_mtime_ns) for path in self.files)
+        self.cache_key = ("learned", self.files, stamps)
+
+    def store(self) -> Any:
+        found = _LEARNED.get(self.cache_key)
+        if found is None:
+            from ..store import open_store
+
+            found = open_store("memory:")
+            learn_files(found, list(self.files))
+            _LEARNED.clear()  # one archive's store at a time per process
+            _LEARNED[self.cache_key] = found
+        return found
+
+    def representative(self, url: str) -> str:
+        return self.store().representative(url)
+
+
+def learned_store(src: str, on_stage: Callable[[str], Any] | None) -> LearnedStore:
+    """The store ``src``'s own captures teach (the first pass of the protocol rung without a store)."""
+    if on_stage is not None:
+        on_stage(f"learning the protocol rung from the captures in {src}")
+    learned = LearnedStore([src])
+    learned.store()
+    return learned

@@ -1,0 +1,212 @@
+"""The links of an HTML document, resolved as a browser resolves them.
+
+The document is decoded as a browser decodes it (the HTTP charset, else a
+``<meta>`` charset in its first 1024 bytes, else UTF-8 when it is valid
+UTF-8, else windows-1252) and parsed by lxml (libxml2's HTML parser, as
+Scrapy parses), which decodes character references. Every link of
+:data:`LINK_ATTRIBUTES` is resolved (RFC 3986 5.2, lenient input as in
+3987bis sec. 7) against the document's base: its first ``<base href>``
+resolved against its URL, else its URL. An http(s) link with a non-ASCII
+query in a document whose charset is not Unicode has that query encoded
+in the document's charset (3987bis 3.5), as browsers submit it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from .._parse import parse, recompose
+from .._resolve import keep_apart_from_authority, remove_dot_segments, resolve_components
+from ..errors import GraphError, IRIError
+
+# element -> the attributes holding a link, as Common Crawl's WAT records name them (A@/href ...)
+LINK_ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    "a": ("href",),
+    "area": ("href",),
+    "link": ("href",),
+    "img": ("src",),
+    "script": ("src",),
+    "iframe": ("src",),
+    "frame": ("src",),
+    "form": ("action",),
+    "embed": ("src",),
+    "source": ("src",),
+    "video": ("src", "poster"),
+    "audio": ("src",),
+    "track": ("src",),
+    "input": ("src",),
+    "object": ("data",),
+    "blockquote": ("cite",),
+    "q": ("cite",),
+    "ins": ("cite",),
+    "del": ("cite",),
+    "body": ("background",),
+}
+PATHS = {(tag, attr): f"{tag.upper()}@/{attr}" for tag, attrs in LINK_ATTRIBUTES.items() for attr in attrs}
+_HTML_SPACE = " \t\n\f\r"
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+_UNICODE = frozenset({"utf-8", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"})
+
+
+def _lxml() -> Any:
+    try:
+        import lxml.html
+    except ImportError:
+        raise GraphError("reading web archives needs lxml: pip install 'scrapy-iri[archive]'") from None
+    return lxml.html
+
+
+def charset_of(body: bytes, declared: str | None) -> str:
+    """The encoding a browser decodes ``body`` with (a Python codec name)."""
+    for candidate in (declared, _meta_charset(body)):
+        if candidate:
+            try:
+                name = codecs.lookup(candidate).name
+            except LookupError:
+                continue
+            return "cp1252" if name in ("latin-1", "iso8859-1", "ascii") else name  # WHATWG: these mean windows-1252
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "cp1252"
+    return "utf-8"
+
+
+def _meta_charset(body: bytes) -> str | None:
+    found = _META_CHARSET.search(body[:1024])
+    return found.group(1).decode("ascii") if found else None
+
+
+def query_in_charset(query: str, charset: str) -> str:
+    """3987bis 3.5: non-ASCII query characters as percent-encoded ``charset`` octets; one the
+    charset cannot encode as a numeric character reference (``%26%2312354%3B``), as browsers do."""
+    out = []
+    for char in query:
+        if char.isascii():
+            out.append(char)
+            continue
+        try:
+            out.append("".join(f"%{octet:02X}" for octet in char.encode(charset)))
+        except UnicodeEncodeError:
+            out.append(f"%26%23{ord(char)}%3B")
+    return "".join(out)
+
+
+# A reference of these characters only (ASCII, no space, no backslash, no "%") is one that lenient
+# parsing leaves as it is: resolving it is string work on the base's parts (RFC 3986 5.2.2).
+_PLAIN = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?#]*\Z")
+_WEB_SCHEME = re.compile(r"https?://[^/?#]")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+class Resolver:
+    """References resolved against one base, parsed once."""
+
+    def __init__(self, base: str, charset: str = "utf-8") -> None:
+        self.base = parse(base, lenient=True)
+        if self.base.scheme is None:
+            raise IRIError("the base must be an absolute IRI (it has no scheme)", "scheme", 0)
+        self.charset = None if charset in _UNICODE else charset
+        ref = self.base
+        self.origin = None
+        if ref.host is not None and ref.path.startswith("/") and _PLAIN.match(recompose(ref)):
+            self.origin = recompose(ref._replace(path="", query=None, fragment=None))
+            self.directory = ref.path[: ref.path.rfind("/") + 1]
+            ref = ref._replace(path=remove_dot_segments(ref.path), fragment=None)
+            self.document = recompose(ref)
+            self.without_query = recompose(ref._replace(query=None))
+
+    def __call__(self, reference: str) -> str:
+        if self.origin is not None and _PLAIN.match(reference):
+            found = self._plain(reference)
+            if found is not None:
+                return found
+        return self._resolve(reference)
+
+    def _plain(self, reference: str) -> str | None:
+        """RFC 3986 5.2.2 for a plain reference against a plain base with an authority; None: not here."""
+        first = reference[:1]
+        if first == "#":
+            return self.document + reference
+        if first == "?":
+            return self.without_query + reference
+        if not reference:
+            return self.document
+        if reference.startswith("//"):
+            return None
+        cut = len(reference)
+        for mark in "?#":
+            found = reference.find(mark)
+            if 0 <= found < cut:
+                cut = found
+        path, rest = reference[:cut], reference[cut:]
+        if _SCHEME.match(reference):
+            if not _WEB_SCHEME.match(reference):
+                return None
+            start = reference.find("/", reference.find("//") + 2)
+            if "@" in reference[: start if 0 <= start < cut else cut]:
+                return None  # userinfo: lenient parsing may encode it
+            if start < 0 or start > cut:
+                return reference
+            return reference[:start] + remove_dot_segments(reference[start:cut]) + rest
+        if first == "/":
+            return self.origin + remove_dot_segments(path) + rest
+        return self.origin + remove_dot_segments(self.directory + path) + rest
+
+    def _resolve(self, reference: str) -> str:
+        target = resolve_components(self.base, parse(reference, lenient=True))
+        query = target.query
+        if (
+            self.charset is not None
+            and query is not None
+            and not query.isascii()
+            and (target.scheme or "").lower() in ("http", "https")
+        ):
+            target = target._replace(query=query_in_charset(query, self.charset))
+        return recompose(target._replace(path=keep_apart_from_authority(target.path, target.host)))
+
+
+def html_links(url: str, body: bytes, declared: str | None) -> Iterator[tuple[str, str | None, str]]:
+    """(path such as ``A@/href``, the resolved link or None, the raw value or why it is bad) for
+    every link of the document at ``url``; a bad ``<base href>`` comes first as (``BASE@/href``,
+    None, why), and the links are then resolved against ``url``, as a browser does."""
+    html = _lxml()
+    charset = charset_of(body, declared)
+    try:
+        parser = html.HTMLParser(encoding=charset, remove_comments=True, remove_pis=True)
+        root = html.document_fromstring(body, parser=parser)
+    except Exception as exc:  # lxml's ParserError (an empty document), ValueError, XMLSyntaxError
+        yield "HTML", None, f"not parsable as HTML: {exc}"
+        return
+    base_url = url
+    for element in root.iter("base"):
+        href = element.get("href")
+        if href is None:
+            continue
+        href = href.strip(_HTML_SPACE)
+        if href:
+            try:
+                base_url = Resolver(url)(href)
+                Resolver(base_url)
+            except IRIError as exc:
+                base_url = url
+                yield "BASE@/href", None, f"<base href={href!r}> is not a URL ({exc}): links resolved against {url}"
+        break
+    resolve = Resolver(base_url, charset)
+    paths = PATHS
+    for element in root.iter(*LINK_ATTRIBUTES):
+        tag = element.tag
+        for attr in LINK_ATTRIBUTES[tag]:
+            value = element.get(attr)
+            if value is None:
+                continue
+            value = value.strip(_HTML_SPACE)
+            try:
+                yield paths[tag, attr], resolve(value), value
+            except IRIError as exc:
+                yield paths[tag, attr], None, f"link {value!r} is not an IRI reference: {exc}"
+            except ValueError as exc:  # a value lxml passed on that no IRI holds (a NUL, a lone surrogate)
+                yield paths[tag, attr], None, f"link {value!r} is not an IRI reference: {exc}"
