@@ -60,6 +60,7 @@ from typing import Any
 from ..errors import StoreError
 from ._codec import copy_counts, policy_from_text, policy_text, rule_record, rule_values
 from ._evidence import Alias, Evidence
+from ._observation import Prefetch
 from ._forms import sink_key
 from ._learner import EquivalenceStore
 from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, alias_case_key
@@ -173,6 +174,8 @@ class SQLiteStorage(Storage):
         self._pending_evidence: list[tuple[Any, ...]] = []
         self._pending_cases: dict[str, dict[str, Alias | None]] = {}  # case key -> source -> alias written
         self._pending_fanin: dict[str, list[str]] = {}
+        #: fan-in records read ahead for a chunk of observations (pending sources included)
+        self._fanin_known: dict[str, list[str]] = {}
         self._dropped_fanin: set[str] = set()
         self._pending_changes: dict[tuple[str, str], None] = {}
         #: per rule: (support, against) as last written to the image, and the observations
@@ -344,7 +347,7 @@ class SQLiteStorage(Storage):
                 upsert, delete = WRITES[table]
                 step, args = (delete, key if isinstance(key, tuple) else (key,)) if row is None else (upsert, row)
                 if table == "alias" and row is not None:
-                    args = (*row, cutoff)
+                    args = (*row[:5], cutoff if row[5] else float("-inf"))
                 if step != statement:
                     if run:
                         db.executemany(statement, run)
@@ -454,6 +457,7 @@ class SQLiteStorage(Storage):
                 raise StoreError(f"{self.path}: {exc}") from exc
             return  # the next look will do
         self._data_version = version
+        self._fanin_known.clear()
         if (low is not None and low > self._change_id + 1) or any(kind == "*" for _, kind, _ in rows):
             # fell behind the log, or a bulk write: start afresh
             self._must_merge = True
@@ -530,6 +534,53 @@ class SQLiteStorage(Storage):
         for key, record in records.items():
             self._rule_seen[key] = (record.support, record.against)
 
+    # -- reading ahead for many observations --------------------------------------------
+
+    def prefetch(self, keys: Prefetch) -> None:
+        """Read the aliases, fan-in, cases and rules a chunk of observations needs, a few queries in all."""
+        self._fanin_known.clear()
+        for part in _parts([s for s in keys.sources if ("alias", s) not in self._pending and s not in self._aliases.data]):
+            rows = self._read(f"SELECT source, target, status, time FROM alias WHERE source IN ({_marks(part)})", part)
+            if rows is None:
+                return  # locked: each observation reads for itself
+            found = {row[0]: Alias(*row) for row in rows}
+            for source in part:
+                self._aliases.put(source, found.get(source))
+        for part in _parts([t for t in keys.sinks if t not in self._dropped_fanin]):
+            rows = self._read(f"SELECT target, source FROM fanin WHERE target IN ({_marks(part)})", part)
+            if rows is None:
+                return
+            for target in part:
+                self._fanin_known[target] = []
+            for target, source in rows:
+                self._fanin_known[target].append(source)
+            for target in part:
+                known = self._fanin_known[target]
+                known += [s for s in self._pending_fanin.get(target, ()) if s not in known]
+        for part in _parts([k for k in keys.cases if k not in self._cases.data]):
+            rows = self._read(f"SELECT case_key, source, target, time FROM alias WHERE case_key IN ({_marks(part)})", part)
+            declared = self._read(f"SELECT key, url FROM declared_case WHERE key IN ({_marks(part)})", part)
+            if rows is None or declared is None:
+                return
+            by_key: dict[str, list[tuple[Any, ...]]] = {}
+            for row in rows:
+                by_key.setdefault(row[0], []).append(row[1:])
+            urls = dict(declared)
+            for key in part:
+                self._case_from(key, by_key.get(key, []), [(urls[key],)] if key in urls else [])
+        for part in _parts([o for o in keys.origins if self._rule_cache.peek(o) is None]):
+            rows = self._read(f"SELECT origin, kind, scope, {RULE_COLUMNS} FROM rule WHERE origin IN ({_marks(part)})", part)
+            if rows is None:
+                return
+            loaded: dict[str, dict[RuleKey, RuleRecord]] = {origin: {} for origin in part}
+            for row in rows:
+                key = RuleKey(*row[:3])
+                loaded[key.origin][key] = record = rule_record(key, row[3:])
+                self._rule_seen[key] = (record.support, record.against)
+            for origin, records in loaded.items():
+                self._in_force.pop(origin)
+                self._rule_cache.add(origin, records)
+
     # -- reads that may find the file locked --------------------------------------------
 
     def _read(self, sql: str, args: tuple[Any, ...], *, one: bool = False) -> list[tuple[Any, ...]] | None:
@@ -576,7 +627,7 @@ class SQLiteStorage(Storage):
 
     def set_alias(self, source: str, alias: Alias | None) -> None:
         old = self.alias(source)
-        self._write("alias", source, None if alias is None else alias_row(alias))
+        self._write("alias", source, None if alias is None else (*alias_row(alias), not self.recorded_time))
         self._aliases.put(source, alias)
         self._pending_changes[("a", source)] = None
         for written in (old, alias):
@@ -630,6 +681,10 @@ class SQLiteStorage(Storage):
         rows = self._read("SELECT source, target, time FROM alias WHERE case_key = ?", (key,))
         if rows is None:
             return None
+        return self._case_from(key, rows)
+
+    def _case_from(self, key: str, rows: list[tuple[Any, ...]], declared: Any = MISSING) -> str | None:
+        """The case of ``key`` from its case-only alias rows (and its declared-case row, when read), cached."""
         candidates = {source: (time_, target) for source, target, time_ in rows}
         for source, alias in self._pending_cases.get(key, {}).items():
             if alias is None or alias_case_key(alias.source, alias.target) != key:
@@ -640,7 +695,8 @@ class SQLiteStorage(Storage):
         if url is None:
             row = self._pending.get(("declared_case", key), MISSING)
             if row is MISSING:
-                declared = self._read("SELECT url FROM declared_case WHERE key = ?", (key,))
+                if declared is MISSING:
+                    declared = self._read("SELECT url FROM declared_case WHERE key = ?", (key,))
                 if declared is None:
                     return None
                 url = declared[0][0] if declared else None
@@ -729,6 +785,9 @@ class SQLiteStorage(Storage):
     # -- primitives: fan-in (on disk, read per redirect; sinks resident) -----------------
 
     def _fanin_sources(self, target: str, cap: int) -> list[str] | None:
+        known = self._fanin_known.get(target)
+        if known is not None:
+            return known[:cap]
         sources: list[str] = []
         if target not in self._dropped_fanin:
             rows = self._read("SELECT source FROM fanin WHERE target = ? LIMIT ?", (target, cap))
@@ -746,6 +805,8 @@ class SQLiteStorage(Storage):
             sources = []
         if source not in sources and len(sources) < cap:
             sources.append(source)
+            if target in self._fanin_known:
+                self._fanin_known[target] = list(sources)
             self._pending_fanin.setdefault(target, []).append(source)
             self._write("fanin", (target, source), (target, source))
         if len(sources) >= 2:  # a sink for any sink_fanin up to its number of sources
@@ -772,6 +833,7 @@ class SQLiteStorage(Storage):
         return self._sinks
 
     def drop_fanin(self, target: str) -> None:
+        self._fanin_known.pop(target, None)
         self._sinks.discard(target)
         self._write("sink", target, None)
         self._pending_changes[("s", target)] = None
@@ -842,6 +904,19 @@ class SQLiteStorage(Storage):
             for url in urls:
                 self._write("deferred", (name, url), None)
         return sorted(set(urls))
+
+
+#: values bound in one query (SQLite's limit is 32,766 since 3.32)
+_PART = 500
+
+
+def _parts(items: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(items), _PART):
+        yield items[start : start + _PART]
+
+
+def _marks(part: list[str]) -> str:
+    return ", ".join("?" * len(part))
 
 
 class SQLiteStore(EquivalenceStore):

@@ -14,12 +14,14 @@ Every URL a storage sees is a scheme-rung form without a fragment.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ._evidence import Alias, Evidence
+from ._observation import Prefetch
 from ._rules import LearningPolicy, RuleKey, RuleRecord
 
 #: aliases (and misses) a process keeps in memory by default: a few hundred bytes each
@@ -74,6 +76,11 @@ class Storage(ABC):
 
     #: the learner's policy (set by the learner): what expiry a merge of counts applies
     policy: LearningPolicy = LearningPolicy()
+    #: the time writes are stamped with (while learning recorded observations: each one's own)
+    clock: Callable[[], float] = staticmethod(time.time)
+    #: writes carry the times of recorded observations (an archive's): an alias older than the
+    #: horizon on late writes is what was recorded, not a write that waited too long
+    recorded_time: bool = False
 
     # -- what a lookup reads ---------------------------------------------------
 
@@ -171,6 +178,9 @@ class Storage(ABC):
     def refresh(self) -> None:
         """Before a lookup or an observation: read what other processes changed, when due."""
 
+    def prefetch(self, keys: Prefetch) -> None:
+        """Before many observations: read what they will need in a few round trips (a hint; nothing changes)."""
+
     def observed(self) -> None:
         """After an observation: commit the pending writes, when due."""
 
@@ -236,6 +246,14 @@ class RuleCache:
         self.count += len(loaded)
         self.trim()
         return loaded
+
+    def add(self, origin: str, records: dict[RuleKey, RuleRecord]) -> None:
+        """Hold ``origin``'s records, read elsewhere (it was not held)."""
+        if origin in self.origins:
+            return
+        self.origins[origin] = records
+        self.count += len(records)
+        self.trim()
 
     def peek(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
         """The records of ``origin`` if cached (no read)."""

@@ -37,7 +37,7 @@ from .codec import (
     tombstone,
 )
 from .connection import UNAVAILABLE, Outage, RedisKeys, RedisUnavailable, check_reachable, describe, drop_stale_connections
-from .journal import ANSWERED, DROP, PUT, Journal, rule_op, saved_batches
+from .journal import ANSWERED, DROP, PUT, REPUBLISHED, Journal, rule_op, saved_batches
 from .scripts import ALIAS, BATCH, TAKE
 from .sync import Follower, Image
 
@@ -286,7 +286,8 @@ class RedisStorage(Storage):
             self.journal.aliases[source] = (tombstone(now), now, DROP, "")
         else:
             key = alias_case_key(alias.source, alias.target) or ""
-            self.journal.aliases[source] = (alias_value(alias), alias.time, PUT, key)
+            mode = REPUBLISHED if self.recorded_time else PUT  # a recorded time: no horizon applies
+            self.journal.aliases[source] = (alias_value(alias), alias.time, mode, key)
         self.image.aliases.put(source, alias)
         for written in (old, alias):
             if written is not None and (key := alias_case_key(written.source, written.target)) is not None:
