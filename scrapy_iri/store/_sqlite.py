@@ -338,23 +338,24 @@ class SQLiteStorage(Storage):
         cutoff = self.clock() - self.answered_horizon
         with transaction(db):
             rules: dict[str, list[tuple[RuleKey, tuple[Any, ...] | None]]] = {}
-            run: list[tuple[Any, ...]] = []
-            statement = ""
-            for (table, key), row in self._pending.items():  # in write order, runs of one statement at once
+            # one statement at a time, each table's deletes before its upserts: the pending writes hold
+            # one write per entry (the latest), and a fan-in drop took its target's pending sources with it
+            runs: dict[str, list[tuple[Any, ...]]] = {}
+            for (table, key), row in self._pending.items():
                 if table == "rule":
                     rules.setdefault(key[0], []).append((RuleKey(*key), row))
                     continue
                 upsert, delete = WRITES[table]
-                step, args = (delete, key if isinstance(key, tuple) else (key,)) if row is None else (upsert, row)
-                if table == "alias" and row is not None:
-                    args = (*row[:5], cutoff if row[5] else float("-inf"))
-                if step != statement:
-                    if run:
-                        db.executemany(statement, run)
-                    statement, run = step, []
-                run.append(args)
-            if run:
-                db.executemany(statement, run)
+                if row is None:
+                    runs.setdefault(delete, []).append(key if isinstance(key, tuple) else (key,))
+                elif table == "alias":
+                    runs.setdefault(upsert, []).append((*row[:5], cutoff if row[5] else float("-inf")))
+                else:
+                    runs.setdefault(upsert, []).append(row)
+            for upsert, delete in WRITES.values():
+                for statement in (delete, upsert):
+                    if statement in runs:
+                        db.executemany(statement, runs[statement])
             upsert, delete = WRITES["rule"]
             alone = db.execute("PRAGMA data_version").fetchone()[0] == self._data_version
             touched = sorted(rules)
