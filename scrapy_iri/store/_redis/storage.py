@@ -38,6 +38,7 @@ from .codec import (
 )
 from .connection import UNAVAILABLE, Outage, RedisKeys, RedisUnavailable, check_reachable, describe, drop_stale_connections
 from .journal import ANSWERED, DROP, PUT, REPUBLISHED, Journal, rule_op, saved_batches
+from .ledger import Ledger, default_ledger_path
 from .scripts import ALIAS, BATCH, TAKE
 from .sync import Follower, Image
 
@@ -78,6 +79,8 @@ class RedisStorage(Storage):
         answered_horizon: float = 600.0,
         rollback_memory: int = 100_000,
         rule_cache: int = DEFAULT_RULE_CACHE,
+        ledger_path: str | Path | None = None,
+        accept_rollback_risk: bool = False,
     ) -> None:
         self.client = client
         self.owns_client = owns_client
@@ -109,14 +112,21 @@ class RedisStorage(Storage):
         #: the batch being sent, its id, and the rules' records it counted up to (kept until applied)
         self._unacked: tuple[dict[str, list[Any]], str, dict[RuleKey, RuleRecord | None]] | None = None
         self._take = client.register_script(TAKE)
-        self.follower = Follower(client, self.keys, self.image, self.journal, self._apply, self._tally, self.where)
+        #: what this machine's processes ended or suspended, and the newest batch they applied (see :mod:`.ledger`)
+        self.ledger = Ledger(ledger_path if ledger_path is not None else default_ledger_path(self.where, namespace))
+        self.accept_rollback_risk = accept_rollback_risk
+        self.follower = Follower(
+            client, self.keys, self.image, self.journal, self._apply, self._tally, self.where, self.ledger
+        )
         self._next_tick = 0.0
         self._closed = False
         check_reachable(client, self.where)
         try:
+            self._check_persistence()
             self.client.set(self.keys.epoch, uuid.uuid4().hex, nx=True)
             self._check_layout()
             self.follower.load()
+            self.follower.check_ledger(self.policy, self.clock())
             self._replay_saved()
         except UNAVAILABLE as exc:
             raise RedisUnavailable(f"cannot reach Redis at {self.where}: {exc}") from exc
@@ -358,6 +368,7 @@ class RedisStorage(Storage):
             token = f"{self.keys.store}taken:{uuid.uuid4().hex}"
             urls = self._take(keys=[self.keys.deferred(str(rule)), self.keys.deferreds, token], args=[str(rule)])
             self.journal.deferred_here.pop(str(rule), None)
+            self.ledger.taken(str(rule))
         except UNAVAILABLE as exc:
             self.outage.failed(exc)
             self.journal.deferred.pop(rule, None)
@@ -594,6 +605,7 @@ class RedisStorage(Storage):
             self.client.set(k.layout, str(LAYOUT))
 
         self._checked(run)
+        self.ledger.reset()
         self.journal.clear()
         self._unacked = None
         self._pending_cases.clear()
@@ -607,6 +619,30 @@ class RedisStorage(Storage):
             raise RedisUnavailable(f"cannot reach Redis at {self.where}: {exc}") from exc
 
     # -- the layout of the keys -----------------------------------------------------------
+
+    def _check_persistence(self) -> None:
+        """Refuse a Redis that persists by snapshots only: a restart brings an older state back.
+
+        Unless ``accept_rollback_risk``: the ledger then repairs what this machine's processes
+        ended or suspended, but what other machines ended since the snapshot comes back.
+        """
+        try:
+            config = self.client.config_get("appendonly")
+            config.update(self.client.config_get("save"))
+        except UNAVAILABLE as exc:  # CONFIG renamed or refused (a managed Redis): the ledger still watches
+            logger.info("Redis at %(where)s: cannot read its persistence settings (%(error)s)", {"where": self.where, "error": exc})
+            return
+        appendonly = text(config.get("appendonly", config.get(b"appendonly", b"")) or b"")
+        save = text(config.get("save", config.get(b"save", b"")) or b"")
+        if appendonly == "yes" or not save.strip():
+            return  # an append-only file, or no persistence at all (a restart is an empty store: seen at once)
+        risk = (
+            f"Redis at {self.where} persists by RDB snapshots only (save {save!r}, appendonly no): a restart brings"
+            " back the state of the last snapshot, and aliases ended or rules suspended since would merge pages again"
+        )
+        if not self.accept_rollback_risk:
+            raise StoreError(f"{risk}. Run Redis with appendonly yes, or accept the risk (accept_rollback_risk=True)")
+        logger.warning("%(risk)s; accepted (only this machine's ledger repairs a rollback)", {"risk": risk})
 
     def _check_layout(self) -> None:
         """Refuse a newer layout; bring a store of the first layout to this one (once)."""
@@ -736,6 +772,8 @@ class RedisStorage(Storage):
         if answer[0] == b"ok":
             self.follower.last_batch = (batch_id, self.monotonic())
             self.journal.remember(batch)
+            rules = [r for entry in batch.get("r", ()) if (r := self._rule_image(RuleKey(entry[0], *_field(entry[1])))) is not None]
+            self.ledger.record(batch, answer, batch_id, self.image.epoch, rules, self.image.sinks, self.policy.rule_ttl)
             if int(answer[1]) - int(answer[2]) == self.image.version and not int(answer[3]):
                 self.image.version = int(answer[1])
 
@@ -750,3 +788,8 @@ class RedisStorage(Storage):
         self.follower.load()
         self.follower.contradicted.update(retake)  # their deferred URLs are taken at the next observation
         logger.info("Wrote %(n)d batches of store writes saved by the previous run to Redis", {"n": len(batches)})
+
+
+def _field(field: str) -> tuple[str, str]:
+    kind, _, scope = field.partition(" ")
+    return kind, scope

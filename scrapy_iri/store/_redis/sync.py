@@ -22,6 +22,7 @@ from .._storage import LRU, RuleCache
 from .codec import EMPTY_BATCH, LAYOUT, alias_value, case_value, chunks, rule_of, text
 from .connection import RedisKeys
 from .journal import PUT, REPUBLISHED, Journal, rule_entry
+from .ledger import Ledger
 from .scripts import SYNC
 
 logger = logging.getLogger("scrapy_iri.store._redis")
@@ -98,6 +99,7 @@ class Follower:
         apply: Callable[[dict[str, list[Any]]], None],
         tally: Callable[[str, int], None],
         where: str,
+        ledger: Ledger,
     ) -> None:
         self.client = client
         self.keys = keys
@@ -106,6 +108,7 @@ class Follower:
         self.apply = apply
         self.tally = tally
         self.where = where
+        self.ledger = ledger
         self._sync = client.register_script(SYNC)
         #: the id of the last batch this process applied, and when (a rollback loses it)
         self.last_batch: tuple[str, float] | None = None
@@ -122,12 +125,32 @@ class Follower:
         image.version = int(version or 0)
         image.history = text(history or b"")
 
+    def check_ledger(self, policy: LearningPolicy, now: float) -> None:
+        """At open: whether Redis still holds the newest batch the ledger names (else it went back in time: repair)."""
+        mark = self.ledger.newest_mark()
+        if mark is None:
+            return
+        epoch, version, batch_id = mark
+        c, k = self.client, self.keys
+        pipe = c.pipeline(transaction=False)
+        pipe.zscore(k.store + "marks", batch_id)
+        pipe.zrange(k.store + "marks", 0, 0, withscores=True)
+        score, oldest = pipe.execute()
+        if epoch == self.image.epoch:
+            if score is not None:
+                return
+            if version <= self.image.version and oldest and version < oldest[0][1]:
+                return  # older than every mark Redis keeps: nothing to tell
+        self.rolled_back(self.image.version, policy, now, found_here=True, known=version)
+
     def pull(self, policy: LearningPolicy, now: float, monotonic: float) -> None:
         """Read the entries other processes changed since the known version (one or two round trips)."""
         self.tally("syncs", 1)
         last = self.last_batch
         recent = last[0] if last is not None and monotonic - last[1] < BATCH_MEMORY else ""
-        answer = self._sync(args=[self.keys.store, self.image.version, self.image.epoch, recent, self.image.history])
+        mark = self.ledger.newest_mark()
+        marked = ["", 0] if mark is None or mark[0] != self.image.epoch else [mark[2], mark[1]]
+        answer = self._sync(args=[self.keys.store, self.image.version, self.image.epoch, recent, self.image.history, *marked])
         epoch, version, changes = text(answer[0]), int(answer[1]), [text(c) for c in answer[2:]]
         if changes in (["!"], ["~"]):
             self.rolled_back(version, policy, now, found_here=changes == ["!"])
@@ -201,7 +224,9 @@ class Follower:
             else:
                 image.sinks.discard(name)
 
-    def rolled_back(self, version: int, policy: LearningPolicy, now: float, *, found_here: bool = True) -> None:
+    def rolled_back(
+        self, version: int, policy: LearningPolicy, now: float, *, found_here: bool = True, known: int | None = None
+    ) -> None:
         """Redis went back to an older state (restarted from an older snapshot, or a restored backup).
 
         Said loudly, then repaired from what this process knows: its rule
@@ -224,7 +249,7 @@ class Follower:
             {
                 "where": self.where,
                 "how": "found by this process" if found_here else "found by another process",
-                "was": self.image.version,
+                "was": self.image.version if known is None else known,
                 "now": version,
                 "written": len(journal.written),
                 "deferred": sum(len(urls) for urls in journal.deferred_here.values()),
@@ -240,6 +265,8 @@ class Follower:
         for name, ops in (("r", rules), ("a", written), ("d", deferred), ("f", sinks)):
             for part in chunks(ops, 1000):
                 self.apply({**EMPTY_BATCH, name: part})
+        for batch in self.ledger.write_back():  # what this machine's processes ended, those gone included
+            self.apply(batch)
         if found_here:
             self.client.set(self.keys.history, uuid.uuid4().hex)
         self._reload_watching(policy, now)
@@ -269,6 +296,8 @@ class Follower:
         for name, ops in (("a", list(aliases.values())), ("c", cases), ("r", rules), ("f", sinks)):
             for part in chunks(ops, 1000):
                 self.apply({**EMPTY_BATCH, name: part})
+        for batch in self.ledger.write_back():
+            self.apply(batch)
         self.client.set(self.keys.layout, str(LAYOUT))
         self.client.set(self.keys.epoch, uuid.uuid4().hex, nx=True)
 
