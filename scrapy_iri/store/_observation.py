@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from ._forms import origin_of, scheme_form, sink_key
-from ._rules import REDIRECTS, case_key
+from ._forms import origin_of, scheme_form, sink_key, split_form
+from ._rules import BLOCK, DECLARED_CASE, KINDS_BY_NAME, REDIRECTS, RuleKey, case_key, generalized, path_prefix, predictions
 
 #: observations learned together: their reads in a few round trips, their writes in one commit
 LEARN_CHUNK = 2000
@@ -90,6 +90,8 @@ class Prefetch:
     sinks: frozenset[str]
     cases: frozenset[str]
     origins: frozenset[str]
+    #: the rule records the observations count for (and their origins' blocks)
+    rules: frozenset[RuleKey] = frozenset()
 
 
 def batched(items: Iterable[Observation], size: int) -> Iterator[list[Observation]]:
@@ -108,12 +110,28 @@ def observation_forms(obs: Observation) -> tuple[str | None, str | None]:
 def prefetch_keys(forms: Iterable[tuple[str | None, str | None]]) -> Prefetch:
     """The keys a chunk of observations (their scheme forms) reads from the storage."""
     sources, sinks, cases, origins = set(), set(), set(), set()
+    rules: set[RuleKey] = set()
     for src, tgt in forms:
         if src is None:
             continue
         sources.add(src)
         cases.add(case_key(src))
-        origins.add(origin_of(src))
+        origin = origin_of(src)
+        origins.add(origin)
         if tgt is not None:
             sinks.add(sink_key(tgt))
-    return Prefetch(frozenset(sources), frozenset(sinks), frozenset(cases), frozenset(origins))
+        rules.update(rule_keys(src, origin))
+    return Prefetch(frozenset(sources), frozenset(sinks), frozenset(cases), frozenset(origins), frozenset(rules))
+
+
+def rule_keys(url: str, origin: str) -> list[RuleKey]:
+    """The rule records an observation of the scheme form ``url`` may count for, and its origin's block."""
+    keys = [RuleKey(origin, BLOCK)]
+    for prediction in predictions(url):
+        keys.append(prediction.key)
+        if KINDS_BY_NAME[prediction.key.kind].generalizes:
+            keys.append(RuleKey(origin, prediction.key.kind, generalized(prediction.key.scope)))
+    path = split_form(url).path
+    if path.lower() != path.upper():
+        keys.append(RuleKey(origin, DECLARED_CASE, path_prefix(path.lower())))
+    return keys

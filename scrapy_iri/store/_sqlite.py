@@ -86,8 +86,11 @@ from ._storage import (
     EVIDENCE_MAX_AGE,
     LRU,
     MISSING,
+    OriginRules,
     RuleCache,
     Storage,
+    held_keys,
+    held_record,
 )
 
 logger = logging.getLogger(__name__)
@@ -161,7 +164,9 @@ class SQLiteStorage(Storage):
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
         # bounded caches of what is on disk
-        self._rule_cache = RuleCache(rule_cache, self._read_rules, self._pinned_origins, self._rules_evicted)
+        self._rule_cache = RuleCache(
+            rule_cache, self._read_rules, self._pinned_origins, self._rules_evicted, lazy=self._origin_rules
+        )
         #: for origins not held whole: the records a lookup may need (few), for many more origins
         self._in_force = LRU(max(1024, rule_cache // 4))
         #: the targets with at least ``_sink_cap`` sources (read when a lookup first asks with that cap)
@@ -508,13 +513,33 @@ class SQLiteStorage(Storage):
         """Origins whose records hold counts not committed yet: never evicted."""
         return {key.origin for key in (*self._rule_delta, *self._rule_dropped)}
 
-    def _rules_evicted(self, origin: str, records: dict[RuleKey, RuleRecord]) -> None:
-        for key in records:
+    def _rules_evicted(self, origin: str, keys: list[RuleKey]) -> None:
+        for key in keys:
             self._rule_seen.pop(key, None)
+
+    def _origin_rules(self, origin: str, grew: Callable[[int], None]) -> OriginRules:
+        """An origin's records, read one at a time as the learner asks for them."""
+        self._in_force.pop(origin)  # held from now on
+        return OriginRules(origin, self._read_rule, self._rule_rows, grew, self._seen)
+
+    def _seen(self, record: RuleRecord) -> None:
+        self._rule_seen[record.key] = (record.support, record.against)
+
+    def _read_rule(self, key: RuleKey) -> RuleRecord | None:
+        rows = self._read(f"SELECT {RULE_COLUMNS} FROM rule WHERE origin = ? AND kind = ? AND scope = ?", tuple(key), one=True)
+        if rows is None:
+            return MISSING  # type: ignore[no-any-return]
+        return rule_record(key, rows[0]) if rows else None
+
+    def _rule_rows(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
+        rows = self._read(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,))
+        if rows is None:
+            return None
+        return {(key := RuleKey(origin, row[0], row[1])): rule_record(key, row[2:]) for row in rows}
 
     def _image(self, key: RuleKey) -> RuleRecord | None:
         records = self._rule_cache.peek(key.origin)
-        return None if records is None else records.get(key)
+        return None if records is None else held_record(records, key)
 
     def _reload_rules(self, origin: str) -> None:
         self._in_force.pop(origin)
@@ -529,7 +554,7 @@ class SQLiteStorage(Storage):
     def _set_rules(self, origin: str, records: dict[RuleKey, RuleRecord]) -> None:
         """Make the image of ``origin``'s rules what ``records`` says (record objects kept where they exist)."""
         current = self._rule_cache.peek(origin) or {}
-        for key in [k for k in current if k not in records]:
+        for key in [k for k in held_keys(current) if k not in records]:
             self._rule_seen.pop(key, None)
         self._rule_cache.replace(origin, records, copy_counts)
         for key, record in records.items():
@@ -569,18 +594,27 @@ class SQLiteStorage(Storage):
             urls = dict(declared)
             for key in part:
                 self._case_from(key, by_key.get(key, []), [(urls[key],)] if key in urls else [])
-        for part in _parts([o for o in keys.origins if self._rule_cache.peek(o) is None]):
-            rows = self._read(f"SELECT origin, kind, scope, {RULE_COLUMNS} FROM rule WHERE origin IN ({_marks(part)})", part)
+        wanted: list[RuleKey] = []
+        for origin, rules in _by_origin(keys.rules).items():
+            held = self._rule_cache.get(origin)
+            wanted += held.wanted(rules) if isinstance(held, OriginRules) else []
+        for start in range(0, len(wanted), _PART // 3):
+            part = wanted[start : start + _PART // 3]
+            marks = ", ".join(["(?, ?, ?)"] * len(part))
+            rows = self._read(
+                f"SELECT origin, kind, scope, {RULE_COLUMNS} FROM rule WHERE (origin, kind, scope) IN (VALUES {marks})",
+                tuple(v for key in part for v in key),
+            )
             if rows is None:
                 return
-            loaded: dict[str, dict[RuleKey, RuleRecord]] = {origin: {} for origin in part}
+            found: dict[RuleKey, RuleRecord | None] = dict.fromkeys(part)
             for row in rows:
                 key = RuleKey(*row[:3])
-                loaded[key.origin][key] = record = rule_record(key, row[3:])
-                self._rule_seen[key] = (record.support, record.against)
-            for origin, records in loaded.items():
-                self._in_force.pop(origin)
-                self._rule_cache.add(origin, records)
+                found[key] = rule_record(key, row[3:])
+            for origin, records in _by_origin(found).items():
+                held = self._rule_cache.peek(origin)
+                if isinstance(held, OriginRules):
+                    held.learned({key: found[key] for key in records})
 
     # -- reads that may find the file locked --------------------------------------------
 
@@ -909,6 +943,13 @@ class SQLiteStorage(Storage):
 
 #: values bound in one query (SQLite's limit is 32,766 since 3.32)
 _PART = 500
+
+
+def _by_origin(keys: Iterable[RuleKey]) -> dict[str, list[RuleKey]]:
+    grouped: dict[str, list[RuleKey]] = {}
+    for key in keys:
+        grouped.setdefault(key.origin, []).append(key)
+    return grouped
 
 
 def _parts(items: list[str]) -> Iterator[list[str]]:

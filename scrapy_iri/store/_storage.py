@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from ._evidence import Alias, Evidence
@@ -211,12 +211,179 @@ class Storage(ABC):
 DEFAULT_RULE_CACHE = 50_000
 
 
+class OriginRules(dict):  # type: ignore[type-arg]
+    """One origin's rule records, read one key at a time as they are asked for.
+
+    ``get(key)`` answers from what is held, else reads that record alone
+    (``read_one``: the record, ``None`` when there is none, :data:`MISSING`
+    when the store cannot be read now: unknown, nothing is kept). Listing
+    (iteration, ``len``, ``values``, ``items``) reads the rest first
+    (``read_all``), once; :meth:`held` lists what is held without reading.
+    So the records a process holds are those it used, not every candidate
+    an origin ever had.
+    """
+
+    def __init__(
+        self,
+        origin: str,
+        read_one: Callable[[RuleKey], RuleRecord | None],
+        read_all: Callable[[str], dict[RuleKey, RuleRecord] | None],
+        grew: Callable[[int], None] = lambda n: None,
+        loaded: Callable[[RuleRecord], None] = lambda record: None,
+    ) -> None:
+        super().__init__()
+        self.origin = origin
+        self.complete = False
+        #: keys known to have no record (read, or dropped here)
+        self.absent: set[RuleKey] = set()
+        self._read_one = read_one
+        self._read_all = read_all
+        self._grew = grew
+        self._loaded = loaded
+
+    @property
+    def weight(self) -> int:
+        """What this origin costs a cache: records and known absences."""
+        return dict.__len__(self) + len(self.absent)
+
+    def held(self) -> list[RuleKey]:
+        return list(dict.keys(self))
+
+    def learned(self, records: dict[RuleKey, RuleRecord | None]) -> None:
+        """Hold records read elsewhere (``None``: the key has none); those held already stay."""
+        for key, record in records.items():
+            if dict.__contains__(self, key) or key in self.absent or self.complete:
+                continue
+            if record is None:
+                self.absent.add(key)
+            else:
+                dict.__setitem__(self, key, record)
+                self._loaded(record)
+            self._grew(1)
+
+    def wanted(self, keys: Iterable[RuleKey]) -> list[RuleKey]:
+        """The keys of ``keys`` that a ``get`` would read."""
+        if self.complete:
+            return []
+        return [k for k in keys if not dict.__contains__(self, k) and k not in self.absent]
+
+    def held_records(self) -> list[RuleRecord]:
+        return list(dict.values(self))
+
+    def get(self, key: RuleKey, default: Any = None) -> Any:  # type: ignore[override]
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        if self.complete or key in self.absent:
+            return default
+        found = self._read_one(key)
+        if found is MISSING:
+            return default
+        if found is None:
+            self.absent.add(key)
+            self._grew(1)
+            return default
+        dict.__setitem__(self, key, found)
+        self._grew(1)
+        self._loaded(found)
+        return found
+
+    def __getitem__(self, key: RuleKey) -> RuleRecord:
+        found = self.get(key, MISSING)
+        if found is MISSING:
+            raise KeyError(key)
+        return found  # type: ignore[no-any-return]
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key, MISSING) is not MISSING  # type: ignore[arg-type]
+
+    def __setitem__(self, key: RuleKey, record: RuleRecord) -> None:
+        if not dict.__contains__(self, key):
+            self._grew(1 - (key in self.absent))
+        self.absent.discard(key)
+        dict.__setitem__(self, key, record)
+
+    def pop(self, key: RuleKey, default: Any = None) -> Any:  # type: ignore[override]
+        found = dict.pop(self, key, MISSING)
+        if found is MISSING:
+            return default
+        self.absent.add(key)
+        return found
+
+    def __bool__(self) -> bool:
+        return True
+
+    def detach(self) -> None:
+        """No longer held by a cache: what it reads now is counted nowhere."""
+        self._grew = _ignore
+
+    def fill(self) -> None:
+        """Read every record not held yet (those held stay: they may hold counts not written yet)."""
+        if self.complete:
+            return
+        rows = self._read_all(self.origin)
+        if rows is None:
+            return
+        before = self.weight
+        for key, record in rows.items():
+            if not dict.__contains__(self, key) and key not in self.absent:
+                dict.__setitem__(self, key, record)
+                self._loaded(record)
+        self.absent.clear()
+        self.complete = True
+        self._grew(self.weight - before)
+
+    def __iter__(self) -> Iterator[RuleKey]:
+        self.fill()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self.fill()
+        return dict.__len__(self)
+
+    def keys(self) -> Any:
+        self.fill()
+        return dict.keys(self)
+
+    def values(self) -> Any:
+        self.fill()
+        return dict.values(self)
+
+    def items(self) -> Any:
+        self.fill()
+        return dict.items(self)
+
+
+def _ignore(n: int) -> None:
+    pass
+
+
+def _evict(records: Mapping[RuleKey, RuleRecord]) -> list[RuleKey]:
+    if isinstance(records, OriginRules):
+        records.detach()
+    return held_keys(records)
+
+
+def held_keys(records: Mapping[RuleKey, RuleRecord]) -> list[RuleKey]:
+    """The keys of the records held (an :class:`OriginRules` reads nothing for it)."""
+    return records.held() if isinstance(records, OriginRules) else list(records)
+
+
+def held_record(records: Mapping[RuleKey, RuleRecord], key: RuleKey) -> RuleRecord | None:
+    """The record of ``key`` if held (no read)."""
+    return dict.get(records, key) if isinstance(records, dict) else records.get(key)  # type: ignore[arg-type]
+
+
+def _weight(records: dict[RuleKey, RuleRecord]) -> int:
+    return records.weight if isinstance(records, OriginRules) else dict.__len__(records)
+
+
 class RuleCache:
     """The rule records of the origins used last, about ``size`` records in all, read by origin on demand.
 
-    ``load(origin)`` reads one origin's records (``None``: could not read; nothing is cached then).
-    An origin in ``pinned()`` (counts not written yet) is never evicted; ``evicted(origin, records)``
-    hears of each eviction.
+    ``load(origin)`` reads one origin's records (``None``: could not read; nothing is cached then);
+    with ``lazy(origin)``, an origin is an :class:`OriginRules` that reads its records one at a
+    time instead. An origin in ``pinned()`` (counts not written yet) is never evicted;
+    ``evicted(origin, keys)`` hears of each eviction, with the keys it held.
     """
 
     def __init__(
@@ -224,14 +391,19 @@ class RuleCache:
         size: int,
         load: Callable[[str], dict[RuleKey, RuleRecord] | None],
         pinned: Callable[[], set[str]] = set,
-        evicted: Callable[[str, dict[RuleKey, RuleRecord]], None] = lambda origin, records: None,
+        evicted: Callable[[str, list[RuleKey]], None] = lambda origin, keys: None,
+        lazy: Callable[[str, Callable[[int], None]], OriginRules] | None = None,
     ) -> None:
         self.size = max(1, size)
         self.load = load
         self.pinned = pinned
         self.evicted = evicted
+        self.lazy = lazy
         self.origins: OrderedDict[str, dict[RuleKey, RuleRecord]] = OrderedDict()
         self.count = 0
+
+    def _grew(self, n: int) -> None:
+        self.count += n
 
     def get(self, origin: str) -> dict[RuleKey, RuleRecord]:
         """The records of ``origin`` (read if not cached; an empty dict when it has none)."""
@@ -239,6 +411,11 @@ class RuleCache:
         if records is not None:
             self.origins.move_to_end(origin)
             return records
+        if self.lazy is not None:
+            lazy = self.lazy(origin, self._grew)
+            self.origins[origin] = lazy
+            self.trim()
+            return lazy
         loaded = self.load(origin)
         if loaded is None:
             return {}
@@ -252,7 +429,7 @@ class RuleCache:
         if origin in self.origins:
             return
         self.origins[origin] = records
-        self.count += len(records)
+        self.count += _weight(records)
         self.trim()
 
     def peek(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
@@ -262,38 +439,50 @@ class RuleCache:
     def put(self, record: RuleRecord) -> None:
         records = self.origins.get(record.key.origin)
         if records is None:
-            records = self.origins[record.key.origin] = {}
+            records = self.origins[record.key.origin] = self.lazy(record.key.origin, self._grew) if self.lazy else {}
+        if isinstance(records, OriginRules):
+            records[record.key] = record  # counted by the origin
+            return
         if record.key not in records:
             self.count += 1
         records[record.key] = record
 
     def drop(self, key: RuleKey) -> None:
         records = self.origins.get(key.origin)
-        if records is not None and records.pop(key, None) is not None:
+        if records is None:
+            return
+        if isinstance(records, OriginRules):
+            was = records.weight
+            records.pop(key, None)
+            self.count += records.weight - was
+        elif records.pop(key, None) is not None:
             self.count -= 1
 
     def replace(self, origin: str, fresh: dict[RuleKey, RuleRecord], copy: Callable[[RuleRecord, RuleRecord], None]) -> None:
-        """Make a cached origin's records what ``fresh`` says (record objects kept where they exist)."""
+        """Make a cached origin's records what ``fresh`` says, every one of them (record objects kept where they exist)."""
         current = self.origins.get(origin)
         if current is None:
             return
-        self.count -= len(current)
-        for key in [k for k in current if k not in fresh]:
-            del current[key]
+        self.count -= _weight(current)
+        for key in [k for k in held_keys(current) if k not in fresh]:
+            dict.__delitem__(current, key)
         for key, record in fresh.items():
-            image = current.get(key)
+            image = dict.get(current, key)
             if image is None:
-                current[key] = record
+                dict.__setitem__(current, key, record)
             else:
                 copy(image, record)
-        self.count += len(current)
+        if isinstance(current, OriginRules):
+            current.absent.clear()
+            current.complete = True
+        self.count += _weight(current)
 
     def clear(self) -> None:
         """Forget every origin but the pinned ones."""
         keep = self.pinned()
         for origin in [o for o in self.origins if o not in keep]:
-            self.evicted(origin, self.origins.pop(origin))
-        self.count = sum(len(records) for records in self.origins.values())
+            self.evicted(origin, _evict(self.origins.pop(origin)))
+        self.count = sum(_weight(records) for records in self.origins.values())
 
     def records(self) -> list[RuleRecord]:
         return [r for records in self.origins.values() for r in records.values()]
@@ -309,5 +498,5 @@ class RuleCache:
             if origin in keep:
                 continue
             records = self.origins.pop(origin)
-            self.count -= len(records)
-            self.evicted(origin, records)
+            self.count -= _weight(records)
+            self.evicted(origin, _evict(records))

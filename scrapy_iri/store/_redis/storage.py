@@ -19,7 +19,8 @@ from .._codec import policy_from_text, policy_text
 from .._evidence import Alias, Evidence
 from .._forms import sink_key
 from .._rules import BLOCK, RuleKey, RuleRecord, alias_case_key
-from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING, Storage
+from .._observation import Prefetch
+from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING, OriginRules, Storage, held_record
 from .codec import (
     EMPTY_BATCH,
     LAYOUT,
@@ -29,6 +30,7 @@ from .codec import (
     case_of,
     case_value,
     chunks,
+    rule_field,
     rule_of,
     evidence_of,
     evidence_value,
@@ -102,7 +104,7 @@ class RedisStorage(Storage):
         self.pending_path = None if pending_path is None else Path(pending_path)
         #: counters of the store's traffic (round trips, reloads, ...)
         self.counters: dict[str, int] = {}
-        self.image = Image(cache_size, rule_cache, self._read_rules, self._pinned_origins)
+        self.image = Image(cache_size, rule_cache, self._read_rules, self._pinned_origins, self._origin_rules)
         self.journal = Journal(rollback_memory)
         # case keys this process wrote and Redis has not got yet: key -> source -> alias (None: dropped)
         self._pending_cases: dict[str, dict[str, Alias | None]] = {}
@@ -264,6 +266,26 @@ class RedisStorage(Storage):
             self.image.rule_base[record.key] = replace(record)
         return records
 
+    def _origin_rules(self, origin: str, grew: Callable[[int], None]) -> OriginRules:
+        """An origin's records, read one at a time as the learner asks for them."""
+        self.image.in_force.pop(origin)  # held from now on
+        return OriginRules(origin, self._read_rule, self._rule_rows, grew, self._based)
+
+    def _based(self, record: RuleRecord) -> None:
+        self.image.rule_base[record.key] = replace(record)
+
+    def _read_rule(self, key: RuleKey) -> RuleRecord | None:
+        raw = self._read(lambda: self.client.hget(self.keys.rules(key.origin), rule_field(key)))
+        if raw is MISSING:
+            return MISSING  # type: ignore[no-any-return]
+        return None if raw is None else rule_of(key.origin, rule_field(key), raw)
+
+    def _rule_rows(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
+        fields = self._read(lambda: self.client.hgetall(self.keys.rules(origin)))
+        if fields is MISSING:
+            return None
+        return {(r := rule_of(origin, field, raw)).key: r for field, raw in fields.items()}
+
     def _pinned_origins(self) -> set[str]:
         """Origins with counts Redis has not got yet: never evicted."""
         pinned = {key.origin for key in self.journal.rules}
@@ -286,6 +308,47 @@ class RedisStorage(Storage):
             image.sinks = {text(t) for t in found} | {t for t, n in pending.items() if n >= cap}
             image.sink_cap = cap
         return image.sinks
+
+    def prefetch(self, keys: Prefetch) -> None:
+        """Read what a chunk of observations needs (aliases, fan-in, cases, rule records) in one pipelined round trip."""
+        image, journal = self.image, self.journal
+        sources = [s for s in keys.sources if s not in journal.aliases and s not in image.aliases.data]
+        targets = [t for t in keys.sinks if t not in image.fanins.data]
+        cases = [k for k in keys.cases if k not in image.cases.data and k not in self._pending_cases and k not in journal.cases]
+        wanted: list[tuple[OriginRules, list[RuleKey]]] = []
+        for origin in keys.origins:
+            held = image.rules.get(origin)
+            if isinstance(held, OriginRules):
+                rules = held.wanted(k for k in keys.rules if k.origin == origin) if keys.rules else []
+                if rules:
+                    wanted.append((held, rules))
+
+        def read() -> list[Any]:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.hmget(self.keys.aliases, sources or [""])
+            for target in targets:
+                pipe.smembers(self.keys.fanin(target))
+            pipe.hmget(self.keys.case_aliases, cases or [""])
+            pipe.hmget(self.keys.cases, cases or [""])
+            for held, rules in wanted:
+                pipe.hmget(self.keys.rules(held.origin), [rule_field(k) for k in rules])
+            return pipe.execute()  # type: ignore[no-any-return]
+
+        answer = self._read(read)
+        if answer is MISSING:
+            return  # each observation reads for itself
+        aliases, *rest = answer
+        for source, raw in zip(sources, aliases):
+            image.aliases.put(source, None if raw is None else alias_of(source, raw))
+        for target, members in zip(targets, rest):
+            image.fanins.put(target, sorted(text(m) for m in members)[: self.policy.sink_fanin])
+        rest = rest[len(targets) :]
+        for key, raw_aliases, raw_case in zip(cases, rest[0], rest[1]):
+            found = case_aliases(raw_aliases)
+            url = max(found.values())[1] if found else (None if raw_case is None else case_of(raw_case))
+            image.cases.put(key, url)
+        for (held, rules), values in zip(wanted, rest[2:]):
+            held.learned({k: None if raw is None else rule_of(k.origin, rule_field(k), raw) for k, raw in zip(rules, values)})
 
     # -- writes: into the journal (and the image), sent by maintain() -------------------
 
@@ -357,7 +420,7 @@ class RedisStorage(Storage):
         self.journal.evidence.append(evidence_value(evidence))
 
     def add_deferred(self, rule: RuleKey, url: str) -> None:
-        self.image.rules.get(rule.origin)  # held: a sync then tells this process if the rule falls
+        self.image.rules.get(rule.origin).get(rule)  # held: a sync then tells this process if the rule falls
         self.journal.deferred.setdefault(rule, {})[url] = None
 
     def take_deferred(self, rule: RuleKey) -> list[str]:
@@ -701,7 +764,7 @@ class RedisStorage(Storage):
 
     def _held(self, key: RuleKey) -> RuleRecord | None:
         records = self.image.rules.peek(key.origin)
-        return None if records is None else records.get(key)
+        return None if records is None else held_record(records, key)
 
     def _flush(self) -> None:
         """Send the pending writes as one batch (several when large).

@@ -18,7 +18,7 @@ from typing import Any
 from .._codec import copy_counts
 from .._evidence import Alias
 from .._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus, alias_case_key
-from .._storage import LRU, RuleCache
+from .._storage import LRU, OriginRules, RuleCache, held_keys, held_record
 from .codec import EMPTY_BATCH, LAYOUT, alias_value, case_value, chunks, rule_of, text
 from .connection import RedisKeys
 from .journal import PUT, REPUBLISHED, Journal, rule_entry
@@ -41,8 +41,9 @@ class Image:
         rule_cache: int,
         load_rules: Callable[[str], dict[RuleKey, RuleRecord] | None],
         pinned: Callable[[], set[str]],
+        lazy: Callable[[str, Callable[[int], None]], OriginRules] | None = None,
     ) -> None:
-        self.rules = RuleCache(rule_cache, load_rules, pinned, self._evicted)
+        self.rules = RuleCache(rule_cache, load_rules, pinned, self._evicted, lazy)
         #: for origins not held whole: the records a lookup may need (few), for many more origins
         self.in_force = LRU(max(1024, rule_cache // 4))
         #: each cached rule as Redis last had it: what this process's additions are counted from
@@ -58,8 +59,8 @@ class Image:
         #: changed by the process that finds Redis went back in time: the others repair too
         self.history = ""
 
-    def _evicted(self, origin: str, records: dict[RuleKey, RuleRecord]) -> None:
-        for key in records:
+    def _evicted(self, origin: str, keys: list[RuleKey]) -> None:
+        for key in keys:
             self.rule_base.pop(key, None)
 
     def forget_cached(self) -> None:
@@ -76,7 +77,7 @@ class Image:
         current = self.rules.peek(origin)
         if current is None:
             return
-        for key in [k for k in current if k not in fresh]:
+        for key in [k for k in held_keys(current) if k not in fresh]:
             self.rule_base.pop(key, None)
         self.rules.replace(origin, fresh, copy_counts)
         for key, record in fresh.items():
@@ -182,10 +183,11 @@ class Follower:
         active = set()
         for origin in list(origins):
             records = self.image.rules.peek(origin) or {}
-            block = records.get(RuleKey(origin, BLOCK))
+            block = held_record(records, RuleKey(origin, BLOCK))
             if block is not None and block.status(policy, now) is RuleStatus.SUSPENDED:
                 continue
-            active.update(k for k, r in records.items() if k.kind != BLOCK and r.status(policy, now) is RuleStatus.ACTIVE)
+            held = [held_record(records, k) for k in held_keys(records)]  # a rule applied here was read here
+            active.update(r.key for r in held if r is not None and r.key.kind != BLOCK and r.status(policy, now) is RuleStatus.ACTIVE)
         return active
 
     def _refresh(self, changes: Iterable[str]) -> None:
