@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from .._schemes import SCHEMES
 from ..errors import StoreError
@@ -31,6 +31,7 @@ from ._observation import LEARN_CHUNK, LearnSummary, Observation, batched, obser
 from ._forms import has_userinfo, origin_of, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
 from ._psl import same_site
 from ._report import Explanation, explanation, export, rule_label, stats
+from ._resolution import Resolution, Step
 from ._rules import (
     ANYWHERE,
     BLOCK,
@@ -52,40 +53,6 @@ from ._rules import (
 from ._storage import Storage
 
 __all__ = ["EquivalenceStore", "Explanation", "Outcome", "Resolution", "Step", "StoreError"]
-
-
-class Step(NamedTuple):
-    """One hop of a resolution: an exact alias (``rule is None``) or a rule's prediction."""
-
-    source: str
-    target: str
-    rule: RuleKey | None = None
-
-
-class Resolution(NamedTuple):
-    """How a URL reaches its representative.
-
-    ``steps`` are the hops followed; when they end in a loop or exceed the
-    policy's ``max_chain`` the representative is the URL itself and
-    ``note`` says why.
-    """
-
-    url: str
-    representative: str
-    steps: tuple[Step, ...] = ()
-    note: str = ""
-
-    @property
-    def merged(self) -> bool:
-        """Whether the URL has another representative (a loop or an over-long chain has not)."""
-        return self.representative != self.url
-
-    @property
-    def rules(self) -> tuple[RuleKey, ...]:
-        """The rules a merge relies on (a merge they make may be wrong)."""
-        if not self.merged:
-            return ()
-        return tuple(step.rule for step in self.steps if step.rule is not None)
 
 
 @dataclass
