@@ -147,7 +147,7 @@ def measure(path: Path | str, n: int) -> dict[str, Any]:
 
     rng = random.Random(1)
     hits = [source(rng.randrange(n)) for _ in range(LOOKUPS)]
-    misses = [source(n + rng.randrange(n)) for _ in range(LOOKUPS)]
+    misses = [source(10**9 + rng.randrange(n)) for _ in range(LOOKUPS)]  # never learned (the store may hold more than n)
     before, before_file = _rss(), _rss("RssFile")
     started = time.perf_counter()
     uri = str(path) if str(path).startswith("redis://") else f"sqlite:///{path}"

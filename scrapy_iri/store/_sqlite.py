@@ -49,6 +49,7 @@ crawl that opened the store.
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import time
@@ -60,6 +61,7 @@ from typing import Any
 from ..errors import StoreError
 from ._codec import copy_counts, policy_from_text, policy_text, rule_record, rule_values
 from ._evidence import Alias, Evidence
+from ._filter import KeyFilter
 from ._observation import Prefetch
 from ._forms import sink_key
 from ._learner import EquivalenceStore
@@ -102,6 +104,8 @@ MMAP_SIZE = 1 << 31
 PAGE_CACHE = 8 << 20
 #: entries of the change log kept for processes that fell behind (they reload otherwise)
 CHANGES_MAX = 100_000
+#: commits between two saves of the alias filter (and at close)
+FILTER_SAVE_EVERY = 256
 
 _EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
 #: the pending write of a rule: its row is read off the image when the batch commits
@@ -201,6 +205,7 @@ class SQLiteStorage(Storage):
             self._data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
             self._change_id = self._db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()[0]
             self._load_rules()
+            self._filter = self._load_filter()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
 
@@ -318,6 +323,7 @@ class SQLiteStorage(Storage):
                 if not locked(exc) or self.monotonic() >= deadline:
                     logger.error("%s: %s: %d writes to the store are lost", self.path, exc, self.pending)
                     break
+        self._save_filter()
         try:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.OperationalError:  # another process holds the database: it will checkpoint
@@ -405,6 +411,11 @@ class SQLiteStorage(Storage):
         self._last_flush = self.monotonic()
         self._retry_at = 0.0
         self._lock_backoff = 0.0
+        if self._filter.full:
+            self._filter = self._build_filter()
+            self._save_filter()
+        elif self._commits % FILTER_SAVE_EVERY == 0:
+            self._save_filter()
 
     def _prune(self, db: sqlite3.Connection) -> None:
         """Keep the evidence log and the change log within their caps."""
@@ -471,10 +482,12 @@ class SQLiteStorage(Storage):
             self._cases.clear()
             self._load_rules()
             self._sink_cap = 0  # read again when next asked
+            self._filter = self._build_filter()
         else:
             for _, kind, name in rows:
                 if kind == "a":
                     self._aliases.pop(name)
+                    self._filter.add(name)
                 elif kind == "c":
                     self._cases.pop(name)
                 elif kind == "r":
@@ -616,6 +629,58 @@ class SQLiteStorage(Storage):
                 if isinstance(held, OriginRules):
                     held.learned({key: found[key] for key in records})
 
+    # -- the filter of alias sources ------------------------------------------------------
+
+    def _load_filter(self) -> KeyFilter:
+        """The filter saved in the file, brought up to date from the change log; else built from the aliases."""
+        db = self._connection()
+        state = db.execute("SELECT value FROM meta WHERE key = 'alias_filter_state'").fetchone()
+        bits = db.execute("SELECT value FROM meta WHERE key = 'alias_filter'").fetchone()
+        if state is None or bits is None:
+            return self._build_filter()
+        try:
+            capacity, count, change_id = json.loads(state[0])
+            found = KeyFilter.load(int(capacity), int(count), bytes(bits[0]))
+        except (ValueError, TypeError):
+            return self._build_filter()
+        low = db.execute("SELECT min(id) FROM change").fetchone()[0]
+        if low is not None and low > change_id + 1:
+            return self._build_filter()  # the log no longer holds what changed since it was saved
+        for kind, name in db.execute("SELECT kind, name FROM change WHERE id > ?", (change_id,)):
+            if kind == "*":
+                return self._build_filter()
+            if kind == "a":
+                found.add(name)
+        return found if not found.full else self._build_filter()
+
+    def _build_filter(self) -> KeyFilter:
+        """A filter of every alias source in the file (and those pending here), sized for twice as many."""
+        db = self._connection()
+        (n,) = db.execute("SELECT count(*) FROM alias").fetchone()
+        built = KeyFilter(2 * (n + len(self._pending)))
+        for (source,) in db.execute("SELECT source FROM alias"):
+            built.add(source)
+        for (table, key), row in self._pending.items():
+            if table == "alias" and row is not None:
+                built.add(key)
+        return built
+
+    def _save_filter(self) -> None:
+        """Write the filter to the file with the change it is up to date with (other processes start from it)."""
+        self.sync()  # what other processes committed goes in: the filter is saved up to the change it knows
+        capacity, count, bits = self._filter.dump()
+        change_id = self._change_id
+        try:
+            db = self._connection()
+            with transaction(db):
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('alias_filter', ?)", (bits,))
+                db.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('alias_filter_state', ?)",
+                    (json.dumps([capacity, count, change_id]),),
+                )
+        except sqlite3.OperationalError as exc:  # locked or read-only: the next process builds its own
+            logger.info("%s: the alias filter was not saved: %s", self.path, exc)
+
     # -- reads that may find the file locked --------------------------------------------
 
     def _read(self, sql: str, args: tuple[Any, ...], *, one: bool = False) -> list[tuple[Any, ...]] | None:
@@ -646,6 +711,8 @@ class SQLiteStorage(Storage):
         alias = self._aliases.get(source)
         if alias is not MISSING:
             return alias  # type: ignore[no-any-return]
+        if source not in self._filter:
+            return None  # never an alias anywhere: answered in memory
         # the alias and its target's own alias in one read: resolving follows the target next
         rows = self._read(ALIAS_AND_NEXT, (source,), one=True)
         if rows is None:
@@ -662,6 +729,8 @@ class SQLiteStorage(Storage):
 
     def set_alias(self, source: str, alias: Alias | None) -> None:
         old = self.alias(source)
+        if alias is not None:
+            self._filter.add(source)
         self._write("alias", source, None if alias is None else (*alias_row(alias), not self.recorded_time))
         self._aliases.put(source, alias)
         self._pending_changes[("a", source)] = None
@@ -690,12 +759,16 @@ class SQLiteStorage(Storage):
         rows: list[tuple[Any, ...]] = []
         for alias in aliases:
             rows.append(alias_row(alias))
+            self._filter.add(alias.source)
             if len(rows) >= chunk:
                 count += self._bulk(db, rows)
                 rows = []
         count += self._bulk(db, rows)
         self._aliases.clear()
         self._cases.clear()
+        if self._filter.full:
+            self._filter = self._build_filter()
+        self._save_filter()
         return count
 
     def _bulk(self, db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> int:

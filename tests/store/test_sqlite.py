@@ -620,10 +620,12 @@ def test_another_process_reads_a_rule_row_through_the_change_log(tmp_path: Path)
     re-reads the rules of the origin A touched and forgets only the aliases A wrote (no reload)."""
     path = tmp_path / "store.db"
     a = open_store(uri(path), sync_interval=0.0)
-    b = open_store(uri(path), sync_interval=0.0)
     unrelated = "http://b.example/page"
-    assert b.representative(unrelated) == unrelated  # a miss, cached in b
-    assert list(b.rules()) == []
+    a.record_redirect(unrelated, 301, "http://b.example/page2")
+    a.flush()
+    b = open_store(uri(path), sync_interval=0.0)
+    assert b.representative(unrelated) == "http://b.example/page2"  # an alias, cached in b
+    assert [r for r in b.rules() if r.key.origin == "http://a.example"] == []
     teach(a)
     assert b.representative("http://a.example/topic-9") == "http://a.example/topic-9"  # not committed yet
     a.flush()
