@@ -614,8 +614,9 @@ class SQLiteStorage(Storage):
         for start in range(0, len(wanted), _PART // 3):
             part = wanted[start : start + _PART // 3]
             marks = ", ".join(["(?, ?, ?)"] * len(part))
-            rows = self._read(
-                f"SELECT origin, kind, scope, {RULE_COLUMNS} FROM rule WHERE (origin, kind, scope) IN (VALUES {marks})",
+            rows = self._read(  # each wanted key looked up by the primary key (CROSS JOIN keeps that order)
+                f"WITH want(o, k, s) AS (VALUES {marks}) SELECT origin, kind, scope, {RULE_COLUMNS}"
+                " FROM want CROSS JOIN rule ON origin = o AND kind = k AND scope = s",
                 tuple(v for key in part for v in key),
             )
             if rows is None:
