@@ -70,3 +70,29 @@ def test_a_bulk_import_and_a_store_without_a_saved_filter(tmp_path: Path) -> Non
     db.close()
     with open_store(uri, create=False) as store:  # built from the aliases at open
         assert store.representative(f"http://b.example/{MIN_CAPACITY}") == f"http://b.example/{MIN_CAPACITY}/"
+
+
+def test_redis_misses_cost_no_round_trip_and_filters_of_processes_merge(redis_url: str) -> None:
+    from scrapy_iri.store._redis import RedisStore
+
+    a = RedisStore(redis_url, "flt", sync_interval=0.0)
+    b = RedisStore(redis_url, "flt", sync_interval=0.0)
+    a.record_redirect("http://a.example/old", 301, "http://a.example/new")
+    b.record_redirect("http://b.example/old", 301, "http://b.example/new")
+    a.close()  # each saves its filter: OR-ed together in Redis
+    b.close()
+    c = RedisStore(redis_url, "flt", sync_interval=3600.0)
+    before = c.counters.get("reads", 0)
+    for i in range(1000):
+        assert c.representative(f"http://a.example/never{i}") == f"http://a.example/never{i}"
+    assert c.counters.get("reads", 0) - before < 20  # false positives only
+    assert c.representative("http://a.example/old") == "http://a.example/new"
+    assert c.representative("http://b.example/old") == "http://b.example/new"
+    d = RedisStore(redis_url, "flt", sync_interval=0.0)
+    assert d.representative("http://c.example/old") == "http://c.example/old"
+    c.record_redirect("http://c.example/old", 301, "http://c.example/new")
+    c.flush()
+    assert d.maintain(force=True)
+    assert d.representative("http://c.example/old") == "http://c.example/new"  # through the change log
+    c.close()
+    d.close()

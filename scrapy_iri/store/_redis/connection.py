@@ -213,6 +213,8 @@ class RedisKeys:
         self.fanins = self.store + "fanins"
         self.evidence = self.store + "evidence"
         self.deferreds = self.store + "deferreds"
+        self.filter = self.store + "filter"
+        self.filter_state = self.store + "filterstate"
 
     def rules(self, origin: str) -> str:
         return f"{self.store}rules:{origin}"

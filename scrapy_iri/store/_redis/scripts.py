@@ -160,6 +160,29 @@ redis.call('ZREMRANGEBYRANK', p .. 'marks', 0, -MARKS - 1)
 return {'ok', v, #changed, rejected, ended}
 """.replace("MARKS", str(MARKS))
 
+#: Save a process's filter of alias sources: OR-ed into the saved one of the same size (the union
+#: knows every alias either knew, up to the newer version), replacing a smaller one, never a larger.
+#: KEYS: filter, filterstate. ARGV: bits, capacity, count, version.
+SAVE_FILTER = """
+local st = redis.call('GET', KEYS[2])
+local capacity, count, version = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if st then
+  local s = cjson.decode(st)
+  if tonumber(s[1]) > capacity then return 0 end
+  if tonumber(s[1]) == capacity and redis.call('EXISTS', KEYS[1]) == 1 then
+    local tmp = KEYS[1] .. ':merge'
+    redis.call('SET', tmp, ARGV[1])
+    redis.call('BITOP', 'OR', KEYS[1], KEYS[1], tmp)
+    redis.call('DEL', tmp)
+    redis.call('SET', KEYS[2], cjson.encode({capacity, math.max(tonumber(s[2]), count), math.max(tonumber(s[3]), version)}))
+    return 1
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], cjson.encode({capacity, count, version}))
+return 1
+"""
+
 #: What changed since a version. ARGV: prefix, known version, known epoch, the id of the last batch
 #: this process applied (less than 10 minutes ago; "" if none), the known history, and the newest
 #: mark of the ledger with its version ("" if none: see :mod:`.ledger`).

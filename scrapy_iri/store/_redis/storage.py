@@ -17,6 +17,7 @@ from typing import Any
 from ...errors import StoreError
 from .._codec import policy_from_text, policy_text
 from .._evidence import Alias, Evidence
+from .._filter import KeyFilter
 from .._forms import sink_key
 from .._rules import BLOCK, RuleKey, RuleRecord, alias_case_key
 from .._observation import Prefetch
@@ -41,7 +42,7 @@ from .codec import (
 from .connection import UNAVAILABLE, Outage, RedisKeys, RedisUnavailable, check_reachable, describe, drop_stale_connections
 from .journal import ANSWERED, DROP, PUT, REPUBLISHED, Journal, rule_op, saved_batches
 from .ledger import Ledger, default_ledger_path
-from .scripts import ALIAS, BATCH, TAKE
+from .scripts import ALIAS, BATCH, SAVE_FILTER, TAKE
 from .sync import Follower, Image
 
 logger = logging.getLogger("scrapy_iri.store._redis")
@@ -114,6 +115,7 @@ class RedisStorage(Storage):
         #: the batch being sent, its id, and the rules' records it counted up to (kept until applied)
         self._unacked: tuple[dict[str, list[Any]], str, dict[RuleKey, RuleRecord | None]] | None = None
         self._take = client.register_script(TAKE)
+        self._save_filter_script = client.register_script(SAVE_FILTER)
         #: what this machine's processes ended or suspended, and the newest batch they applied (see :mod:`.ledger`)
         self.ledger = Ledger(ledger_path if ledger_path is not None else default_ledger_path(self.where, namespace))
         self.accept_rollback_risk = accept_rollback_risk
@@ -130,6 +132,7 @@ class RedisStorage(Storage):
             self.follower.load()
             self.follower.check_ledger(self.policy, self.clock())
             self._replay_saved()
+            self.image.filter = self._load_filter()
         except UNAVAILABLE as exc:
             raise RedisUnavailable(f"cannot reach Redis at {self.where}: {exc}") from exc
         self._next_tick = self.monotonic() + self.sync_interval
@@ -160,6 +163,8 @@ class RedisStorage(Storage):
         cached = self.image.aliases.get(source)
         if cached is not MISSING:
             return cached  # type: ignore[no-any-return]
+        if self.image.filter is not None and source not in self.image.filter:
+            return None  # never an alias in Redis: answered in memory
         answer = self._read(lambda: self._command("EVALSHA", self._alias_sha, 1, self.keys.aliases, source))
         if answer is MISSING:
             return None
@@ -312,7 +317,11 @@ class RedisStorage(Storage):
     def prefetch(self, keys: Prefetch) -> None:
         """Read what a chunk of observations needs (aliases, fan-in, cases, rule records) in one pipelined round trip."""
         image, journal = self.image, self.journal
-        sources = [s for s in keys.sources if s not in journal.aliases and s not in image.aliases.data]
+        known = image.filter
+        sources = [
+            s for s in keys.sources
+            if s not in journal.aliases and s not in image.aliases.data and (known is None or s in known)
+        ]  # fmt: skip
         targets = [t for t in keys.sinks if t not in image.fanins.data]
         cases = [k for k in keys.cases if k not in image.cases.data and k not in self._pending_cases and k not in journal.cases]
         wanted: list[tuple[OriginRules, list[RuleKey]]] = []
@@ -354,6 +363,8 @@ class RedisStorage(Storage):
 
     def set_alias(self, source: str, alias: Alias | None) -> None:
         old = self.alias(source)
+        if alias is not None and self.image.filter is not None:
+            self.image.filter.add(source)
         now = self.clock()
         if alias is None:
             self.journal.aliases[source] = (tombstone(now), now, DROP, "")
@@ -587,6 +598,8 @@ class RedisStorage(Storage):
                     {"where": self.where, "error": exc, "pending": self.pending},
                 )
             return False
+        if self.image.filter is None:  # started afresh: the filter too
+            self.image.filter = self._load_filter()
         if self.journal.retake:  # their URLs could not be taken during the outage: report them contradicted again
             self.follower.contradicted.update(self.journal.retake)
             self.journal.retake.clear()
@@ -621,6 +634,7 @@ class RedisStorage(Storage):
         self._closed = True
         try:
             self._flush()
+            self._save_filter()
         except UNAVAILABLE as exc:
             if self.pending_path is not None:
                 retake = {*self.journal.retake, *self.follower.contradicted}
@@ -652,7 +666,7 @@ class RedisStorage(Storage):
         def run() -> None:
             k = self.keys
             keys = [k.epoch, k.version, k.changes, k.history, k.aliases, k.cases, k.case_aliases, k.alias_case, k.sinks]
-            keys += [k.store + "answered", k.origins, k.fanins, k.evidence, k.deferreds]
+            keys += [k.store + "answered", k.origins, k.fanins, k.evidence, k.deferreds, k.filter, k.filter_state]
             # sub-keys by the sets that list them, not by a SCAN pattern: a namespace may
             # extend another one's key names ("a" vs "a:store:rules:x"), never its sets
             for members, key_of in ((k.origins, k.rules), (k.fanins, k.fanin), (k.deferreds, k.deferred)):
@@ -668,6 +682,7 @@ class RedisStorage(Storage):
             self.client.set(k.layout, str(LAYOUT))
 
         self._checked(run)
+        self.image.filter = KeyFilter(0)
         self.ledger.reset()
         self.journal.clear()
         self._unacked = None
@@ -682,6 +697,46 @@ class RedisStorage(Storage):
             raise RedisUnavailable(f"cannot reach Redis at {self.where}: {exc}") from exc
 
     # -- the layout of the keys -----------------------------------------------------------
+
+    # -- the filter of alias sources ------------------------------------------------------
+
+    def _load_filter(self) -> KeyFilter | None:
+        """The filter saved in Redis, brought up to date from the change log; else built from the aliases."""
+        c, k = self.client, self.keys
+        state, bits = c.mget(k.filter_state, k.filter)
+        if state and bits:
+            try:
+                capacity, count, version = json.loads(state)
+                found = KeyFilter.load(int(capacity), int(count), bits)
+            except (ValueError, TypeError):
+                found = None
+            gap = self.image.version - int(version) if found is not None else -1
+            if found is not None and 0 <= gap <= c.llen(k.changes):
+                for change in c.lrange(k.changes, -gap, -1) if gap else []:
+                    name = text(change)
+                    if name.startswith("a"):
+                        found.add(name[1:])
+                if not found.full:
+                    return found
+        return self._build_filter()
+
+    def _build_filter(self) -> KeyFilter:
+        """A filter of every source in the aliases hash (ends included), sized for twice as many."""
+        built = KeyFilter(2 * (int(self.client.hlen(self.keys.aliases)) + len(self.journal.aliases)))
+        for field, _ in self.client.hscan_iter(self.keys.aliases, count=10_000):
+            built.add(text(field))
+        for source in self.journal.aliases:
+            built.add(source)
+        self._save_filter(built)
+        return built
+
+    def _save_filter(self, saved: KeyFilter | None = None) -> None:
+        """Write the filter to Redis (merged with the one there), with the version it is up to date with."""
+        saved = saved or self.image.filter
+        if saved is None:
+            return
+        capacity, count, bits = saved.dump()
+        self._save_filter_script(keys=[self.keys.filter, self.keys.filter_state], args=[bits, capacity, count, self.image.version])
 
     def _check_persistence(self) -> None:
         """Refuse a Redis that persists by snapshots only: a restart brings an older state back.

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from .._codec import copy_counts
+from .._filter import KeyFilter
 from .._evidence import Alias
 from .._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus, alias_case_key
 from .._storage import LRU, OriginRules, RuleCache, held_keys, held_record
@@ -56,6 +57,8 @@ class Image:
         self.fanins = LRU(cache_size // 16)
         self.version = 0
         self.epoch = ""
+        #: the alias sources Redis may hold (None: not known, every miss asks Redis)
+        self.filter: KeyFilter | None = None
         #: changed by the process that finds Redis went back in time: the others repair too
         self.history = ""
 
@@ -64,6 +67,7 @@ class Image:
             self.rule_base.pop(key, None)
 
     def forget_cached(self) -> None:
+        self.filter = None
         self.aliases.clear()
         self.cases.clear()
         self.fanins.clear()
@@ -198,6 +202,8 @@ class Follower:
             kind, name = change[0], change[1:]
             if kind == "a":
                 image.aliases.pop(name)
+                if image.filter is not None:
+                    image.filter.add(name)
             elif kind == "c":
                 image.cases.pop(name)
             elif kind == "f":
