@@ -668,12 +668,19 @@ class SQLiteStorage(Storage):
 
     def _save_filter(self) -> None:
         """Write the filter to the file with the change it is up to date with (other processes start from it)."""
-        self.sync()  # what other processes committed goes in: the filter is saved up to the change it knows
-        capacity, count, bits = self._filter.dump()
-        change_id = self._change_id
         try:
             db = self._connection()
-            with transaction(db):
+            with transaction(db):  # nobody commits meanwhile: the filter takes in every change up to the last
+                (low,) = db.execute("SELECT min(id) FROM change").fetchone()
+                if low is not None and low > self._change_id + 1:  # fell behind the log
+                    self._filter = self._build_filter()
+                for kind, name in db.execute("SELECT kind, name FROM change WHERE id > ?", (self._change_id,)):
+                    if kind == "a":
+                        self._filter.add(name)
+                    elif kind == "*":
+                        self._filter = self._build_filter()
+                (change_id,) = db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()
+                capacity, count, bits = self._filter.dump()
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('alias_filter', ?)", (bits,))
                 db.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('alias_filter_state', ?)",
