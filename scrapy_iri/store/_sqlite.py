@@ -75,6 +75,9 @@ from ._sqlite_schema import (
     RULE_COLUMNS,
     SCHEMA_VERSION,
     WRITES,
+    ALIAS_COLUMNS,
+    ALIAS_FIELDS,
+    alias_of,
     alias_row,
     create_schema,
     evidence_of,
@@ -359,8 +362,8 @@ class SQLiteStorage(Storage):
                 upsert, delete = WRITES[table]
                 if row is None:
                     runs.setdefault(delete, []).append(key if isinstance(key, tuple) else (key,))
-                elif table == "alias":
-                    runs.setdefault(upsert, []).append((*row[:5], cutoff if row[5] else float("-inf")))
+                elif table == "alias":  # the stored row, then the horizon (its last item: whether it applies)
+                    runs.setdefault(upsert, []).append((*row[:-1], cutoff if row[-1] else float("-inf")))
                 else:
                     runs.setdefault(upsert, []).append(row)
             for upsert, delete in WRITES.values():
@@ -579,10 +582,10 @@ class SQLiteStorage(Storage):
         """Read the aliases, fan-in, cases and rules a chunk of observations needs, a few queries in all."""
         self._fanin_known.clear()
         for part in _parts([s for s in keys.sources if ("alias", s) not in self._pending and s not in self._aliases.data]):
-            rows = self._read(f"SELECT source, target, status, time FROM alias WHERE source IN ({_marks(part)})", part)
+            rows = self._read(f"SELECT {ALIAS_COLUMNS} FROM alias WHERE source IN ({_marks(part)})", part)
             if rows is None:
                 return  # locked: each observation reads for itself
-            found = {row[0]: Alias(*row) for row in rows}
+            found = {row[0]: alias_of(row[0], row[1:]) for row in rows}
             for source in part:
                 self._aliases.put(source, found.get(source))
         for part in _parts([t for t in keys.sinks if t not in self._dropped_fanin]):
@@ -715,7 +718,7 @@ class SQLiteStorage(Storage):
     def alias(self, source: str) -> Alias | None:
         row = self._pending.get(("alias", source), MISSING) if self._pending else MISSING
         if row is not MISSING:
-            return None if row is None else Alias(*row[:4])
+            return None if row is None else _pending_alias(row)
         alias = self._aliases.get(source)
         if alias is not MISSING:
             return alias  # type: ignore[no-any-return]
@@ -728,10 +731,11 @@ class SQLiteStorage(Storage):
         if not rows:
             self._aliases.put(source, None)
             return None
-        target, status, time_, next_target, next_status, next_time = rows[0]
-        alias = Alias(source, target, status, time_)
+        row, n = rows[0], len(ALIAS_FIELDS)
+        alias = alias_of(source, row[:n])
+        target = alias.target
         if self._aliases.get(target) is MISSING and ("alias", target) not in self._pending:
-            self._aliases.put(target, None if next_target is None else Alias(target, next_target, next_status, next_time))
+            self._aliases.put(target, None if row[n] is None else alias_of(target, row[n:]))
         self._aliases.put(source, alias)
         return alias
 
@@ -752,12 +756,12 @@ class SQLiteStorage(Storage):
     def aliases(self) -> Iterator[Alias]:
         self.flush()
         written = {key: row for (table, key), row in self._pending.items() if table == "alias"}
-        for row in self._connection().execute("SELECT source, target, status, time FROM alias"):
+        for row in self._connection().execute(f"SELECT {ALIAS_COLUMNS} FROM alias"):
             if row[0] not in written:
-                yield Alias(*row)
+                yield alias_of(row[0], row[1:])
         for row in written.values():
             if row is not None:
-                yield Alias(*row[:4])
+                yield _pending_alias(row)
 
     def bulk_aliases(self, aliases: Iterable[Alias], *, chunk: int = 500_000) -> int:
         """Write many aliases at once (an import; no evidence is logged for them). Returns how many."""
@@ -1024,6 +1028,11 @@ class SQLiteStorage(Storage):
 
 #: values bound in one query (SQLite's limit is 32,766 since 3.32)
 _PART = 500
+
+
+def _pending_alias(row: tuple[Any, ...]) -> Alias:
+    """The alias of a pending write: :func:`alias_row`'s row (and whether the horizon applies)."""
+    return alias_of(row[0], row[1 : 1 + len(ALIAS_FIELDS)])
 
 
 def _by_origin(keys: Iterable[RuleKey]) -> dict[str, list[RuleKey]]:
