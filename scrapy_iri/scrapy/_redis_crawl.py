@@ -36,6 +36,8 @@ CLOSE_REASON = "iri_redis_unavailable"
 HEARTBEAT = 5.0
 #: JOBDIR file of the store's writes Redis did not get at close
 STORE_PENDING_FILE = "iri-redis-store-pending.json"
+#: the store's ledger in the JOBDIR (see scrapy_iri.store._redis.ledger; else the per-user state directory)
+STORE_LEDGER_FILE = "iri-redis-store.ledger"
 #: how long the outage probe's key (``NS:probe``) lives
 PROBE_TTL_MS = 60_000
 
@@ -283,5 +285,7 @@ def open_crawler_store(crawler: Crawler) -> RedisStore:
             cache_size=(config := IRISettings.from_settings(crawler.settings)).store_cache_size,
             rule_cache=config.store_rule_cache,
             pending_path=Path(jobdir, STORE_PENDING_FILE) if (jobdir := job_dir(crawler.settings)) else None,
+            ledger_path=Path(jobdir, STORE_LEDGER_FILE) if jobdir else None,
+            accept_rollback_risk=crawler.settings.getbool("IRI_REDIS_ACCEPT_ROLLBACK_RISK"),
         )
     return state.store

@@ -217,6 +217,9 @@ def test_rdb_only_persistence_is_refused_unless_accepted(tmp_path: Path, caplog:
             store = RedisStore(server.url, NS, ledger_path=tmp_path / "l", accept_rollback_risk=True)
         assert "accepted" in caplog.text
         store.close()
+        from scrapy_iri.store import open_store
+
+        open_store(f"{server.url}?namespace={NS}&accept_rollback_risk=1").close()  # a store URI accepts it too
     finally:
         server.stop()
 
