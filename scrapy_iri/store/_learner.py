@@ -412,7 +412,8 @@ class EquivalenceStore:
             for batch in batched(observations, max(1, chunk)):
                 forms = [observation_forms(obs) for obs in batch]
                 storage.refresh()
-                storage.prefetch(prefetch_keys(forms))
+                if storage.reads_ahead:
+                    storage.prefetch(prefetch_keys(forms))
                 storage.recorded_time = True
                 for obs, (src, tgt) in zip(batch, forms):
                     when = obs.time

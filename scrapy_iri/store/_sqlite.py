@@ -65,7 +65,7 @@ from ._filter import KeyFilter
 from ._observation import Prefetch
 from ._forms import sink_key
 from ._learner import EquivalenceStore
-from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, alias_case_key
+from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord
 from ._sqlite_schema import (
     ALIAS,
     ALIAS_AND_NEXT,
@@ -92,6 +92,7 @@ from ._storage import (
     LRU,
     MISSING,
     OriginRules,
+    PendingCases,
     RuleCache,
     Storage,
     held_keys,
@@ -184,7 +185,7 @@ class SQLiteStorage(Storage):
         # the pending batch: (table, key) -> row (None: a delete), latest write last
         self._pending: dict[tuple[str, Any], tuple[Any, ...] | None] = {}
         self._pending_evidence: list[tuple[Any, ...]] = []
-        self._pending_cases: dict[str, dict[str, Alias | None]] = {}  # case key -> source -> alias written
+        self._pending_cases = PendingCases()
         self._pending_fanin: dict[str, list[str]] = {}
         #: fan-in records read ahead for a chunk of observations (pending sources included)
         self._fanin_known: dict[str, list[str]] = {}
@@ -746,12 +747,9 @@ class SQLiteStorage(Storage):
         self._write("alias", source, None if alias is None else (*alias_row(alias), not self.recorded_time))
         self._aliases.put(source, alias)
         self._pending_changes[("a", source)] = None
-        for written in (old, alias):
-            key = None if written is None else alias_case_key(written.source, written.target)
-            if key is not None:
-                self._pending_cases.setdefault(key, {})[source] = alias
-                self._cases.pop(key)
-                self._pending_changes[("c", key)] = None
+        for key in self._pending_cases.wrote(source, old, alias):
+            self._cases.pop(key)
+            self._pending_changes[("c", key)] = None
 
     def aliases(self) -> Iterator[Alias]:
         self.flush()
@@ -805,13 +803,7 @@ class SQLiteStorage(Storage):
 
     def _case_from(self, key: str, rows: list[tuple[Any, ...]], declared: Any = MISSING) -> str | None:
         """The case of ``key`` from its case-only alias rows (and its declared-case row, when read), cached."""
-        candidates = {source: (time_, target) for source, target, time_ in rows}
-        for source, alias in self._pending_cases.get(key, {}).items():
-            if alias is None or alias_case_key(alias.source, alias.target) != key:
-                candidates.pop(source, None)
-            else:
-                candidates[source] = (alias.time, alias.target)
-        url: str | None = max(candidates.values())[1] if candidates else None
+        url = self._pending_cases.case(key, {source: (time_, target) for source, target, time_ in rows})
         if url is None:
             row = self._pending.get(("declared_case", key), MISSING)
             if row is MISSING:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ._evidence import Alias, Evidence
 from ._observation import Prefetch
-from ._rules import LearningPolicy, RuleKey, RuleRecord
+from ._rules import LearningPolicy, RuleKey, RuleRecord, alias_case_key
 
 #: aliases (and misses) a process keeps in memory by default: a few hundred bytes each
 DEFAULT_CACHE_SIZE = 65_536
@@ -78,6 +78,8 @@ class Storage(ABC):
     policy: LearningPolicy = LearningPolicy()
     #: the time writes are stamped with (while learning recorded observations: each one's own)
     clock: Callable[[], float] = staticmethod(time.time)
+    #: whether :meth:`prefetch` reads anything (a storage in memory has nothing to read ahead)
+    reads_ahead: bool = True
     #: writes carry the times of recorded observations (an archive's): an alias older than the
     #: horizon on late writes is what was recorded, not a write that waited too long
     recorded_time: bool = False
@@ -205,6 +207,31 @@ class Storage(ABC):
     def close(self) -> None:
         """Flush and release resources."""
         self.flush()
+
+
+class PendingCases(dict):  # type: ignore[type-arg]
+    """The case-only aliases written and not yet stored, by case key: what a read of a case must add
+    to what the store answers (case key -> source -> the alias written, ``None``: dropped)."""
+
+    def wrote(self, source: str, old: Alias | None, new: Alias | None) -> list[str]:
+        """Note a write of ``source``'s alias (``old`` -> ``new``); the case keys it touches."""
+        keys = []
+        for written in (old, new):
+            key = None if written is None else alias_case_key(written.source, written.target)
+            if key is not None:
+                self.setdefault(key, {})[source] = new
+                keys.append(key)
+        return keys
+
+    def case(self, key: str, stored: dict[str, tuple[float, str]]) -> str | None:
+        """The case of ``key``: the newest case-only alias, ``stored`` (source -> (time, target)) with the pending writes over it."""
+        candidates = dict(stored)
+        for source, alias in self.get(key, {}).items():
+            if alias is None or alias_case_key(alias.source, alias.target) != key:
+                candidates.pop(source, None)
+            else:
+                candidates[source] = (alias.time, alias.target)
+        return max(candidates.values())[1] if candidates else None
 
 
 #: rule records a process keeps by default (the origins used last; a few hundred bytes each)

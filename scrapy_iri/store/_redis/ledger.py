@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from .._codec import rule_values
-from .._rules import BLOCK, RuleKey, RuleRecord
+from .._rules import BLOCK, RuleRecord
 from .codec import EMPTY_BATCH, chunks, rule_field, tombstone
 from .journal import DROP
 

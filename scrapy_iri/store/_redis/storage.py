@@ -21,7 +21,7 @@ from .._filter import KeyFilter
 from .._forms import sink_key
 from .._rules import BLOCK, RuleKey, RuleRecord, alias_case_key
 from .._observation import Prefetch
-from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING, OriginRules, Storage, held_record
+from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING, OriginRules, PendingCases, Storage, held_record
 from .codec import (
     EMPTY_BATCH,
     LAYOUT,
@@ -108,7 +108,7 @@ class RedisStorage(Storage):
         self.image = Image(cache_size, rule_cache, self._read_rules, self._pinned_origins, self._origin_rules)
         self.journal = Journal(rollback_memory)
         # case keys this process wrote and Redis has not got yet: key -> source -> alias (None: dropped)
-        self._pending_cases: dict[str, dict[str, Alias | None]] = {}
+        self._pending_cases = PendingCases()
         self._batch = client.register_script(BATCH)
         self._alias_sha = client.register_script(ALIAS).sha
         self._conn: Any = None
@@ -225,13 +225,7 @@ class RedisStorage(Storage):
         answer = self._read(read)
         if answer is MISSING:
             return None
-        candidates = case_aliases(answer[0])
-        for source, alias in self._pending_cases.get(key, {}).items():
-            if alias is None or alias_case_key(alias.source, alias.target) != key:
-                candidates.pop(source, None)
-            else:
-                candidates[source] = (alias.time, alias.target)
-        url: str | None = max(candidates.values())[1] if candidates else None
+        url = self._pending_cases.case(key, case_aliases(answer[0]))
         if url is None:
             op = self.journal.cases.get(key)
             url = case_of(op[0]) if op is not None else (None if answer[1] is None else case_of(answer[1]))
@@ -373,10 +367,8 @@ class RedisStorage(Storage):
             mode = REPUBLISHED if self.recorded_time else PUT  # a recorded time: no horizon applies
             self.journal.aliases[source] = (alias_value(alias), alias.time, mode, key)
         self.image.aliases.put(source, alias)
-        for written in (old, alias):
-            if written is not None and (key := alias_case_key(written.source, written.target)) is not None:
-                self._pending_cases.setdefault(key, {})[source] = alias
-                self.image.cases.pop(key)
+        for key in self._pending_cases.wrote(source, old, alias):
+            self.image.cases.pop(key)
 
     def answered(self, url: str) -> None:
         """Tell Redis, so that an alias of ``url`` another process observed earlier, and flushes later, is refused."""
