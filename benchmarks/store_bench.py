@@ -185,6 +185,7 @@ def measure_and_save(results: dict[str, Any], name: str, row: dict[str, Any], n:
     )
     row.update(json.loads(child.stdout))
     print(f"{name}: {row}")
+    results.update(json.loads(RESULTS.read_text()) if RESULTS.exists() else {})  # other runs may have saved meanwhile
     results[name] = row
     RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
 
