@@ -291,6 +291,8 @@ class EquivalenceStore:
         src, tgt = scheme_form(source), scheme_form(target)
         if src is None or tgt is None:
             return Outcome(ignored="not a valid URL")
+        if self.storage.round_trips:  # what the hop reads, in one round trip
+            self.storage.prefetch(prefetch_keys([(src, tgt)]))
         return self._learn_hop(src, status, tgt, context, location)
 
     def _learn_hop(self, src: str, status: int, tgt: str, context: frozenset[str], location: str | None) -> Outcome:
@@ -363,6 +365,8 @@ class EquivalenceStore:
         u = scheme_form(url)
         if u is None:
             return Outcome(ignored="not a valid URL")
+        if self.storage.round_trips:
+            self.storage.prefetch(prefetch_keys([(u, None)]))
         return self._learn_answer(u, status, context, note)
 
     def _learn_answer(self, u: str, status: int, context: frozenset[str], note: str) -> Outcome:

@@ -80,6 +80,8 @@ class Storage(ABC):
     clock: Callable[[], float] = staticmethod(time.time)
     #: whether :meth:`prefetch` reads anything (a storage in memory has nothing to read ahead)
     reads_ahead: bool = True
+    #: whether each read is a round trip: one observation's reads are then made at once, too
+    round_trips: bool = False
     #: writes carry the times of recorded observations (an archive's): an alias older than the
     #: horizon on late writes is what was recorded, not a write that waited too long
     recorded_time: bool = False

@@ -62,6 +62,8 @@ class RedisStorage(Storage):
     integration does, on a timer).
     """
 
+    round_trips = True
+
     def __init__(
         self,
         client: Any,
