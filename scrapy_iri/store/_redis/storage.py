@@ -321,12 +321,13 @@ class RedisStorage(Storage):
         targets = [t for t in keys.sinks if t not in image.fanins.data]
         cases = [k for k in keys.cases if k not in image.cases.data and k not in self._pending_cases and k not in journal.cases]
         wanted: list[tuple[OriginRules, list[RuleKey]]] = []
-        for origin in keys.origins:
+        by_origin: dict[str, list[RuleKey]] = {}
+        for key in keys.rules:
+            by_origin.setdefault(key.origin, []).append(key)
+        for origin, rules in by_origin.items():
             held = image.rules.get(origin)
-            if isinstance(held, OriginRules):
-                rules = held.wanted(k for k in keys.rules if k.origin == origin) if keys.rules else []
-                if rules:
-                    wanted.append((held, rules))
+            if isinstance(held, OriginRules) and (missing := held.wanted(rules)):
+                wanted.append((held, missing))
 
         def read() -> list[Any]:
             pipe = self.client.pipeline(transaction=False)
@@ -884,7 +885,7 @@ class RedisStorage(Storage):
         if answer[0] == b"ok":
             self.follower.last_batch = (batch_id, self.monotonic())
             self.journal.remember(batch)
-            rules = [r for entry in batch.get("r", ()) if (r := self._rule_image(RuleKey(entry[0], *_field(entry[1])))) is not None]
+            rules = [r for entry in batch.get("r", ()) if (r := self._held(RuleKey(entry[0], *_field(entry[1])))) is not None]
             self.ledger.record(batch, answer, batch_id, self.image.epoch, rules, self.image.sinks, self.policy.rule_ttl)
             if int(answer[1]) - int(answer[2]) == self.image.version and not int(answer[3]):
                 self.image.version = int(answer[1])
