@@ -842,22 +842,33 @@ class SQLiteStorage(Storage):
 
     def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         held = self._rule_cache.peek(origin)
+        if isinstance(held, OriginRules):
+            if not (held.forced or held.complete):
+                rows = self._in_force_rows(origin)
+                if rows is None:  # locked: what is held here, no more (read again next time)
+                    return held.in_force(self.policy.min_observations) or _EMPTY
+                held.learned(rows)  # those held here stay: they may hold counts not written yet
+                held.forced = True
+            return held.in_force(self.policy.min_observations) or _EMPTY
         if held is not None:
             return held
         view = self._in_force.get(origin)
         if view is MISSING:
-            rows = self._read(
-                f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ? AND (kind = ? OR support >= ?)",
-                (origin, BLOCK, self.policy.min_observations),
-            )
-            if rows is None:
+            view = self._in_force_rows(origin)
+            if view is None:
                 return _EMPTY  # locked: no rule applies now (no merge)
-            view = {}
-            for row in rows:
-                key = RuleKey(origin, row[0], row[1])
-                view[key] = rule_record(key, row[2:])
             self._in_force.put(origin, view)
         return view or _EMPTY
+
+    def _in_force_rows(self, origin: str) -> dict[RuleKey, RuleRecord | None] | None:
+        """The records of ``origin`` a lookup may need, from the file (``None``: locked)."""
+        rows = self._read(
+            f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ? AND (kind = ? OR support >= ?)",
+            (origin, BLOCK, self.policy.min_observations),
+        )
+        if rows is None:
+            return None
+        return {(key := RuleKey(origin, row[0], row[1])): rule_record(key, row[2:]) for row in rows}
 
     def set_rule(self, key: RuleKey, record: RuleRecord | None) -> None:
         if record is None:

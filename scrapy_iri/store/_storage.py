@@ -22,7 +22,7 @@ from typing import Any
 
 from ._evidence import Alias, Evidence
 from ._observation import Prefetch
-from ._rules import LearningPolicy, RuleKey, RuleRecord, alias_case_key
+from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, alias_case_key
 
 #: aliases (and misses) a process keeps in memory by default: a few hundred bytes each
 DEFAULT_CACHE_SIZE = 65_536
@@ -269,6 +269,27 @@ class OriginRules(dict):  # type: ignore[type-arg]
         self._read_all = read_all
         self._grew = grew
         self._loaded = loaded
+        #: every record that could be in force is held (read by :meth:`Storage.rules_in_force`)
+        self.forced = False
+        #: changes with every record held, dropped or replaced: the view of those in force follows it
+        self.version = 0
+        self._view: tuple[int, int, dict[RuleKey, RuleRecord]] | None = None
+
+    def in_force(self, min_observations: int) -> dict[RuleKey, RuleRecord]:
+        """The held records a lookup may need (support enough to be active, or the origin's block):
+        computed again only after a change, so a lookup costs dictionary reads, not a scan."""
+        view = self._view
+        if view is None or view[0] != self.version or view[1] != min_observations:
+            records = {
+                key: record
+                for key, record in dict.items(self)
+                if key.kind == BLOCK or record.support >= min_observations
+            }
+            view = self._view = (self.version, min_observations, records)
+        return view[2]
+
+    def changed(self) -> None:
+        self.version += 1
 
     @property
     def weight(self) -> int:
@@ -289,6 +310,7 @@ class OriginRules(dict):  # type: ignore[type-arg]
                 dict.__setitem__(self, key, record)
                 self._loaded(record)
             self._grew(1)
+        self.version += 1
 
     def wanted(self, keys: Iterable[RuleKey]) -> list[RuleKey]:
         """The keys of ``keys`` that a ``get`` would read."""
@@ -314,6 +336,7 @@ class OriginRules(dict):  # type: ignore[type-arg]
         dict.__setitem__(self, key, found)
         self._grew(1)
         self._loaded(found)
+        self.version += 1
         return found
 
     def __getitem__(self, key: RuleKey) -> RuleRecord:
@@ -330,12 +353,14 @@ class OriginRules(dict):  # type: ignore[type-arg]
             self._grew(1 - (key in self.absent))
         self.absent.discard(key)
         dict.__setitem__(self, key, record)
+        self.version += 1
 
     def pop(self, key: RuleKey, default: Any = None) -> Any:  # type: ignore[override]
         found = dict.pop(self, key, MISSING)
         if found is MISSING:
             return default
         self.absent.add(key)
+        self.version += 1
         return found
 
     def __bool__(self) -> bool:
@@ -359,6 +384,7 @@ class OriginRules(dict):  # type: ignore[type-arg]
                 self._loaded(record)
         self.absent.clear()
         self.complete = True
+        self.version += 1
         self._grew(self.weight - before)
 
     def __iter__(self) -> Iterator[RuleKey]:
@@ -504,6 +530,7 @@ class RuleCache:
         if isinstance(current, OriginRules):
             current.absent.clear()
             current.complete = True
+            current.changed()
         self.count += _weight(current)
 
     def clear(self) -> None:

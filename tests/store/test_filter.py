@@ -96,3 +96,17 @@ def test_redis_misses_cost_no_round_trip_and_filters_of_processes_merge(redis_ur
     assert d.representative("http://c.example/old") == "http://c.example/new"  # through the change log
     c.close()
     d.close()
+
+
+def test_a_link_on_an_origin_without_rules_in_force_reads_nothing(tmp_path: Path) -> None:
+    """The origin holds refuted candidates (learning read them): a lookup there reads no alias (the
+    filter) and no rule (the view of the records in force, read once, is empty)."""
+    with open_store(f"sqlite:///{tmp_path / 'f.db'}", sync_interval=3600.0) as store:
+        for i in range(30):  # 301s into another directory: every convention's candidate refuted
+            store.record_redirect(f"http://www.a.example/s{i % 7}/page-{i}.html", 301, f"http://www.a.example/p/{i}")
+        assert store.representative("http://www.a.example/s1/page-1.html") == "http://www.a.example/p/1"
+        selects = _selects(store)
+        for i in range(1000):
+            url = f"http://www.a.example/s{i % 7}/other-{i}.html"
+            assert store.representative(url) == url
+        assert [sql for sql in selects if "FROM alias" in sql or "FROM rule" in sql] == []

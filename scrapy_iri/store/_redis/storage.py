@@ -239,20 +239,35 @@ class RedisStorage(Storage):
 
     def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         held = self.image.rules.peek(origin)
+        if isinstance(held, OriginRules):
+            if not (held.forced or held.complete):
+                rows = self._in_force_rows(origin)
+                if rows is None:  # unreachable: what is held here, no more (read again next time)
+                    return held.in_force(self.policy.min_observations) or _EMPTY
+                held.learned(rows)  # those held here stay: they may hold counts Redis has not got yet
+                held.forced = True
+            return held.in_force(self.policy.min_observations) or _EMPTY
         if held is not None:
             return held
         view = self.image.in_force.get(origin)
         if view is MISSING:
-            fields = self._read(lambda: self.client.hgetall(self.keys.rules(origin)))
-            if fields is MISSING:
+            view = self._in_force_rows(origin)
+            if view is None:
                 return _EMPTY  # unreachable: no rule applies now (no merge)
-            view = {}
-            for field, raw in fields.items():
-                record = rule_of(origin, field, raw)
-                if record.key.kind == BLOCK or record.support >= self.policy.min_observations:
-                    view[record.key] = record
             self.image.in_force.put(origin, view)
         return view or _EMPTY
+
+    def _in_force_rows(self, origin: str) -> dict[RuleKey, RuleRecord | None] | None:
+        """The records of ``origin`` a lookup may need, from Redis (``None``: unreachable)."""
+        fields = self._read(lambda: self.client.hgetall(self.keys.rules(origin)))
+        if fields is MISSING:
+            return None
+        view: dict[RuleKey, RuleRecord | None] = {}
+        for field, raw in fields.items():
+            record = rule_of(origin, field, raw)
+            if record.key.kind == BLOCK or record.support >= self.policy.min_observations:
+                view[record.key] = record
+        return view
 
     def _read_rules(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
         """One origin's rules from Redis (``None`` while it is unreachable: nothing is cached then)."""
