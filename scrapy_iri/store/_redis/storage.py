@@ -610,6 +610,8 @@ class RedisStorage(Storage):
             return False
         if self.image.filter is None:  # started afresh: the filter too
             self.image.filter = self._load_filter()
+        elif self.image.filter.full:  # more aliases than it was sized for: built again, twice as large
+            self.image.filter = self._build_filter()
         if self.journal.retake:  # their URLs could not be taken during the outage: report them contradicted again
             self.follower.contradicted.update(self.journal.retake)
             self.journal.retake.clear()
