@@ -435,6 +435,13 @@ class SQLiteStorage(Storage):
         if self._commits % 64 == 1:
             db.execute("DELETE FROM change WHERE id <= (SELECT max(id) FROM change) - ?", (CHANGES_MAX,))
             db.execute("DELETE FROM answered WHERE time < ?", (self.clock() - self.answered_horizon,))
+            # rule records whose every count is older than the TTL mean nothing any more (a record
+            # expires them when next counted): gone, so an origin keeps only what still counts
+            stale = self.clock() - self.policy.rule_ttl
+            db.execute(
+                "DELETE FROM rule WHERE (support = 0 OR last_support < ?) AND (against = 0 OR last_against < ?)",
+                (stale, stale),
+            )
 
     def _merged_rule(self, key: RuleKey, on_disk: RuleRecord | None) -> RuleRecord:
         """The row on disk plus what this process observed since its last commit."""

@@ -135,14 +135,15 @@ def summary_totals(summary: Any) -> Counter[str]:
 
 
 def state(store: EquivalenceStore, now: float, urls: list[str]) -> dict[str, Any]:
-    """Everything a store answers, with rule evidence older than the TTL left out (what it means at ``now``)."""
+    """Everything a store answers, with rule evidence older than the TTL left out (what it means at
+    ``now``: a record left with no count means nothing, and a store may have compacted it away)."""
     store.flush()
     rules = {}
     for record in store.rules():
         kept = replace(record)
         kept.expire(store.policy, now)
         status = store.rule_status(record)
-        if kept.support or kept.against or status.value != "candidate":
+        if kept.support or kept.against:
             rules[str(record.key)] = (status.value, kept.support, kept.against, kept.example, kept.counterexample)
     from scrapy_iri.store._forms import scheme_form
 

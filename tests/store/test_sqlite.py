@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_iri.store import Alias, RuleKey, StoreError, open_store
+from scrapy_iri.store import Alias, LearningPolicy, RuleKey, StoreError, open_store
 from scrapy_iri.store._sqlite import SCHEMA_VERSION
 
 
@@ -655,3 +655,30 @@ def test_evidence_older_than_the_max_age_is_pruned_at_the_next_commit(tmp_path: 
     store.record_redirect("http://a.example/new", 301, "http://a.example/newer")
     assert [e.url for e in store.evidence()] == ["http://a.example/new"]
     store.close()
+
+
+def test_rule_records_whose_evidence_expired_are_compacted(tmp_path: Path) -> None:
+    """A record whose every count is older than the TTL is dropped from the file (it meant nothing any
+    more); a record with a live count stays, and what lookups answer does not change."""
+    from fixtures.stores import Clock
+
+    clock = Clock(1_000_000.0)
+    path = tmp_path / "store.db"
+    store = open_store(uri(path), policy=LearningPolicy(rule_ttl=1000.0), clock=clock)
+    for i in range(3):
+        store.record_redirect(f"http://old.example/d{i}", 301, f"http://old.example/d{i}/")
+    store.record_response("http://old.example/x", 200)  # counterexamples for the https/www candidates
+    store.flush()
+    assert {r.key.origin for r in store.rules()} == {"http://old.example"}
+    clock.advance(5000.0)  # every count of old.example is past the TTL
+    for i in range(3):
+        store.record_redirect(f"http://new.example/d{i}", 301, f"http://new.example/d{i}/")
+    store.flush()
+    store.close()
+    with open_store(uri(path), policy=LearningPolicy(rule_ttl=1000.0), clock=clock) as again:
+        again.record_redirect("http://new.example/d3", 301, "http://new.example/d3/")
+        again.flush()  # the first commit of a process compacts
+        origins = {r.key.origin for r in again.rules()}
+        assert origins == {"http://new.example"}
+        assert again.representative("http://new.example/d7") == "http://new.example/d7/"
+        assert again.representative("http://old.example/d7") == "http://old.example/d7"
