@@ -40,6 +40,7 @@ import hashlib
 import json
 import logging
 import os
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,8 @@ logger = logging.getLogger("scrapy_iri.store._redis")
 
 #: bytes read from the end of the ledger to find its newest mark
 TAIL = 64 * 1024
+#: rules and sinks a process remembers having written
+REMEMBERED = 100_000
 
 
 def state_dir() -> Path:
@@ -76,9 +79,10 @@ class Ledger:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        #: the last counterexample time written per rule, and the sinks written, by this process
-        self._rules_written: dict[tuple[str, str], float] = {}
-        self._sinks_written: set[str] = set()
+        #: the last counterexample time written per rule, and the sinks written, by this process (the
+        #: latest :data:`REMEMBERED` of each: one forgotten is written again when next counted)
+        self._rules_written: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._sinks_written: OrderedDict[str, None] = OrderedDict()
 
     def record(
         self,
@@ -108,11 +112,11 @@ class Ledger:
                 name = (record.key.origin, rule_field(record.key))
                 written = self._rules_written.get(name)
                 if written is None or record.last_against - written >= step:
-                    self._rules_written[name] = record.last_against
+                    _remember(self._rules_written, name, record.last_against)
                     lines.append({"r": [*name, *rule_values(record)]})
         for target, _, cap in batch.get("f", ()):
             if target in sinks and target not in self._sinks_written:
-                self._sinks_written.add(target)
+                _remember(self._sinks_written, target, None)
                 lines.append({"s": [target, cap]})
         lines += [{"d": list(op)} for op in batch.get("d", ())]
         lines.append({"m": [epoch, int(answer[1]), batch_id]})
@@ -207,6 +211,13 @@ class Ledger:
             pass
         self._rules_written.clear()
         self._sinks_written.clear()
+
+
+def _remember(memory: OrderedDict[Any, Any], key: Any, value: Any) -> None:
+    memory[key] = value
+    memory.move_to_end(key)
+    if len(memory) > REMEMBERED:
+        memory.popitem(last=False)
 
 
 def _max_record(known: list[Any] | None, values: list[Any]) -> list[Any]:
