@@ -237,3 +237,21 @@ def test_a_cleared_store_forgets_its_ledger(tmp_path: Path, redis_url: str, capl
         again = RedisStore(redis_url, NS, ledger_path=ledger, sync_interval=0.0)
     assert "went back" not in caplog.text
     again.close()
+
+
+def test_a_compacted_ledger_keeps_what_it_must_write_back(tmp_path: Path) -> None:
+    from scrapy_iri.store._redis.ledger import Ledger
+
+    ledger = Ledger(tmp_path / "l")
+    batch = {"a": [["http://e.example/old", "x", 5.0, 1, ""]], "f": [], "d": [["r1", "http://t.example/a"]]}
+    for i in range(200):
+        ledger.record(batch, ["ok", i, 1, 0, [b"http://e.example/old"]], f"b{i}", "E", [], set(), 100.0)
+    ledger.taken("r0")
+    before = ledger.write_back()
+    size = (tmp_path / "l").stat().st_size
+    ledger.compact(limit=0)
+    assert (tmp_path / "l").stat().st_size < size / 10
+    assert ledger.write_back() == before
+    assert ledger.newest_mark() == ("E", 199, "b199")
+    ledger.taken("r1")  # appends go on after a compaction
+    assert all(not batch["d"] for batch in ledger.write_back())

@@ -45,6 +45,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no compaction, appends without a lock
+    fcntl = None  # type: ignore[assignment]
+
 from .._codec import rule_values
 from .._rules import BLOCK, RuleRecord
 from .codec import EMPTY_BATCH, chunks, rule_field, tombstone
@@ -56,6 +61,8 @@ logger = logging.getLogger("scrapy_iri.store._redis")
 TAIL = 64 * 1024
 #: rules and sinks a process remembers having written
 REMEMBERED = 100_000
+#: bytes past which a ledger is compacted when a store opens
+COMPACT_AT = 32 << 20
 
 
 def state_dir() -> Path:
@@ -129,15 +136,20 @@ class Ledger:
         self._append([{"m": [epoch, version, batch_id]}])
 
     def _append(self, lines: list[Any]) -> None:
-        data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8", "surrogatepass")
+        data = _encode(lines)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, data)  # one write: lines of processes sharing the file never interleave
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            while True:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                if fcntl is not None:
+                    fcntl.flock(fd, fcntl.LOCK_EX)  # a compaction holds it while it rewrites the file
+                try:
+                    if os.fstat(fd).st_ino == os.stat(self.path).st_ino:
+                        os.write(fd, data)  # one write, under the lock: lines never interleave
+                        os.fsync(fd)
+                        return
+                finally:
+                    os.close(fd)  # the lock goes with it; a file compacted meanwhile is opened again
         except OSError as exc:
             logger.error("cannot write the store's ledger %(path)s (%(error)s): a Redis rollback may go unseen",
                          {"path": self.path, "error": exc})
@@ -169,14 +181,60 @@ class Ledger:
 
     def write_back(self) -> list[dict[str, list[Any]]]:
         """The batches that write the ledger's ends, suspensions, sinks and untaken deferred requests back."""
-        ends: dict[str, float] = {}
-        rules: dict[tuple[str, str], list[Any]] = {}
-        sinks: dict[str, int] = {}
-        deferred: dict[str, dict[str, None]] = {}
         try:
             data = self.path.read_bytes()
         except OSError:
             return []
+        ends, rules, sinks, deferred, _ = self._facts(data)
+        batches = []
+        groups = (
+            ("a", [[source, tombstone(t), t, DROP, ""] for source, t in ends.items()]),
+            ("r", [[origin, field, "max", *values] for (origin, field), values in rules.items()]),
+            ("f", [[target, "", -cap] for target, cap in sinks.items()]),
+            ("d", [[rule, url] for rule, urls in deferred.items() for url in urls]),
+        )
+        for name, ops in groups:
+            for part in chunks(ops, 1000):
+                batches.append({**EMPTY_BATCH, name: part})
+        return batches
+
+    def compact(self, limit: int = COMPACT_AT) -> None:
+        """Rewrite a ledger larger than ``limit`` bytes as its facts, one line each, and its newest mark.
+
+        Under an exclusive lock that every append takes too; an append that opened the file before
+        the rewrite sees it was replaced and writes to the new one."""
+        try:
+            if fcntl is None or self.path.stat().st_size <= limit:
+                return
+            fd = os.open(self.path, os.O_RDWR)
+        except OSError:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with open(self.path, "rb") as f:
+                data = f.read()
+            ends, rules, sinks, deferred, mark = self._facts(data)
+            lines: list[Any] = [{"a": [source, t]} for source, t in ends.items()]
+            lines += [{"r": [origin, field, *values]} for (origin, field), values in rules.items()]
+            lines += [{"s": [target, cap]} for target, cap in sinks.items()]
+            lines += [{"d": [rule, url]} for rule, urls in deferred.items() for url in urls]
+            if mark is not None:
+                lines.append({"m": mark})
+            tmp = self.path.with_suffix(".compact")
+            tmp.write_bytes(_encode(lines))
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            logger.warning("could not compact the store's ledger %(path)s: %(error)s", {"path": self.path, "error": exc})
+        finally:
+            os.close(fd)
+
+    def _facts(self, data: bytes) -> tuple[Any, ...]:
+        """What a ledger holds: ends, rule records, sinks, untaken deferred requests, the newest mark."""
+        ends: dict[str, float] = {}
+        rules: dict[tuple[str, str], list[Any]] = {}
+        sinks: dict[str, int] = {}
+        deferred: dict[str, dict[str, None]] = {}
+        mark = None
         for line in self._lines(data):
             if "a" in line:
                 source, time_ = line["a"]
@@ -191,17 +249,9 @@ class Ledger:
                 deferred.setdefault(line["d"][0], {})[line["d"][1]] = None
             elif "t" in line:
                 deferred.pop(line["t"][0], None)
-        batches = []
-        groups = (
-            ("a", [[source, tombstone(t), t, DROP, ""] for source, t in ends.items()]),
-            ("r", [[origin, field, "max", *values] for (origin, field), values in rules.items()]),
-            ("f", [[target, "", -cap] for target, cap in sinks.items()]),
-            ("d", [[rule, url] for rule, urls in deferred.items() for url in urls]),
-        )
-        for name, ops in groups:
-            for part in chunks(ops, 1000):
-                batches.append({**EMPTY_BATCH, name: part})
-        return batches
+            elif "m" in line:
+                mark = line["m"]
+        return ends, rules, sinks, deferred, mark
 
     def reset(self) -> None:
         """Forget everything (the store was cleared on purpose)."""
@@ -211,6 +261,10 @@ class Ledger:
             pass
         self._rules_written.clear()
         self._sinks_written.clear()
+
+
+def _encode(lines: list[Any]) -> bytes:
+    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8", "surrogatepass")
 
 
 def _remember(memory: OrderedDict[Any, Any], key: Any, value: Any) -> None:

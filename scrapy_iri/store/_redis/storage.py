@@ -120,6 +120,7 @@ class RedisStorage(Storage):
         self._save_filter_script = client.register_script(SAVE_FILTER)
         #: what this machine's processes ended or suspended, and the newest batch they applied (see :mod:`.ledger`)
         self.ledger = Ledger(ledger_path if ledger_path is not None else default_ledger_path(self.where, namespace))
+        self.ledger.compact()
         self.accept_rollback_risk = accept_rollback_risk
         self.follower = Follower(
             client, self.keys, self.image, self.journal, self._apply, self._tally, self.where, self.ledger
