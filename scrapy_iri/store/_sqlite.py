@@ -776,16 +776,13 @@ class SQLiteStorage(Storage):
         rows: list[tuple[Any, ...]] = []
         for alias in aliases:
             rows.append(alias_row(alias))
-            self._filter.add(alias.source)
             if len(rows) >= chunk:
                 count += self._bulk(db, rows)
                 rows = []
         count += self._bulk(db, rows)
         self._aliases.clear()
         self._cases.clear()
-        if self._filter.full:
-            self._filter = self._build_filter()
-        self._save_filter()
+        self._save_filter()  # the import's change ('*'): the filter is built again from the aliases, once
         return count
 
     def _bulk(self, db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> int:
