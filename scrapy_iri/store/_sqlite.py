@@ -209,6 +209,8 @@ class SQLiteStorage(Storage):
             self._data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
             self._change_id = self._db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()[0]
             self._load_rules()
+            #: the change the filter took in every change up to (besides those the syncs read)
+            self._filter_change_id = 0
             self._filter = self._load_filter()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
@@ -682,15 +684,17 @@ class SQLiteStorage(Storage):
         try:
             db = self._connection()
             with transaction(db):  # nobody commits meanwhile: the filter takes in every change up to the last
+                known = max(self._change_id, self._filter_change_id)  # what it took in already
                 (low,) = db.execute("SELECT min(id) FROM change").fetchone()
-                if low is not None and low > self._change_id + 1:  # fell behind the log
+                if low is not None and low > known + 1:  # fell behind the log
                     self._filter = self._build_filter()
-                for kind, name in db.execute("SELECT kind, name FROM change WHERE id > ?", (self._change_id,)):
+                for kind, name in db.execute("SELECT kind, name FROM change WHERE id > ?", (known,)):
                     if kind == "a":
                         self._filter.add(name)
                     elif kind == "*":
                         self._filter = self._build_filter()
                 (change_id,) = db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()
+                self._filter_change_id = change_id
                 capacity, count, bits = self._filter.dump()
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('alias_filter', ?)", (bits,))
                 db.execute(
