@@ -2,9 +2,13 @@
 
 Builds a store of ``--aliases`` N exact aliases over 1,000 hosts (URLs of
 60-70 characters), either through the bulk path
-(:meth:`SQLiteStore.bulk_aliases`) or through ``record_redirect`` (each a
-clean 301, with its evidence and fan-in rows), then measures in a fresh
-process:
+(:meth:`SQLiteStore.bulk_aliases`: aliases only), through ``record_redirect``
+(each a clean 301, with its evidence, fan-in rows and the rule records it
+counts for: about 197 per host, nearly all refuted candidates), or through
+:meth:`EquivalenceStore.learn` (``--mode learn`` on SQLite, ``--mode
+redis-learn`` on a private ``redis-server``: the same observations, the same
+resulting store as ``record_redirect`` one at a time), then measures in a
+fresh process:
 
 * **open**: ``open_store(uri)`` wall time;
 * **resident bytes per alias**: growth of the process's private resident
@@ -20,6 +24,8 @@ process:
     nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode record --dir /tmp/store-bench
     nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode redis
     nice .venv/bin/python benchmarks/store_bench.py --aliases 10000000 --mode bulk --record-more 100000
+    nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode learn --record-more 10000
+    nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode redis-learn --record-more 10000
 
 ``--record-more K`` adds K observations through ``record_redirect`` to the
 store once it is built, and reports their throughput (learning at that
@@ -59,11 +65,12 @@ def target(i: int) -> str:
     return f"http://www.site{i % HOSTS}.example/articles/{i}"
 
 
-def record_more(path: Path, n: int, more: int) -> dict[str, Any]:
+def record_more(path: Path | str, n: int, more: int) -> dict[str, Any]:
     """``more`` observations through ``record_redirect`` into the store of ``n`` aliases: learning at that size."""
     from scrapy_iri.store import open_store
 
-    with open_store(f"sqlite:///{path}") as store:
+    uri = str(path) if str(path).startswith("redis://") else f"sqlite:///{path}"
+    with open_store(uri) as store:
         started, cpu = time.perf_counter(), time.process_time()
         for i in range(n, n + more):
             store.record_redirect(source(i), 301, target(i))
@@ -81,11 +88,25 @@ def build(path: Path, n: int, mode: str) -> dict[str, Any]:
         if mode == "bulk":
             now = time.time()
             store.bulk_aliases(Alias(source(i), target(i), 301, now) for i in range(n))  # type: ignore[attr-defined]
+        elif mode == "learn":
+            return learn_into(store, n) | {"file_mb": round(path.stat().st_size / 1e6)}
         else:
             for i in range(n):
                 store.record_redirect(source(i), 301, target(i))
     seconds = time.perf_counter() - started
     return {"build_s": round(seconds, 1), "build_per_s": round(n / seconds), "file_mb": round(path.stat().st_size / 1e6)}
+
+
+def learn_into(store: Any, n: int) -> dict[str, Any]:
+    """Build a store of ``n`` aliases with ``learn()``: the bulk learning rate (wall and CPU)."""
+    from scrapy_iri.store import Observation
+
+    now = time.time()
+    started, cpu = time.perf_counter(), time.process_time()
+    store.learn(Observation(source(i), 301, target(i), time=now) for i in range(n))
+    store.flush()
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"build_s": round(seconds, 1), "build_per_s": round(n / seconds), "build_cpu_per_s": round(n / cpu)}
 
 
 def build_redis(url: str, n: int) -> dict[str, Any]:
@@ -126,7 +147,7 @@ def measure(path: Path | str, n: int) -> dict[str, Any]:
 
     rng = random.Random(1)
     hits = [source(rng.randrange(n)) for _ in range(LOOKUPS)]
-    misses = [source(n + rng.randrange(n)) for _ in range(LOOKUPS)]
+    misses = [source(10**9 + rng.randrange(n)) for _ in range(LOOKUPS)]  # never learned (the store may hold more than n)
     before, before_file = _rss(), _rss("RssFile")
     started = time.perf_counter()
     uri = str(path) if str(path).startswith("redis://") else f"sqlite:///{path}"
@@ -164,6 +185,7 @@ def measure_and_save(results: dict[str, Any], name: str, row: dict[str, Any], n:
     )
     row.update(json.loads(child.stdout))
     print(f"{name}: {row}")
+    results.update(json.loads(RESULTS.read_text()) if RESULTS.exists() else {})  # other runs may have saved meanwhile
     results[name] = row
     RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
 
@@ -171,7 +193,7 @@ def measure_and_save(results: dict[str, Any], name: str, row: dict[str, Any], n:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--aliases", type=int, default=1_000_000)
-    parser.add_argument("--mode", choices=["bulk", "record", "redis"], default="bulk")
+    parser.add_argument("--mode", choices=["bulk", "record", "learn", "redis", "redis-learn"], default="bulk")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/scrapy-iri-store-bench"))
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # the fresh measuring process
     parser.add_argument("--reuse", action="store_true", help="measure the store built by an earlier run")
@@ -184,13 +206,22 @@ def main() -> None:
         print(json.dumps(measure(args.measure, args.aliases)))  # type: ignore[arg-type]
         return
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    if args.mode == "redis":
+    if args.mode in ("redis", "redis-learn"):
         from redis_bench import redis_server
 
+        from scrapy_iri.store import open_store
+
         with redis_server() as url:
-            row = build_redis(url, args.aliases)
+            store_uri = f"{url}?namespace=bench"
+            if args.mode == "redis":
+                row = build_redis(url, args.aliases)
+            else:
+                with open_store(store_uri) as store:
+                    row = learn_into(store, args.aliases)
+            if args.record_more:
+                row.update(record_more(store_uri, args.aliases, args.record_more))
             print(f"built: {row}", flush=True)
-            measure_and_save(results, f"redis-{args.aliases}", row, args.aliases, f"{url}?namespace=bench")
+            measure_and_save(results, f"{args.mode}-{args.aliases}", row, args.aliases, store_uri)
         return
     args.dir.mkdir(parents=True, exist_ok=True)
     path = args.dir / f"{args.mode}-{args.aliases}.db"

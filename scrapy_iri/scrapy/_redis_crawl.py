@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.utils.job import job_dir
 
 from scrapy_iri.store._redis import Outage, RedisKeys, RedisStore, RedisUnavailable, client_from_url
 from scrapy_iri.store._redis.connection import drop_stale_connections
@@ -37,6 +38,8 @@ CLOSE_REASON = "iri_redis_unavailable"
 HEARTBEAT = 5.0
 #: JOBDIR file of the store's writes Redis did not get at close
 STORE_PENDING_FILE = "iri-redis-store-pending.json"
+#: the store's ledger in the JOBDIR (see scrapy_iri.store._redis.ledger; else the per-user state directory)
+STORE_LEDGER_FILE = "iri-redis-store.ledger"
 #: how long the outage probe's key (``NS:probe``) lives
 PROBE_TTL_MS = 60_000
 
@@ -228,6 +231,8 @@ class CrawlRedis:
                 cache_size=settings.store_cache_size,
                 rule_cache=settings.store_rule_cache,
                 pending_path=pending_path(self.crawler, STORE_PENDING_FILE, _pending_name(self.config.namespace)),
+                ledger_path=Path(jobdir, STORE_LEDGER_FILE) if (jobdir := job_dir(self.crawler.settings)) else None,
+                accept_rollback_risk=settings.redis_accept_rollback_risk,
             )
             self.store.policy = policy  # before any use: the connection opened it with the default policy
             self.store.record_policy()  # as every backend does: readers judge rules with it
@@ -253,7 +258,6 @@ def pending_path(crawler: Crawler, in_jobdir: str, in_data_dir: str) -> Path:
     ``JOBDIR/in_jobdir`` for a job; else ``.scrapy/iri/in_data_dir`` in the
     project's data directory, so a crawl without JOBDIR loses none either.
     """
-    from scrapy.utils.job import job_dir
 
     jobdir = job_dir(crawler.settings)
     if jobdir:

@@ -210,6 +210,7 @@ TABLE: dict[str, tuple[Any, Callable[[BaseSettings, str], Any]]] = {
     "IRI_REDIS_RETRY_TIMEOUT": (60.0, _seconds()),
     "IRI_REDIS_SYNC_INTERVAL": (0.5, _seconds(positive=True, at_least=0.01)),
     "IRI_REDIS_LOCAL_MAX": (10_000_000, _at_least(0)),
+    "IRI_REDIS_ACCEPT_ROLLBACK_RISK": (False, _bool),
     # filled in by the add-on with what it replaced (Scrapy's add-on fallbacks)
     "IRI_FALLBACK_DUPEFILTER_CLASS": (None, _raw),
     "IRI_FALLBACK_REQUEST_FINGERPRINTER_CLASS": (None, _raw),
@@ -260,6 +261,7 @@ class IRISettings:
     redis_retry_timeout: float = _default("IRI_REDIS_RETRY_TIMEOUT")
     redis_sync_interval: float = _default("IRI_REDIS_SYNC_INTERVAL")
     redis_local_max: int = _default("IRI_REDIS_LOCAL_MAX")
+    redis_accept_rollback_risk: bool = _default("IRI_REDIS_ACCEPT_ROLLBACK_RISK")
     fallback_dupefilter_class: Any = None
     fallback_request_fingerprinter_class: Any = None
 

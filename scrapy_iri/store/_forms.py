@@ -8,6 +8,7 @@ pattern, so the store never needs the full parser on its hot path.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 from ..errors import IRIError
@@ -46,8 +47,10 @@ class Form(NamedTuple):
         return out
 
 
+@lru_cache(maxsize=16)
 def split_form(url: str) -> Form:
-    """Split a scheme form (a fragment, if any, is ignored)."""
+    """Split a scheme form (a fragment, if any, is ignored); the last few are remembered
+    (learning splits each URL of an observation several times)."""
     m = _TOP.fullmatch(url)
     assert m is not None  # the pattern matches every string
     scheme, authority, path, query, _ = m.groups()

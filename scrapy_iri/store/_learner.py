@@ -22,15 +22,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from .._schemes import SCHEMES
 from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
-from ._observation import LearnSummary, Observation
+from ._observation import LEARN_CHUNK, LearnSummary, Observation, batched, observation_forms, prefetch_keys
 from ._forms import has_userinfo, origin_of, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
 from ._psl import same_site
 from ._report import Explanation, explanation, export, rule_label, stats
+from ._resolution import Resolution, Step
 from ._rules import (
     ANYWHERE,
     BLOCK,
@@ -52,40 +53,6 @@ from ._rules import (
 from ._storage import Storage
 
 __all__ = ["EquivalenceStore", "Explanation", "Outcome", "Resolution", "Step", "StoreError"]
-
-
-class Step(NamedTuple):
-    """One hop of a resolution: an exact alias (``rule is None``) or a rule's prediction."""
-
-    source: str
-    target: str
-    rule: RuleKey | None = None
-
-
-class Resolution(NamedTuple):
-    """How a URL reaches its representative.
-
-    ``steps`` are the hops followed; when they end in a loop or exceed the
-    policy's ``max_chain`` the representative is the URL itself and
-    ``note`` says why.
-    """
-
-    url: str
-    representative: str
-    steps: tuple[Step, ...] = ()
-    note: str = ""
-
-    @property
-    def merged(self) -> bool:
-        """Whether the URL has another representative (a loop or an over-long chain has not)."""
-        return self.representative != self.url
-
-    @property
-    def rules(self) -> tuple[RuleKey, ...]:
-        """The rules a merge relies on (a merge they make may be wrong)."""
-        if not self.merged:
-            return ()
-        return tuple(step.rule for step in self.steps if step.rule is not None)
 
 
 @dataclass
@@ -325,6 +292,12 @@ class EquivalenceStore:
         src, tgt = scheme_form(source), scheme_form(target)
         if src is None or tgt is None:
             return Outcome(ignored="not a valid URL")
+        if self.storage.round_trips:  # what the hop reads, in one round trip
+            self.storage.prefetch(prefetch_keys([(src, tgt)]))
+        return self._learn_hop(src, status, tgt, context, location)
+
+    def _learn_hop(self, src: str, status: int, tgt: str, context: frozenset[str], location: str | None) -> Outcome:
+        """Learn from one redirect hop between two scheme forms."""
         if not _host(src) or not _host(tgt):  # no site: nothing to learn about
             return Outcome(ignored="a URI without a host")
         flags = context
@@ -390,10 +363,16 @@ class EquivalenceStore:
         return self._observed(self._learn_response(url, status, frozenset(context), note))
 
     def _learn_response(self, url: str, status: int, context: frozenset[str], note: str) -> Outcome:
-        outcome = Outcome()
         u = scheme_form(url)
         if u is None:
             return Outcome(ignored="not a valid URL")
+        if self.storage.round_trips:
+            self.storage.prefetch(prefetch_keys([(u, None)]))
+        return self._learn_answer(u, status, context, note)
+
+    def _learn_answer(self, u: str, status: int, context: frozenset[str], note: str) -> Outcome:
+        """Learn from a final answer below 400 at the scheme form ``u``."""
+        outcome = Outcome()
         context = context | ({USERINFO} if has_userinfo(u) else frozenset())
         now = self.clock()
         notes = [note] if note else []
@@ -415,43 +394,58 @@ class EquivalenceStore:
         return outcome
 
     def learn(
-        self, observations: Iterable[Observation], *, progress: Callable[[int], None] | None = None
+        self,
+        observations: Iterable[Observation],
+        *,
+        progress: Callable[[int], None] | None = None,
+        chunk: int = LEARN_CHUNK,
     ) -> LearnSummary:
         """Learn from many recorded exchanges, in the order given, as one-at-a-time recording would.
 
         Each observation is applied at its own ``time`` (now when it has
         none), so an archive's captures must come in date order: a later
-        capture that answers 200 ends what an earlier 301 taught.
-        ``progress(n)`` is called now and then with the number applied so far.
+        capture that answers 200 ends what an earlier 301 taught. They are
+        taken ``chunk`` at a time: what a chunk needs from the storage is read
+        in a few round trips, and its writes are committed together.
+        ``progress(n)`` is called after each chunk with the number applied so far.
         """
         summary = LearnSummary()
-        clock = self.clock
+        storage = self.storage
+        clock, storage_clock = self.clock, storage.clock
+        done = 0
         try:
-            for n, obs in enumerate(observations, 1):
-                when = obs.time
-                self.clock = clock if when is None else (lambda when=when: when)
-                if obs.is_redirect:
-                    if obs.target is None:
-                        summary.ignored["a redirect without a target"] += 1
-                        continue
-                    outcome = self.record_redirect(
-                        obs.url, obs.status, obs.target, context=obs.context, location=obs.location
-                    )
-                else:
-                    outcome = self.record_response(obs.url, obs.status, context=obs.context)
-                summary.observations += 1
-                summary.aliases_learned += outcome.learned_alias
-                summary.aliases_dropped += outcome.dropped_alias
-                summary.sinks += outcome.sink
-                summary.rules_activated += len(outcome.activated)
-                summary.rules_contradicted += len(outcome.contradicted)
-                if outcome.ignored:
-                    summary.ignored[outcome.ignored] += 1
-                if progress is not None and n % 10_000 == 0:
-                    progress(n)
+            for batch in batched(observations, max(1, chunk)):
+                forms = [observation_forms(obs) for obs in batch]
+                storage.refresh()
+                if storage.reads_ahead:
+                    storage.prefetch(prefetch_keys(forms))
+                storage.recorded_time = True
+                for obs, (src, tgt) in zip(batch, forms):
+                    when = obs.time
+                    self.clock = storage.clock = clock if when is None else (lambda when=when: when)
+                    summary.add(self._learn_observation(obs, src, tgt))
+                self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
+                summary.rules_contradicted += len(self._observed(Outcome()).contradicted)
+                done += len(batch)
+                if progress is not None:
+                    progress(done)
         finally:
-            self.clock = clock
+            self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
         return summary
+
+    def _learn_observation(self, obs: Observation, src: str | None, tgt: str | None) -> Outcome | str:
+        """What ``record_redirect`` or ``record_response`` learns from ``obs`` (its scheme forms given), or why it is skipped."""
+        if obs.is_redirect:
+            if obs.target is None:
+                return "a redirect without a target"
+            if src is None or tgt is None:
+                return Outcome(ignored="not a valid URL")
+            return self._learn_hop(src, obs.status, tgt, frozenset(obs.context), obs.location)
+        if obs.status >= 400:
+            return Outcome()
+        if src is None:
+            return Outcome(ignored="not a valid URL")
+        return self._learn_answer(src, obs.status, frozenset(obs.context), "")
 
     def _observed(self, outcome: Outcome) -> Outcome:
         """Commit when due, and report the rules other processes contradicted as contradicted here too.

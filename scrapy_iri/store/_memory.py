@@ -18,6 +18,8 @@ _EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
 class MemoryStorage(Storage):
     """Everything in dictionaries; the policy too."""
 
+    reads_ahead = False
+
     def __init__(self) -> None:
         self._aliases: dict[str, Alias] = {}
         #: case key -> source -> (time, target) of its case-only aliases (the newest declares the case)

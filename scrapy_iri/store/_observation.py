@@ -8,9 +8,16 @@ or :meth:`EquivalenceStore.record_response` would at the observation's time.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
 
-from ._rules import REDIRECTS
+from ._forms import origin_of, scheme_form, sink_key, split_form
+from ._rules import BLOCK, DECLARED_CASE, KINDS_BY_NAME, REDIRECTS, RuleKey, case_key, generalized, path_prefix, predictions
+
+#: observations learned together: their reads in a few round trips, their writes in one commit
+LEARN_CHUNK = 2000
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,20 @@ class LearnSummary:
     sinks: int = 0
     ignored: Counter[str] = field(default_factory=Counter)
 
+    def add(self, outcome: Any) -> None:
+        """Count what one observation changed (an ``Outcome``), or a reason it was skipped (a string)."""
+        if isinstance(outcome, str):
+            self.ignored[outcome] += 1
+            return
+        self.observations += 1
+        self.aliases_learned += outcome.learned_alias
+        self.aliases_dropped += outcome.dropped_alias
+        self.sinks += outcome.sink
+        self.rules_activated += len(outcome.activated)
+        self.rules_contradicted += len(outcome.contradicted)
+        if outcome.ignored:
+            self.ignored[outcome.ignored] += 1
+
     def as_dict(self) -> dict[str, object]:
         return {
             "observations": self.observations,
@@ -59,3 +80,58 @@ class LearnSummary:
             "sinks": self.sinks,
             "ignored": dict(self.ignored),
         }
+
+
+@dataclass(frozen=True)
+class Prefetch:
+    """What a chunk of observations will read: alias sources, fan-in targets (sink keys), case keys, origins."""
+
+    sources: frozenset[str]
+    sinks: frozenset[str]
+    cases: frozenset[str]
+    origins: frozenset[str]
+    #: the rule records the observations count for (and their origins' blocks)
+    rules: frozenset[RuleKey] = frozenset()
+
+
+def batched(items: Iterable[Observation], size: int) -> Iterator[list[Observation]]:
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch
+
+
+def observation_forms(obs: Observation) -> tuple[str | None, str | None]:
+    """The scheme forms of an observation's URL and target (``None``: absent or invalid)."""
+    src = scheme_form(obs.url)
+    tgt = scheme_form(obs.target) if obs.target is not None and obs.status in REDIRECTS else None
+    return src, tgt
+
+
+def prefetch_keys(forms: Iterable[tuple[str | None, str | None]]) -> Prefetch:
+    """The keys a chunk of observations (their scheme forms) reads from the storage."""
+    sources, sinks, cases, origins = set(), set(), set(), set()
+    rules: set[RuleKey] = set()
+    for src, tgt in forms:
+        if src is None:
+            continue
+        sources.add(src)
+        cases.add(case_key(src))
+        origin = origin_of(src)
+        origins.add(origin)
+        if tgt is not None:
+            sinks.add(sink_key(tgt))
+        rules.update(rule_keys(src, origin))
+    return Prefetch(frozenset(sources), frozenset(sinks), frozenset(cases), frozenset(origins), frozenset(rules))
+
+
+def rule_keys(url: str, origin: str) -> list[RuleKey]:
+    """The rule records an observation of the scheme form ``url`` may count for, and its origin's block."""
+    keys = [RuleKey(origin, BLOCK)]
+    for prediction in predictions(url):
+        keys.append(prediction.key)
+        if KINDS_BY_NAME[prediction.key.kind].generalizes:
+            keys.append(RuleKey(origin, prediction.key.kind, generalized(prediction.key.scope)))
+    path = split_form(url).path
+    if path.lower() != path.upper():
+        keys.append(RuleKey(origin, DECLARED_CASE, path_prefix(path.lower())))
+    return keys

@@ -5,13 +5,23 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ._codec import RULE_FIELDS, rule_values
-from ._rules import BLOCK, RuleRecord, RuleStatus
+from ._resolution import Resolution
+from ._rules import BLOCK, LearningPolicy, RuleRecord, RuleStatus
+from ._storage import Storage
 
-if TYPE_CHECKING:
-    from ._learner import EquivalenceStore, Resolution
+
+class EquivalenceStore(Protocol):
+    """What a report reads of a store: its storage, its policy and how it judges a rule now."""
+
+    storage: Storage
+
+    @property
+    def policy(self) -> LearningPolicy: ...
+
+    def rule_status(self, record: RuleRecord) -> RuleStatus: ...
 
 
 @dataclass

@@ -106,6 +106,9 @@ def _last_segment(path: str) -> str:
 _DIGITS_OUTSIDE_ESCAPES = re.compile(r"%[0-9A-F]{2}|[0-9]+")
 
 
+_DIGIT = re.compile("[0-9]")
+
+
 def path_template(path: str) -> str:
     """The path with each run of digits replaced by ``#`` (never in a path): ``/topic-#/``.
 
@@ -146,78 +149,93 @@ def generalized(scope: str) -> str:
 
 def _numbered(path: str) -> str | None:
     """The template of a path in a numbered family, or ``None`` (a template of one URL teaches nothing)."""
+    if _DIGIT.search(path) is None:
+        return None
     template = path_template(path)
     return template if template != path else None
+
+
+def _with_path(f: Form, path: str) -> Form:
+    return Form(f.scheme, f.authority, path, f.query)
 
 
 def _add_slash(f: Form, known: Known) -> tuple[str, Form] | None:
     if not f.path or f.path.endswith("/"):
         return None
     template = _numbered(f.path)
-    return None if template is None else (template, f._replace(path=f.path + "/"))
+    return None if template is None else (template, _with_path(f, f.path + "/"))
 
 
 def _remove_slash(f: Form, known: Known) -> tuple[str, Form] | None:
     if len(f.path) < 2 or not f.path.endswith("/"):
         return None
     template = _numbered(f.path)
-    return None if template is None else (template, f._replace(path=f.path[:-1]))
+    return None if template is None else (template, _with_path(f, f.path[:-1]))
 
 
 def _index_to_directory(f: Form, known: Known) -> tuple[str, Form] | None:
     name = _last_segment(f.path)
     if name not in DEFAULT_DOCUMENTS:
         return None
-    return _scoped(f.path, name), f._replace(path=f.path[: -len(name)])
+    return _scoped(f.path, name), _with_path(f, f.path[: -len(name)])
 
 
 def _http_to_https(f: Form, known: Known) -> tuple[str, Form] | None:
     if f.scheme != "http" or f.host is None:
         return None
-    return _scoped(f.path), f._replace(scheme="https")
+    return _scoped(f.path), Form("https", f.authority, f.path, f.query)
 
 
 def _www_to_apex(f: Form, known: Known) -> tuple[str, Form] | None:
-    if f.host is None or not f.host.startswith(WWW):
+    host = f.host
+    if host is None or not host.startswith(WWW):
         return None
-    apex = www_partner(f.host)
-    return None if apex is None else (_scoped(f.path), f._replace(authority=apex))
+    apex = www_partner(host)
+    return None if apex is None else (_scoped(f.path), Form(f.scheme, apex, f.path, f.query))
 
 
 def _apex_to_www(f: Form, known: Known) -> tuple[str, Form] | None:
-    if f.host is None or f.host.startswith(WWW):
+    host = f.host
+    if host is None or host.startswith(WWW):
         return None
-    www = www_partner(f.host)
-    return None if www is None else (_scoped(f.path), f._replace(authority=www))
+    www = www_partner(host)
+    return None if www is None else (_scoped(f.path), Form(f.scheme, www, f.path, f.query))
 
 
 def _lowercase_path(f: Form, known: Known) -> tuple[str, Form] | None:
-    if not any(m.group().isalpha() for m in _UPPER_OUTSIDE_ESCAPES.finditer(f.path)):
+    path = f.path
+    if path.lower() == path:  # no capital letter, inside escapes or out
         return None
-    lowered = _UPPER_OUTSIDE_ESCAPES.sub(lambda m: m.group() if len(m.group()) == 3 else m.group().lower(), f.path)
-    return _scoped(f.path.lower()), f._replace(path=lowered)
+    if not any(m.group().isalpha() for m in _UPPER_OUTSIDE_ESCAPES.finditer(path)):
+        return None
+    lowered = _UPPER_OUTSIDE_ESCAPES.sub(lambda m: m.group() if len(m.group()) == 3 else m.group().lower(), path)
+    return _scoped(path.lower()), _with_path(f, lowered)
 
 
 def _declared_case(f: Form, known: Known) -> tuple[str, Form] | None:
+    if known is _nothing:
+        return None
     url = f.unsplit()
-    declared = known(case_key(url))
+    declared = known(_with_path(f, f.path.lower()).unsplit())  # case_key(url), from the parts at hand
     if declared is None or declared == url:
         return None
     return _scoped(f.path.lower()), split_form(declared)
 
 
 def _decode_reserved(f: Form, known: Known) -> tuple[str, Form] | None:
+    if "%" not in f.path:
+        return None
     found = sorted(set(_ESCAPE.findall(f.path)))
     if not found:
         return None
-    return _scoped(f.path, "".join(found)), f._replace(path=_ESCAPE.sub(lambda m: _RESERVED_ESCAPES[m.group()], f.path))
+    return _scoped(f.path, "".join(found)), _with_path(f, _ESCAPE.sub(lambda m: _RESERVED_ESCAPES[m.group()], f.path))
 
 
 def _encode_reserved(f: Form, known: Known) -> tuple[str, Form] | None:
     found = sorted(set(_RAW.findall(f.path)))
     if not found:
         return None
-    return _scoped(f.path, "".join(found)), f._replace(path=_RAW.sub(lambda m: f"%{ord(m.group()):02X}", f.path))
+    return _scoped(f.path, "".join(found)), _with_path(f, _RAW.sub(lambda m: f"%{ord(m.group()):02X}", f.path))
 
 
 @dataclass(frozen=True)

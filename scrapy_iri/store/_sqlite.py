@@ -49,6 +49,7 @@ crawl that opened the store.
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import time
@@ -60,9 +61,11 @@ from typing import Any
 from ..errors import StoreError
 from ._codec import copy_counts, policy_from_text, policy_text, rule_record, rule_values
 from ._evidence import Alias, Evidence
+from ._filter import KeyFilter
+from ._observation import Prefetch
 from ._forms import sink_key
 from ._learner import EquivalenceStore
-from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, alias_case_key
+from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord
 from ._sqlite_schema import (
     ALIAS,
     ALIAS_AND_NEXT,
@@ -72,6 +75,9 @@ from ._sqlite_schema import (
     RULE_COLUMNS,
     SCHEMA_VERSION,
     WRITES,
+    ALIAS_COLUMNS,
+    ALIAS_FIELDS,
+    alias_of,
     alias_row,
     create_schema,
     evidence_of,
@@ -85,8 +91,12 @@ from ._storage import (
     EVIDENCE_MAX_AGE,
     LRU,
     MISSING,
+    OriginRules,
+    PendingCases,
     RuleCache,
     Storage,
+    held_keys,
+    held_record,
 )
 
 logger = logging.getLogger(__name__)
@@ -98,6 +108,8 @@ MMAP_SIZE = 1 << 31
 PAGE_CACHE = 8 << 20
 #: entries of the change log kept for processes that fell behind (they reload otherwise)
 CHANGES_MAX = 100_000
+#: commits between two saves of the alias filter (and at close)
+FILTER_SAVE_EVERY = 256
 
 _EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
 #: the pending write of a rule: its row is read off the image when the batch commits
@@ -160,7 +172,9 @@ class SQLiteStorage(Storage):
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
         # bounded caches of what is on disk
-        self._rule_cache = RuleCache(rule_cache, self._read_rules, self._pinned_origins, self._rules_evicted)
+        self._rule_cache = RuleCache(
+            rule_cache, self._read_rules, self._pinned_origins, self._rules_evicted, lazy=self._origin_rules
+        )
         #: for origins not held whole: the records a lookup may need (few), for many more origins
         self._in_force = LRU(max(1024, rule_cache // 4))
         #: the targets with at least ``_sink_cap`` sources (read when a lookup first asks with that cap)
@@ -171,8 +185,10 @@ class SQLiteStorage(Storage):
         # the pending batch: (table, key) -> row (None: a delete), latest write last
         self._pending: dict[tuple[str, Any], tuple[Any, ...] | None] = {}
         self._pending_evidence: list[tuple[Any, ...]] = []
-        self._pending_cases: dict[str, dict[str, Alias | None]] = {}  # case key -> source -> alias written
+        self._pending_cases = PendingCases()
         self._pending_fanin: dict[str, list[str]] = {}
+        #: fan-in records read ahead for a chunk of observations (pending sources included)
+        self._fanin_known: dict[str, list[str]] = {}
         self._dropped_fanin: set[str] = set()
         self._pending_changes: dict[tuple[str, str], None] = {}
         #: per rule: (support, against) as last written to the image, and the observations
@@ -193,6 +209,9 @@ class SQLiteStorage(Storage):
             self._data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
             self._change_id = self._db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()[0]
             self._load_rules()
+            #: the change the filter took in every change up to (besides those the syncs read)
+            self._filter_change_id = 0
+            self._filter = self._load_filter()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
 
@@ -310,6 +329,7 @@ class SQLiteStorage(Storage):
                 if not locked(exc) or self.monotonic() >= deadline:
                     logger.error("%s: %s: %d writes to the store are lost", self.path, exc, self.pending)
                     break
+        self._save_filter()
         try:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.OperationalError:  # another process holds the database: it will checkpoint
@@ -335,23 +355,24 @@ class SQLiteStorage(Storage):
         cutoff = self.clock() - self.answered_horizon
         with transaction(db):
             rules: dict[str, list[tuple[RuleKey, tuple[Any, ...] | None]]] = {}
-            run: list[tuple[Any, ...]] = []
-            statement = ""
-            for (table, key), row in self._pending.items():  # in write order, runs of one statement at once
+            # one statement at a time, each table's deletes before its upserts: the pending writes hold
+            # one write per entry (the latest), and a fan-in drop took its target's pending sources with it
+            runs: dict[str, list[tuple[Any, ...]]] = {}
+            for (table, key), row in self._pending.items():
                 if table == "rule":
                     rules.setdefault(key[0], []).append((RuleKey(*key), row))
                     continue
                 upsert, delete = WRITES[table]
-                step, args = (delete, key if isinstance(key, tuple) else (key,)) if row is None else (upsert, row)
-                if table == "alias" and row is not None:
-                    args = (*row, cutoff)
-                if step != statement:
-                    if run:
-                        db.executemany(statement, run)
-                    statement, run = step, []
-                run.append(args)
-            if run:
-                db.executemany(statement, run)
+                if row is None:
+                    runs.setdefault(delete, []).append(key if isinstance(key, tuple) else (key,))
+                elif table == "alias":  # the stored row, then the horizon (its last item: whether it applies)
+                    runs.setdefault(upsert, []).append((*row[:-1], cutoff if row[-1] else float("-inf")))
+                else:
+                    runs.setdefault(upsert, []).append(row)
+            for upsert, delete in WRITES.values():
+                for statement in (delete, upsert):
+                    if statement in runs:
+                        db.executemany(statement, runs[statement])
             upsert, delete = WRITES["rule"]
             alone = db.execute("PRAGMA data_version").fetchone()[0] == self._data_version
             touched = sorted(rules)
@@ -396,6 +417,11 @@ class SQLiteStorage(Storage):
         self._last_flush = self.monotonic()
         self._retry_at = 0.0
         self._lock_backoff = 0.0
+        if self._filter.full:
+            self._filter = self._build_filter()
+            self._save_filter()
+        elif self._commits % FILTER_SAVE_EVERY == 0:
+            self._save_filter()
 
     def _prune(self, db: sqlite3.Connection) -> None:
         """Keep the evidence log and the change log within their caps."""
@@ -411,6 +437,13 @@ class SQLiteStorage(Storage):
         if self._commits % 64 == 1:
             db.execute("DELETE FROM change WHERE id <= (SELECT max(id) FROM change) - ?", (CHANGES_MAX,))
             db.execute("DELETE FROM answered WHERE time < ?", (self.clock() - self.answered_horizon,))
+            # rule records whose every count is older than the TTL mean nothing any more (a record
+            # expires them when next counted): gone, so an origin keeps only what still counts
+            stale = self.clock() - self.policy.rule_ttl
+            db.execute(
+                "DELETE FROM rule WHERE (support = 0 OR last_support < ?) AND (against = 0 OR last_against < ?)",
+                (stale, stale),
+            )
 
     def _merged_rule(self, key: RuleKey, on_disk: RuleRecord | None) -> RuleRecord:
         """The row on disk plus what this process observed since its last commit."""
@@ -454,6 +487,7 @@ class SQLiteStorage(Storage):
                 raise StoreError(f"{self.path}: {exc}") from exc
             return  # the next look will do
         self._data_version = version
+        self._fanin_known.clear()
         if (low is not None and low > self._change_id + 1) or any(kind == "*" for _, kind, _ in rows):
             # fell behind the log, or a bulk write: start afresh
             self._must_merge = True
@@ -461,10 +495,12 @@ class SQLiteStorage(Storage):
             self._cases.clear()
             self._load_rules()
             self._sink_cap = 0  # read again when next asked
+            self._filter = self._build_filter()
         else:
             for _, kind, name in rows:
                 if kind == "a":
                     self._aliases.pop(name)
+                    self._filter.add(name)
                 elif kind == "c":
                     self._cases.pop(name)
                 elif kind == "r":
@@ -503,13 +539,33 @@ class SQLiteStorage(Storage):
         """Origins whose records hold counts not committed yet: never evicted."""
         return {key.origin for key in (*self._rule_delta, *self._rule_dropped)}
 
-    def _rules_evicted(self, origin: str, records: dict[RuleKey, RuleRecord]) -> None:
-        for key in records:
+    def _rules_evicted(self, origin: str, keys: list[RuleKey]) -> None:
+        for key in keys:
             self._rule_seen.pop(key, None)
+
+    def _origin_rules(self, origin: str, grew: Callable[[int], None]) -> OriginRules:
+        """An origin's records, read one at a time as the learner asks for them."""
+        self._in_force.pop(origin)  # held from now on
+        return OriginRules(origin, self._read_rule, self._rule_rows, grew, self._seen)
+
+    def _seen(self, record: RuleRecord) -> None:
+        self._rule_seen[record.key] = (record.support, record.against)
+
+    def _read_rule(self, key: RuleKey) -> RuleRecord | None:
+        rows = self._read(f"SELECT {RULE_COLUMNS} FROM rule WHERE origin = ? AND kind = ? AND scope = ?", tuple(key), one=True)
+        if rows is None:
+            return MISSING  # type: ignore[no-any-return]
+        return rule_record(key, rows[0]) if rows else None
+
+    def _rule_rows(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
+        rows = self._read(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,))
+        if rows is None:
+            return None
+        return {(key := RuleKey(origin, row[0], row[1])): rule_record(key, row[2:]) for row in rows}
 
     def _image(self, key: RuleKey) -> RuleRecord | None:
         records = self._rule_cache.peek(key.origin)
-        return None if records is None else records.get(key)
+        return None if records is None else held_record(records, key)
 
     def _reload_rules(self, origin: str) -> None:
         self._in_force.pop(origin)
@@ -524,11 +580,129 @@ class SQLiteStorage(Storage):
     def _set_rules(self, origin: str, records: dict[RuleKey, RuleRecord]) -> None:
         """Make the image of ``origin``'s rules what ``records`` says (record objects kept where they exist)."""
         current = self._rule_cache.peek(origin) or {}
-        for key in [k for k in current if k not in records]:
+        for key in [k for k in held_keys(current) if k not in records]:
             self._rule_seen.pop(key, None)
         self._rule_cache.replace(origin, records, copy_counts)
         for key, record in records.items():
             self._rule_seen[key] = (record.support, record.against)
+
+    # -- reading ahead for many observations --------------------------------------------
+
+    def prefetch(self, keys: Prefetch) -> None:
+        """Read the aliases, fan-in, cases and rules a chunk of observations needs, a few queries in all."""
+        self._fanin_known.clear()
+        for part in _parts([s for s in keys.sources if ("alias", s) not in self._pending and s not in self._aliases.data]):
+            rows = self._read(f"SELECT {ALIAS_COLUMNS} FROM alias WHERE source IN ({_marks(part)})", part)
+            if rows is None:
+                return  # locked: each observation reads for itself
+            found = {row[0]: alias_of(row[0], row[1:]) for row in rows}
+            for source in part:
+                self._aliases.put(source, found.get(source))
+        for part in _parts([t for t in keys.sinks if t not in self._dropped_fanin]):
+            rows = self._read(f"SELECT target, source FROM fanin WHERE target IN ({_marks(part)})", part)
+            if rows is None:
+                return
+            for target in part:
+                self._fanin_known[target] = []
+            for target, source in rows:
+                self._fanin_known[target].append(source)
+            for target in part:
+                known = self._fanin_known[target]
+                known += [s for s in self._pending_fanin.get(target, ()) if s not in known]
+        for part in _parts([k for k in keys.cases if k not in self._cases.data]):
+            rows = self._read(f"SELECT case_key, source, target, time FROM alias WHERE case_key IN ({_marks(part)})", part)
+            declared = self._read(f"SELECT key, url FROM declared_case WHERE key IN ({_marks(part)})", part)
+            if rows is None or declared is None:
+                return
+            by_key: dict[str, list[tuple[Any, ...]]] = {}
+            for row in rows:
+                by_key.setdefault(row[0], []).append(row[1:])
+            urls = dict(declared)
+            for key in part:
+                self._case_from(key, by_key.get(key, []), [(urls[key],)] if key in urls else [])
+        wanted: list[RuleKey] = []
+        for origin, rules in _by_origin(keys.rules).items():
+            held = self._rule_cache.get(origin)
+            wanted += held.wanted(rules) if isinstance(held, OriginRules) else []
+        for start in range(0, len(wanted), _PART // 3):
+            part = wanted[start : start + _PART // 3]
+            marks = ", ".join(["(?, ?, ?)"] * len(part))
+            rows = self._read(  # each wanted key looked up by the primary key (CROSS JOIN keeps that order)
+                f"WITH want(o, k, s) AS (VALUES {marks}) SELECT origin, kind, scope, {RULE_COLUMNS}"
+                " FROM want CROSS JOIN rule ON origin = o AND kind = k AND scope = s",
+                tuple(v for key in part for v in key),
+            )
+            if rows is None:
+                return
+            found: dict[RuleKey, RuleRecord | None] = dict.fromkeys(part)
+            for row in rows:
+                key = RuleKey(*row[:3])
+                found[key] = rule_record(key, row[3:])
+            for origin, records in _by_origin(found).items():
+                held = self._rule_cache.peek(origin)
+                if isinstance(held, OriginRules):
+                    held.learned({key: found[key] for key in records})
+
+    # -- the filter of alias sources ------------------------------------------------------
+
+    def _load_filter(self) -> KeyFilter:
+        """The filter saved in the file, brought up to date from the change log; else built from the aliases."""
+        db = self._connection()
+        state = db.execute("SELECT value FROM meta WHERE key = 'alias_filter_state'").fetchone()
+        bits = db.execute("SELECT value FROM meta WHERE key = 'alias_filter'").fetchone()
+        if state is None or bits is None:
+            return self._build_filter()
+        try:
+            capacity, count, change_id = json.loads(state[0])
+            found = KeyFilter.load(int(capacity), int(count), bytes(bits[0]))
+        except (ValueError, TypeError):
+            return self._build_filter()
+        low = db.execute("SELECT min(id) FROM change").fetchone()[0]
+        if low is not None and low > change_id + 1:
+            return self._build_filter()  # the log no longer holds what changed since it was saved
+        for kind, name in db.execute("SELECT kind, name FROM change WHERE id > ?", (change_id,)):
+            if kind == "*":
+                return self._build_filter()
+            if kind == "a":
+                found.add(name)
+        return found if not found.full else self._build_filter()
+
+    def _build_filter(self) -> KeyFilter:
+        """A filter of every alias source in the file (and those pending here), sized for twice as many."""
+        db = self._connection()
+        (n,) = db.execute("SELECT count(*) FROM alias").fetchone()
+        built = KeyFilter(2 * (n + len(self._pending)))
+        for (source,) in db.execute("SELECT source FROM alias"):
+            built.add(source)
+        for (table, key), row in self._pending.items():
+            if table == "alias" and row is not None:
+                built.add(key)
+        return built
+
+    def _save_filter(self) -> None:
+        """Write the filter to the file with the change it is up to date with (other processes start from it)."""
+        try:
+            db = self._connection()
+            with transaction(db):  # nobody commits meanwhile: the filter takes in every change up to the last
+                known = max(self._change_id, self._filter_change_id)  # what it took in already
+                (low,) = db.execute("SELECT min(id) FROM change").fetchone()
+                if low is not None and low > known + 1:  # fell behind the log
+                    self._filter = self._build_filter()
+                for kind, name in db.execute("SELECT kind, name FROM change WHERE id > ?", (known,)):
+                    if kind == "a":
+                        self._filter.add(name)
+                    elif kind == "*":
+                        self._filter = self._build_filter()
+                (change_id,) = db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()
+                self._filter_change_id = change_id
+                capacity, count, bits = self._filter.dump()
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('alias_filter', ?)", (bits,))
+                db.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('alias_filter_state', ?)",
+                    (json.dumps([capacity, count, change_id]),),
+                )
+        except sqlite3.OperationalError as exc:  # locked or read-only: the next process builds its own
+            logger.info("%s: the alias filter was not saved: %s", self.path, exc)
 
     # -- reads that may find the file locked --------------------------------------------
 
@@ -556,10 +730,12 @@ class SQLiteStorage(Storage):
     def alias(self, source: str) -> Alias | None:
         row = self._pending.get(("alias", source), MISSING) if self._pending else MISSING
         if row is not MISSING:
-            return None if row is None else Alias(*row[:4])
+            return None if row is None else _pending_alias(row)
         alias = self._aliases.get(source)
         if alias is not MISSING:
             return alias  # type: ignore[no-any-return]
+        if source not in self._filter:
+            return None  # never an alias anywhere: answered in memory
         # the alias and its target's own alias in one read: resolving follows the target next
         rows = self._read(ALIAS_AND_NEXT, (source,), one=True)
         if rows is None:
@@ -567,34 +743,34 @@ class SQLiteStorage(Storage):
         if not rows:
             self._aliases.put(source, None)
             return None
-        target, status, time_, next_target, next_status, next_time = rows[0]
-        alias = Alias(source, target, status, time_)
+        row, n = rows[0], len(ALIAS_FIELDS)
+        alias = alias_of(source, row[:n])
+        target = alias.target
         if self._aliases.get(target) is MISSING and ("alias", target) not in self._pending:
-            self._aliases.put(target, None if next_target is None else Alias(target, next_target, next_status, next_time))
+            self._aliases.put(target, None if row[n] is None else alias_of(target, row[n:]))
         self._aliases.put(source, alias)
         return alias
 
     def set_alias(self, source: str, alias: Alias | None) -> None:
         old = self.alias(source)
-        self._write("alias", source, None if alias is None else alias_row(alias))
+        if alias is not None:
+            self._filter.add(source)
+        self._write("alias", source, None if alias is None else (*alias_row(alias), not self.recorded_time))
         self._aliases.put(source, alias)
         self._pending_changes[("a", source)] = None
-        for written in (old, alias):
-            key = None if written is None else alias_case_key(written.source, written.target)
-            if key is not None:
-                self._pending_cases.setdefault(key, {})[source] = alias
-                self._cases.pop(key)
-                self._pending_changes[("c", key)] = None
+        for key in self._pending_cases.wrote(source, old, alias):
+            self._cases.pop(key)
+            self._pending_changes[("c", key)] = None
 
     def aliases(self) -> Iterator[Alias]:
         self.flush()
         written = {key: row for (table, key), row in self._pending.items() if table == "alias"}
-        for row in self._connection().execute("SELECT source, target, status, time FROM alias"):
+        for row in self._connection().execute(f"SELECT {ALIAS_COLUMNS} FROM alias"):
             if row[0] not in written:
-                yield Alias(*row)
+                yield alias_of(row[0], row[1:])
         for row in written.values():
             if row is not None:
-                yield Alias(*row[:4])
+                yield _pending_alias(row)
 
     def bulk_aliases(self, aliases: Iterable[Alias], *, chunk: int = 500_000) -> int:
         """Write many aliases at once (an import; no evidence is logged for them). Returns how many."""
@@ -610,6 +786,7 @@ class SQLiteStorage(Storage):
         count += self._bulk(db, rows)
         self._aliases.clear()
         self._cases.clear()
+        self._save_filter()  # the import's change ('*'): the filter is built again from the aliases, once
         return count
 
     def _bulk(self, db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> int:
@@ -630,17 +807,16 @@ class SQLiteStorage(Storage):
         rows = self._read("SELECT source, target, time FROM alias WHERE case_key = ?", (key,))
         if rows is None:
             return None
-        candidates = {source: (time_, target) for source, target, time_ in rows}
-        for source, alias in self._pending_cases.get(key, {}).items():
-            if alias is None or alias_case_key(alias.source, alias.target) != key:
-                candidates.pop(source, None)
-            else:
-                candidates[source] = (alias.time, alias.target)
-        url: str | None = max(candidates.values())[1] if candidates else None
+        return self._case_from(key, rows)
+
+    def _case_from(self, key: str, rows: list[tuple[Any, ...]], declared: Any = MISSING) -> str | None:
+        """The case of ``key`` from its case-only alias rows (and its declared-case row, when read), cached."""
+        url = self._pending_cases.case(key, {source: (time_, target) for source, target, time_ in rows})
         if url is None:
             row = self._pending.get(("declared_case", key), MISSING)
             if row is MISSING:
-                declared = self._read("SELECT url FROM declared_case WHERE key = ?", (key,))
+                if declared is MISSING:
+                    declared = self._read("SELECT url FROM declared_case WHERE key = ?", (key,))
                 if declared is None:
                     return None
                 url = declared[0][0] if declared else None
@@ -674,22 +850,33 @@ class SQLiteStorage(Storage):
 
     def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         held = self._rule_cache.peek(origin)
+        if isinstance(held, OriginRules):
+            if not (held.forced or held.complete):
+                rows = self._in_force_rows(origin)
+                if rows is None:  # locked: what is held here, no more (read again next time)
+                    return held.in_force(self.policy.min_observations) or _EMPTY
+                held.learned(rows)  # those held here stay: they may hold counts not written yet
+                held.forced = True
+            return held.in_force(self.policy.min_observations) or _EMPTY
         if held is not None:
             return held
         view = self._in_force.get(origin)
         if view is MISSING:
-            rows = self._read(
-                f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ? AND (kind = ? OR support >= ?)",
-                (origin, BLOCK, self.policy.min_observations),
-            )
-            if rows is None:
+            view = self._in_force_rows(origin)
+            if view is None:
                 return _EMPTY  # locked: no rule applies now (no merge)
-            view = {}
-            for row in rows:
-                key = RuleKey(origin, row[0], row[1])
-                view[key] = rule_record(key, row[2:])
             self._in_force.put(origin, view)
         return view or _EMPTY
+
+    def _in_force_rows(self, origin: str) -> dict[RuleKey, RuleRecord | None] | None:
+        """The records of ``origin`` a lookup may need, from the file (``None``: locked)."""
+        rows = self._read(
+            f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ? AND (kind = ? OR support >= ?)",
+            (origin, BLOCK, self.policy.min_observations),
+        )
+        if rows is None:
+            return None
+        return {(key := RuleKey(origin, row[0], row[1])): rule_record(key, row[2:]) for row in rows}
 
     def set_rule(self, key: RuleKey, record: RuleRecord | None) -> None:
         if record is None:
@@ -729,6 +916,9 @@ class SQLiteStorage(Storage):
     # -- primitives: fan-in (on disk, read per redirect; sinks resident) -----------------
 
     def _fanin_sources(self, target: str, cap: int) -> list[str] | None:
+        known = self._fanin_known.get(target)
+        if known is not None:
+            return known[:cap]
         sources: list[str] = []
         if target not in self._dropped_fanin:
             rows = self._read("SELECT source FROM fanin WHERE target = ? LIMIT ?", (target, cap))
@@ -746,6 +936,8 @@ class SQLiteStorage(Storage):
             sources = []
         if source not in sources and len(sources) < cap:
             sources.append(source)
+            if target in self._fanin_known:
+                self._fanin_known[target] = list(sources)
             self._pending_fanin.setdefault(target, []).append(source)
             self._write("fanin", (target, source), (target, source))
         if len(sources) >= 2:  # a sink for any sink_fanin up to its number of sources
@@ -772,6 +964,7 @@ class SQLiteStorage(Storage):
         return self._sinks
 
     def drop_fanin(self, target: str) -> None:
+        self._fanin_known.pop(target, None)
         self._sinks.discard(target)
         self._write("sink", target, None)
         self._pending_changes[("s", target)] = None
@@ -842,6 +1035,31 @@ class SQLiteStorage(Storage):
             for url in urls:
                 self._write("deferred", (name, url), None)
         return sorted(set(urls))
+
+
+#: values bound in one query (SQLite's limit is 32,766 since 3.32)
+_PART = 500
+
+
+def _pending_alias(row: tuple[Any, ...]) -> Alias:
+    """The alias of a pending write: :func:`alias_row`'s row (and whether the horizon applies)."""
+    return alias_of(row[0], row[1 : 1 + len(ALIAS_FIELDS)])
+
+
+def _by_origin(keys: Iterable[RuleKey]) -> dict[str, list[RuleKey]]:
+    grouped: dict[str, list[RuleKey]] = {}
+    for key in keys:
+        grouped.setdefault(key.origin, []).append(key)
+    return grouped
+
+
+def _parts(items: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(items), _PART):
+        yield items[start : start + _PART]
+
+
+def _marks(part: list[str]) -> str:
+    return ", ".join("?" * len(part))
 
 
 class SQLiteStore(EquivalenceStore):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -42,15 +42,23 @@ CREATE TABLE IF NOT EXISTS answered (source TEXT PRIMARY KEY, time REAL NOT NULL
 RULE_COLUMNS = ", ".join(RULE_FIELDS)
 EVIDENCE_COLUMNS = "time, url, status, target, context, note, location"
 EVIDENCE = f"INSERT INTO evidence ({EVIDENCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
-ALIAS = "INSERT OR REPLACE INTO alias VALUES (?, ?, ?, ?, ?)"
+#: the alias codec, the one place that names an alias's stored fields: the columns after ``source``
+#: (:func:`alias_row` writes them and the case key, :func:`alias_of` reads them back)
+ALIAS_FIELDS = ("target", "status", "time")
+ALIAS_COLUMNS = "source, " + ", ".join(ALIAS_FIELDS)
+_ROW = ", ".join(f"?{i}" for i in range(1, len(ALIAS_FIELDS) + 3))  # source, fields, case key
+_TIME = f"?{2 + ALIAS_FIELDS.index('time')}"
+_CUTOFF = f"?{len(ALIAS_FIELDS) + 3}"
+ALIAS = f"INSERT OR REPLACE INTO alias ({ALIAS_COLUMNS}, case_key) VALUES ({_ROW})"
 #: table -> (upsert, delete) statements of the batched writes
 #: an alias observed by this process: refused if the URL answered for itself since (in any process),
-#: if a newer alias is on disk, or if it is older than the horizon (?6: now - horizon)
+#: if a newer alias is on disk, or if it is older than the horizon (the last parameter: now - horizon)
 ALIAS_PUT = (
-    "INSERT INTO alias (source, target, status, time, case_key) SELECT ?1, ?2, ?3, ?4, ?5"
-    " WHERE ?4 >= ?6 AND NOT EXISTS (SELECT 1 FROM answered WHERE source = ?1 AND time >= ?4)"
-    " ON CONFLICT (source) DO UPDATE SET target = excluded.target, status = excluded.status,"
-    " time = excluded.time, case_key = excluded.case_key WHERE excluded.time >= alias.time"
+    f"INSERT INTO alias ({ALIAS_COLUMNS}, case_key) SELECT {_ROW}"
+    f" WHERE {_TIME} >= {_CUTOFF} AND NOT EXISTS (SELECT 1 FROM answered WHERE source = ?1 AND time >= {_TIME})"
+    " ON CONFLICT (source) DO UPDATE SET "
+    + ", ".join(f"{name} = excluded.{name}" for name in (*ALIAS_FIELDS, "case_key"))
+    + " WHERE excluded.time >= alias.time"
 )
 WRITES = {
     "alias": (ALIAS_PUT, "DELETE FROM alias WHERE source = ?"),
@@ -70,9 +78,10 @@ WRITES = {
         "DELETE FROM sink WHERE target = ?",
     ),
 }
+#: an alias and its target's alias in one read: the fields of each, in turn
 ALIAS_AND_NEXT = (
-    "SELECT a.target, a.status, a.time, b.target, b.status, b.time"
-    " FROM alias AS a LEFT JOIN alias AS b ON b.source = a.target WHERE a.source = ?"
+    "SELECT " + ", ".join([f"a.{f}" for f in ALIAS_FIELDS] + [f"b.{f}" for f in ALIAS_FIELDS])
+    + " FROM alias AS a LEFT JOIN alias AS b ON b.source = a.target WHERE a.source = ?"
 )
 
 def _statements(script: str) -> list[str]:
@@ -91,7 +100,13 @@ def evidence_of(row: tuple[Any, ...]) -> Evidence:
 
 
 def alias_row(alias: Alias) -> tuple[Any, ...]:
-    return (alias.source, alias.target, alias.status, alias.time, alias_case_key(alias.source, alias.target))
+    """An alias as stored: its source, its :data:`ALIAS_FIELDS`, its case key."""
+    return (alias.source, *(getattr(alias, name) for name in ALIAS_FIELDS), alias_case_key(alias.source, alias.target))
+
+
+def alias_of(source: str, values: Sequence[Any]) -> Alias:
+    """The alias of ``source`` from its stored :data:`ALIAS_FIELDS` values."""
+    return Alias(source, **dict(zip(ALIAS_FIELDS, values)))
 
 
 # -- migrations: version -> a function bringing a store of that version to the next one
@@ -112,7 +127,10 @@ def _to_4(db: sqlite3.Connection) -> None:
         " time REAL NOT NULL, case_key TEXT) WITHOUT ROWID"
     )
     rows = db.execute("SELECT source, target, status, time FROM alias")
-    db.executemany(ALIAS.replace("alias", "alias4", 1), (alias_row(Alias(*row)) for row in rows))
+    db.executemany(
+        "INSERT OR REPLACE INTO alias4 (source, target, status, time, case_key) VALUES (?, ?, ?, ?, ?)",
+        ((*row, alias_case_key(row[0], row[1])) for row in rows),
+    )
     db.execute("DROP TABLE alias")
     db.execute("ALTER TABLE alias4 RENAME TO alias")
     urls = [url for (url,) in db.execute("SELECT url FROM declared_case")]

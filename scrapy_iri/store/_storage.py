@@ -14,13 +14,15 @@ Every URL a storage sees is a scheme-rung form without a fragment.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from ._evidence import Alias, Evidence
-from ._rules import LearningPolicy, RuleKey, RuleRecord
+from ._observation import Prefetch
+from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, alias_case_key
 
 #: aliases (and misses) a process keeps in memory by default: a few hundred bytes each
 DEFAULT_CACHE_SIZE = 65_536
@@ -74,6 +76,15 @@ class Storage(ABC):
 
     #: the learner's policy (set by the learner): what expiry a merge of counts applies
     policy: LearningPolicy = LearningPolicy()
+    #: the time writes are stamped with (while learning recorded observations: each one's own)
+    clock: Callable[[], float] = staticmethod(time.time)
+    #: whether :meth:`prefetch` reads anything (a storage in memory has nothing to read ahead)
+    reads_ahead: bool = True
+    #: whether each read is a round trip: one observation's reads are then made at once, too
+    round_trips: bool = False
+    #: writes carry the times of recorded observations (an archive's): an alias older than the
+    #: horizon on late writes is what was recorded, not a write that waited too long
+    recorded_time: bool = False
 
     # -- what a lookup reads ---------------------------------------------------
 
@@ -171,6 +182,9 @@ class Storage(ABC):
     def refresh(self) -> None:
         """Before a lookup or an observation: read what other processes changed, when due."""
 
+    def prefetch(self, keys: Prefetch) -> None:
+        """Before many observations: read what they will need in a few round trips (a hint; nothing changes)."""
+
     def observed(self) -> None:
         """After an observation: commit the pending writes, when due."""
 
@@ -197,16 +211,234 @@ class Storage(ABC):
         self.flush()
 
 
+class PendingCases(dict):  # type: ignore[type-arg]
+    """The case-only aliases written and not yet stored, by case key: what a read of a case must add
+    to what the store answers (case key -> source -> the alias written, ``None``: dropped)."""
+
+    def wrote(self, source: str, old: Alias | None, new: Alias | None) -> list[str]:
+        """Note a write of ``source``'s alias (``old`` -> ``new``); the case keys it touches."""
+        keys = []
+        for written in (old, new):
+            key = None if written is None else alias_case_key(written.source, written.target)
+            if key is not None:
+                self.setdefault(key, {})[source] = new
+                keys.append(key)
+        return keys
+
+    def case(self, key: str, stored: dict[str, tuple[float, str]]) -> str | None:
+        """The case of ``key``: the newest case-only alias, ``stored`` (source -> (time, target)) with the pending writes over it."""
+        candidates = dict(stored)
+        for source, alias in self.get(key, {}).items():
+            if alias is None or alias_case_key(alias.source, alias.target) != key:
+                candidates.pop(source, None)
+            else:
+                candidates[source] = (alias.time, alias.target)
+        return max(candidates.values())[1] if candidates else None
+
+
 #: rule records a process keeps by default (the origins used last; a few hundred bytes each)
 DEFAULT_RULE_CACHE = 50_000
+
+
+class OriginRules(dict):  # type: ignore[type-arg]
+    """One origin's rule records, read one key at a time as they are asked for.
+
+    ``get(key)`` answers from what is held, else reads that record alone
+    (``read_one``: the record, ``None`` when there is none, :data:`MISSING`
+    when the store cannot be read now: unknown, nothing is kept). Listing
+    (iteration, ``len``, ``values``, ``items``) reads the rest first
+    (``read_all``), once; :meth:`held` lists what is held without reading.
+    So the records a process holds are those it used, not every candidate
+    an origin ever had.
+    """
+
+    def __init__(
+        self,
+        origin: str,
+        read_one: Callable[[RuleKey], RuleRecord | None],
+        read_all: Callable[[str], dict[RuleKey, RuleRecord] | None],
+        grew: Callable[[int], None] = lambda n: None,
+        loaded: Callable[[RuleRecord], None] = lambda record: None,
+    ) -> None:
+        super().__init__()
+        self.origin = origin
+        self.complete = False
+        #: keys known to have no record (read, or dropped here)
+        self.absent: set[RuleKey] = set()
+        self._read_one = read_one
+        self._read_all = read_all
+        self._grew = grew
+        self._loaded = loaded
+        #: every record that could be in force is held (read by :meth:`Storage.rules_in_force`)
+        self.forced = False
+        #: changes with every record held, dropped or replaced: the view of those in force follows it
+        self.version = 0
+        self._view: tuple[int, int, dict[RuleKey, RuleRecord]] | None = None
+
+    def in_force(self, min_observations: int) -> dict[RuleKey, RuleRecord]:
+        """The held records a lookup may need (support enough to be active, or the origin's block):
+        computed again only after a change, so a lookup costs dictionary reads, not a scan."""
+        view = self._view
+        if view is None or view[0] != self.version or view[1] != min_observations:
+            records = {
+                key: record
+                for key, record in dict.items(self)
+                if key.kind == BLOCK or record.support >= min_observations
+            }
+            view = self._view = (self.version, min_observations, records)
+        return view[2]
+
+    def changed(self) -> None:
+        self.version += 1
+
+    @property
+    def weight(self) -> int:
+        """What this origin costs a cache: records and known absences."""
+        return dict.__len__(self) + len(self.absent)
+
+    def held(self) -> list[RuleKey]:
+        return list(dict.keys(self))
+
+    def learned(self, records: dict[RuleKey, RuleRecord | None]) -> None:
+        """Hold records read elsewhere (``None``: the key has none); those held already stay."""
+        for key, record in records.items():
+            if dict.__contains__(self, key) or key in self.absent or self.complete:
+                continue
+            if record is None:
+                self.absent.add(key)
+            else:
+                dict.__setitem__(self, key, record)
+                self._loaded(record)
+            self._grew(1)
+        self.version += 1
+
+    def wanted(self, keys: Iterable[RuleKey]) -> list[RuleKey]:
+        """The keys of ``keys`` that a ``get`` would read."""
+        if self.complete:
+            return []
+        return [k for k in keys if not dict.__contains__(self, k) and k not in self.absent]
+
+    def held_records(self) -> list[RuleRecord]:
+        return list(dict.values(self))
+
+    def get(self, key: RuleKey, default: Any = None) -> Any:  # type: ignore[override]
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        if self.complete or key in self.absent:
+            return default
+        found = self._read_one(key)
+        if found is MISSING:
+            return default
+        if found is None:
+            self.absent.add(key)
+            self._grew(1)
+            return default
+        dict.__setitem__(self, key, found)
+        self._grew(1)
+        self._loaded(found)
+        self.version += 1
+        return found
+
+    def __getitem__(self, key: RuleKey) -> RuleRecord:
+        found = self.get(key, MISSING)
+        if found is MISSING:
+            raise KeyError(key)
+        return found  # type: ignore[no-any-return]
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key, MISSING) is not MISSING  # type: ignore[arg-type]
+
+    def __setitem__(self, key: RuleKey, record: RuleRecord) -> None:
+        if not dict.__contains__(self, key):
+            self._grew(1 - (key in self.absent))
+        self.absent.discard(key)
+        dict.__setitem__(self, key, record)
+        self.version += 1
+
+    def pop(self, key: RuleKey, default: Any = None) -> Any:  # type: ignore[override]
+        found = dict.pop(self, key, MISSING)
+        if found is MISSING:
+            return default
+        self.absent.add(key)
+        self.version += 1
+        return found
+
+    def __bool__(self) -> bool:
+        return True
+
+    def detach(self) -> None:
+        """No longer held by a cache: what it reads now is counted nowhere."""
+        self._grew = _ignore
+
+    def fill(self) -> None:
+        """Read every record not held yet (those held stay: they may hold counts not written yet)."""
+        if self.complete:
+            return
+        rows = self._read_all(self.origin)
+        if rows is None:
+            return
+        before = self.weight
+        for key, record in rows.items():
+            if not dict.__contains__(self, key) and key not in self.absent:
+                dict.__setitem__(self, key, record)
+                self._loaded(record)
+        self.absent.clear()
+        self.complete = True
+        self.version += 1
+        self._grew(self.weight - before)
+
+    def __iter__(self) -> Iterator[RuleKey]:
+        self.fill()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self.fill()
+        return dict.__len__(self)
+
+    def keys(self) -> Any:
+        self.fill()
+        return dict.keys(self)
+
+    def values(self) -> Any:
+        self.fill()
+        return dict.values(self)
+
+    def items(self) -> Any:
+        self.fill()
+        return dict.items(self)
+
+
+def _ignore(n: int) -> None:
+    pass
+
+
+def _evict(records: Mapping[RuleKey, RuleRecord]) -> list[RuleKey]:
+    if isinstance(records, OriginRules):
+        records.detach()
+    return held_keys(records)
+
+
+def held_keys(records: Mapping[RuleKey, RuleRecord]) -> list[RuleKey]:
+    """The keys of the records held (an :class:`OriginRules` reads nothing for it)."""
+    return records.held() if isinstance(records, OriginRules) else list(records)
+
+
+def held_record(records: Mapping[RuleKey, RuleRecord], key: RuleKey) -> RuleRecord | None:
+    """The record of ``key`` if held (no read)."""
+    return dict.get(records, key) if isinstance(records, dict) else records.get(key)  # type: ignore[arg-type]
+
+
+def _weight(records: dict[RuleKey, RuleRecord]) -> int:
+    return records.weight if isinstance(records, OriginRules) else dict.__len__(records)
 
 
 class RuleCache:
     """The rule records of the origins used last, about ``size`` records in all, read by origin on demand.
 
-    ``load(origin)`` reads one origin's records (``None``: could not read; nothing is cached then).
-    An origin in ``pinned()`` (counts not written yet) is never evicted; ``evicted(origin, records)``
-    hears of each eviction.
+    ``load(origin)`` reads one origin's records (``None``: could not read; nothing is cached then);
+    with ``lazy(origin)``, an origin is an :class:`OriginRules` that reads its records one at a
+    time instead. An origin in ``pinned()`` (counts not written yet) is never evicted;
+    ``evicted(origin, keys)`` hears of each eviction, with the keys it held.
     """
 
     def __init__(
@@ -214,14 +446,19 @@ class RuleCache:
         size: int,
         load: Callable[[str], dict[RuleKey, RuleRecord] | None],
         pinned: Callable[[], set[str]] = set,
-        evicted: Callable[[str, dict[RuleKey, RuleRecord]], None] = lambda origin, records: None,
+        evicted: Callable[[str, list[RuleKey]], None] = lambda origin, keys: None,
+        lazy: Callable[[str, Callable[[int], None]], OriginRules] | None = None,
     ) -> None:
         self.size = max(1, size)
         self.load = load
         self.pinned = pinned
         self.evicted = evicted
+        self.lazy = lazy
         self.origins: OrderedDict[str, dict[RuleKey, RuleRecord]] = OrderedDict()
         self.count = 0
+
+    def _grew(self, n: int) -> None:
+        self.count += n
 
     def get(self, origin: str) -> dict[RuleKey, RuleRecord]:
         """The records of ``origin`` (read if not cached; an empty dict when it has none)."""
@@ -229,6 +466,11 @@ class RuleCache:
         if records is not None:
             self.origins.move_to_end(origin)
             return records
+        if self.lazy is not None:
+            lazy = self.lazy(origin, self._grew)
+            self.origins[origin] = lazy
+            self.trim()
+            return lazy
         loaded = self.load(origin)
         if loaded is None:
             return {}
@@ -237,6 +479,14 @@ class RuleCache:
         self.trim()
         return loaded
 
+    def add(self, origin: str, records: dict[RuleKey, RuleRecord]) -> None:
+        """Hold ``origin``'s records, read elsewhere (it was not held)."""
+        if origin in self.origins:
+            return
+        self.origins[origin] = records
+        self.count += _weight(records)
+        self.trim()
+
     def peek(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
         """The records of ``origin`` if cached (no read)."""
         return self.origins.get(origin)
@@ -244,38 +494,51 @@ class RuleCache:
     def put(self, record: RuleRecord) -> None:
         records = self.origins.get(record.key.origin)
         if records is None:
-            records = self.origins[record.key.origin] = {}
+            records = self.origins[record.key.origin] = self.lazy(record.key.origin, self._grew) if self.lazy else {}
+        if isinstance(records, OriginRules):
+            records[record.key] = record  # counted by the origin
+            return
         if record.key not in records:
             self.count += 1
         records[record.key] = record
 
     def drop(self, key: RuleKey) -> None:
         records = self.origins.get(key.origin)
-        if records is not None and records.pop(key, None) is not None:
+        if records is None:
+            return
+        if isinstance(records, OriginRules):
+            was = records.weight
+            records.pop(key, None)
+            self.count += records.weight - was
+        elif records.pop(key, None) is not None:
             self.count -= 1
 
     def replace(self, origin: str, fresh: dict[RuleKey, RuleRecord], copy: Callable[[RuleRecord, RuleRecord], None]) -> None:
-        """Make a cached origin's records what ``fresh`` says (record objects kept where they exist)."""
+        """Make a cached origin's records what ``fresh`` says, every one of them (record objects kept where they exist)."""
         current = self.origins.get(origin)
         if current is None:
             return
-        self.count -= len(current)
-        for key in [k for k in current if k not in fresh]:
-            del current[key]
+        self.count -= _weight(current)
+        for key in [k for k in held_keys(current) if k not in fresh]:
+            dict.__delitem__(current, key)
         for key, record in fresh.items():
-            image = current.get(key)
+            image = dict.get(current, key)
             if image is None:
-                current[key] = record
+                dict.__setitem__(current, key, record)
             else:
                 copy(image, record)
-        self.count += len(current)
+        if isinstance(current, OriginRules):
+            current.absent.clear()
+            current.complete = True
+            current.changed()
+        self.count += _weight(current)
 
     def clear(self) -> None:
         """Forget every origin but the pinned ones."""
         keep = self.pinned()
         for origin in [o for o in self.origins if o not in keep]:
-            self.evicted(origin, self.origins.pop(origin))
-        self.count = sum(len(records) for records in self.origins.values())
+            self.evicted(origin, _evict(self.origins.pop(origin)))
+        self.count = sum(_weight(records) for records in self.origins.values())
 
     def records(self) -> list[RuleRecord]:
         return [r for records in self.origins.values() for r in records.values()]
@@ -291,5 +554,5 @@ class RuleCache:
             if origin in keep:
                 continue
             records = self.origins.pop(origin)
-            self.count -= len(records)
-            self.evicted(origin, records)
+            self.count -= _weight(records)
+            self.evicted(origin, _evict(records))

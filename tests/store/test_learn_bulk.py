@@ -1,8 +1,231 @@
-"""Bulk learning: ``EquivalenceStore.learn`` applies observations as one-at-a-time recording does."""
+"""Bulk learning: ``EquivalenceStore.learn`` applies observations as one-at-a-time recording does.
+
+The differential tests generate observation streams (seeded): permanent and
+temporary redirects of every status, documents and errors, context-dependent
+exchanges, sinks, loops, cross-site hops, later captures that contradict
+earlier ones, gaps longer than the rule TTL. The reference is a
+:class:`MemoryStore` fed one observation at a time through
+``record_redirect`` / ``record_response`` with its clock at each
+observation's time; every backend must end in the same state through
+``learn()`` (in chunks of several sizes) and through the same one-at-a-time
+loop.
+"""
 
 from __future__ import annotations
 
-from scrapy_iri.store import Observation, open_store
+import random
+import uuid
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.stores import Clock
+
+from scrapy_iri.store import EquivalenceStore, LearningPolicy, MemoryStore, Observation, Outcome, open_store
+from scrapy_iri.store._rules import REDIRECTS
+
+T0 = 1_700_000_000.0
+POLICY = LearningPolicy(min_observations=2, sink_fanin=3, rule_ttl=5 * 86400.0)
+HOSTS = ["a.example", "www.a.example", "b.example", "www.b.example", "shop.co.uk", "10.0.0.1", "c.example:8080"]
+PATHS = [
+    "/x", "/x/", "/item-1", "/item-1/", "/item-2", "/item-2/", "/item-3", "/item-3/", "/item-4",
+    "/Docs/Page-1", "/docs/page-1", "/DOCS/PAGE-1", "/Docs/Page-2", "/docs/page-2", "/d/index.html", "/d/",
+    "/e/index.php", "/e/", "/a%3Ab", "/a:b", "/login", "/login/", "/LOGIN", "/login;jsessionid=1",
+    "/q?id=1", "/q?id=2", "/~al/Report-1", "/~al/report-1", "/~bo/Report-1", "/",
+]  # fmt: skip
+CONTEXTS = [frozenset(), frozenset(), frozenset(), frozenset(), frozenset({"cookie"}), frozenset({"vary:cookie"})]
+
+
+def _url(rng: random.Random) -> str:
+    return f"{rng.choice(['http', 'https'])}://{rng.choice(HOSTS)}{rng.choice(PATHS)}"
+
+
+def _conventional(url: str, rng: random.Random, choice: int | None = None) -> str:
+    """A target a server following some convention would send ``url`` to."""
+    scheme, _, rest = url.partition("://")
+    host, slash, path = rest.partition("/")
+    path = slash + path
+    choice = rng.randrange(7) if choice is None else choice
+    if choice == 0:
+        return f"https://{rest}"
+    if choice == 1:
+        return f"{scheme}://{host[4:] if host.startswith('www.') else 'www.' + host}{path}"
+    if choice == 2:
+        return f"{scheme}://{host}{path[:-1] if path.endswith('/') and len(path) > 1 else path + '/'}"
+    if choice == 3:
+        return f"{scheme}://{host}{path.lower()}"
+    if choice == 4:
+        return f"{scheme}://{host}{path.rpartition('/')[0]}/"
+    if choice == 5:
+        return f"{scheme}://{host}/login?next={rng.randrange(9)}"  # a sink
+    return f"{scheme}://{host}{path.replace('%3A', ':')}"
+
+
+def stream(seed: int, n: int) -> list[Observation]:
+    """``n`` observations in date order over a small web, so that they meet and contradict each other."""
+    rng = random.Random(seed)
+    now = T0
+    out = []
+    for _ in range(n):
+        now += rng.choice([1.0, 30.0, 600.0, 3600.0]) if rng.random() > 0.02 else POLICY.rule_ttl + 60.0
+        if rng.random() < 0.08:  # a host following one convention for a while: rules come and go
+            host, choice = rng.choice(HOSTS), rng.randrange(5)
+            for _ in range(rng.randrange(3, 7)):
+                now += 1.0
+                url = f"http://{host}/s{rng.randrange(4)}/Item-{rng.randrange(40)}"
+                out.append(Observation(url, 301, _conventional(url, rng, choice), time=now))
+            continue
+        url = _url(rng)
+        kind = rng.random()
+        context = rng.choice(CONTEXTS)
+        if kind < 0.6:
+            status = rng.choice([301, 301, 301, 308, 302, 303, 307])
+            r = rng.random()
+            target: str | None
+            if r < 0.7:
+                target = _conventional(url, rng)
+            elif r < 0.8:
+                target = url  # a loop onto itself
+            elif r < 0.9:
+                target = f"http://elsewhere.example{rng.choice(PATHS)}"  # another site
+            elif r < 0.97:
+                target = _url(rng)
+            else:
+                target = None  # a redirect recorded without its Location
+            location = target.rpartition("/")[2] if target and rng.random() < 0.2 else None
+            out.append(Observation(url, status, target, context, location, now))
+        else:
+            status = rng.choice([200, 200, 200, 204, 304, 404, 410, 500])
+            out.append(Observation(url, status, context=context, time=now))
+    return out
+
+
+def record_one_at_a_time(store: EquivalenceStore, clock: Clock, observations: list[Observation]) -> Counter[str]:
+    """What ``record_redirect`` / ``record_response`` learn, one observation at a time, each at its time."""
+    totals: Counter[str] = Counter()
+    for obs in observations:
+        clock.now = obs.time  # type: ignore[assignment]
+        if obs.status in REDIRECTS:
+            if obs.target is None:
+                totals["skipped"] += 1
+                continue
+            outcome = store.record_redirect(obs.url, obs.status, obs.target, context=obs.context, location=obs.location)
+        else:
+            outcome = store.record_response(obs.url, obs.status, context=obs.context)
+        store.flush()
+        _tally(totals, outcome)
+    return totals
+
+
+def _tally(totals: Counter[str], outcome: Outcome) -> None:
+    totals["observations"] += 1
+    totals["aliases_learned"] += outcome.learned_alias
+    totals["aliases_dropped"] += outcome.dropped_alias
+    totals["sinks"] += outcome.sink
+    totals["rules_activated"] += len(outcome.activated)
+    totals["rules_contradicted"] += len(outcome.contradicted)
+
+
+def summary_totals(summary: Any) -> Counter[str]:
+    totals = Counter({k: v for k, v in summary.as_dict().items() if isinstance(v, int)})
+    totals["skipped"] = summary.ignored.get("a redirect without a target", 0)
+    return +totals
+
+
+def state(store: EquivalenceStore, now: float, urls: list[str]) -> dict[str, Any]:
+    """Everything a store answers, with rule evidence older than the TTL left out (what it means at
+    ``now``: a record left with no count means nothing, and a store may have compacted it away)."""
+    store.flush()
+    rules = {}
+    for record in store.rules():
+        kept = replace(record)
+        kept.expire(store.policy, now)
+        status = store.rule_status(record)
+        if kept.support or kept.against:
+            rules[str(record.key)] = (status.value, kept.support, kept.against, kept.example, kept.counterexample)
+    from scrapy_iri.store._forms import scheme_form
+
+    return {
+        "aliases": sorted((a.source, a.target, a.status, a.time) for a in store.aliases()),
+        "rules": rules,
+        "fanins": sorted(store.storage.fanins()),
+        "cases": sorted(store.storage.declared_cases()),
+        "evidence": [e.as_dict() for e in store.evidence()],
+        "representatives": [store.representative(f) for u in urls if (f := scheme_form(u)) is not None],
+    }
+
+
+def universe() -> list[str]:
+    return [f"{s}://{h}{p}" for s in ("http", "https") for h in HOSTS for p in PATHS]
+
+
+class Opened:
+    """Stores of one backend on one clock."""
+
+    def __init__(self, kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+        self.kind, self.tmp_path, self.request = kind, tmp_path, request
+        self.stores: list[EquivalenceStore] = []
+
+    def open(self, clock: Clock) -> EquivalenceStore:
+        store: EquivalenceStore
+        if self.kind == "memory":
+            store = MemoryStore(POLICY, clock=clock)
+        elif self.kind == "sqlite":
+            path = self.tmp_path / f"learn-{uuid.uuid4().hex[:8]}.db"
+            store = open_store(f"sqlite:///{path}", policy=POLICY, clock=clock)
+        else:
+            url = self.request.getfixturevalue("redis_url")
+            store = open_store(f"{url}?namespace=learn-{uuid.uuid4().hex[:8]}", policy=POLICY, clock=clock)
+        self.stores.append(store)
+        return store
+
+    def close(self) -> None:
+        for store in self.stores:
+            store.close()
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def opened(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    made = Opened(str(request.param), tmp_path, request)
+    yield made
+    made.close()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_learn_equals_one_at_a_time(opened: Opened, seed: int) -> None:
+    observations = stream(seed, 400)
+    end = observations[-1].time + 1.0  # type: ignore[operator]
+    urls = universe()
+
+    reference_clock = Clock(T0)
+    reference = MemoryStore(POLICY, clock=reference_clock)
+    expected_totals = record_one_at_a_time(reference, reference_clock, observations)
+    reference_clock.now = end
+    expected = state(reference, end, urls)
+    assert expected["aliases"] and expected["rules"] and expected["fanins"]  # the stream teaches something
+    assert expected_totals["rules_activated"] and expected_totals["rules_contradicted"] and expected_totals["sinks"]
+    assert any(status == "suspended" for status, *_ in expected["rules"].values())
+
+    loop_clock = Clock(T0)
+    looped = opened.open(loop_clock)
+    assert record_one_at_a_time(looped, loop_clock, observations) == expected_totals
+    loop_clock.now = end
+    assert state(looped, end, urls) == expected
+
+    clock = Clock(end)
+    learner = opened.open(clock)
+    summary = learner.learn(observations, chunk=random.Random(seed).choice([1, 7, 64, 5000]))
+    assert summary_totals(summary) == expected_totals
+    assert state(learner, end, urls) == expected
+
+
+def test_learn_reports_progress_per_chunk() -> None:
+    seen: list[int] = []
+    store = open_store("memory:")
+    store.learn(stream(1, 25)[:25], progress=seen.append, chunk=10)
+    assert seen == [10, 20, 25]
 
 
 def test_later_capture_that_answers_ends_the_alias() -> None:
@@ -31,3 +254,22 @@ def test_observation_time_is_the_evidence_time() -> None:
     (alias,) = list(store.aliases())
     assert alias.time == 1_500_000_000.0
     assert store.clock() > 1_500_000_000.0  # the store's own clock is given back
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_an_archive_older_than_any_horizon_is_learned(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Captures from years ago make aliases: the refusal of late writes is about waiting, not about dates."""
+    made = Opened(kind, tmp_path, request)
+    try:
+        store = made.open(Clock(T0))
+        store.learn(
+            [
+                Observation("http://a.example/old", 301, "http://a.example/new", time=T0 - 3 * 365 * 86400),
+                Observation("http://a.example/gone", 301, "http://a.example/next", time=T0 - 2 * 365 * 86400),
+                Observation("http://a.example/gone", 200, time=T0 - 365 * 86400),
+            ]
+        )
+        store.flush()
+        assert [(a.source, a.target) for a in store.aliases()] == [("http://a.example/old", "http://a.example/new")]
+    finally:
+        made.close()

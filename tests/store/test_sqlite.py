@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_iri.store import Alias, RuleKey, StoreError, open_store
+from scrapy_iri.store import Alias, LearningPolicy, RuleKey, StoreError, open_store
 from scrapy_iri.store._sqlite import SCHEMA_VERSION
 
 
@@ -620,10 +620,12 @@ def test_another_process_reads_a_rule_row_through_the_change_log(tmp_path: Path)
     re-reads the rules of the origin A touched and forgets only the aliases A wrote (no reload)."""
     path = tmp_path / "store.db"
     a = open_store(uri(path), sync_interval=0.0)
-    b = open_store(uri(path), sync_interval=0.0)
     unrelated = "http://b.example/page"
-    assert b.representative(unrelated) == unrelated  # a miss, cached in b
-    assert list(b.rules()) == []
+    a.record_redirect(unrelated, 301, "http://b.example/page2")
+    a.flush()
+    b = open_store(uri(path), sync_interval=0.0)
+    assert b.representative(unrelated) == "http://b.example/page2"  # an alias, cached in b
+    assert [r for r in b.rules() if r.key.origin == "http://a.example"] == []
     teach(a)
     assert b.representative("http://a.example/topic-9") == "http://a.example/topic-9"  # not committed yet
     a.flush()
@@ -653,3 +655,30 @@ def test_evidence_older_than_the_max_age_is_pruned_at_the_next_commit(tmp_path: 
     store.record_redirect("http://a.example/new", 301, "http://a.example/newer")
     assert [e.url for e in store.evidence()] == ["http://a.example/new"]
     store.close()
+
+
+def test_rule_records_whose_evidence_expired_are_compacted(tmp_path: Path) -> None:
+    """A record whose every count is older than the TTL is dropped from the file (it meant nothing any
+    more); a record with a live count stays, and what lookups answer does not change."""
+    from fixtures.stores import Clock
+
+    clock = Clock(1_000_000.0)
+    path = tmp_path / "store.db"
+    store = open_store(uri(path), policy=LearningPolicy(rule_ttl=1000.0), clock=clock)
+    for i in range(3):
+        store.record_redirect(f"http://old.example/d{i}", 301, f"http://old.example/d{i}/")
+    store.record_response("http://old.example/x", 200)  # counterexamples for the https/www candidates
+    store.flush()
+    assert {r.key.origin for r in store.rules()} == {"http://old.example"}
+    clock.advance(5000.0)  # every count of old.example is past the TTL
+    for i in range(3):
+        store.record_redirect(f"http://new.example/d{i}", 301, f"http://new.example/d{i}/")
+    store.flush()
+    store.close()
+    with open_store(uri(path), policy=LearningPolicy(rule_ttl=1000.0), clock=clock) as again:
+        again.record_redirect("http://new.example/d3", 301, "http://new.example/d3/")
+        again.flush()  # the first commit of a process compacts
+        origins = {r.key.origin for r in again.rules()}
+        assert origins == {"http://new.example"}
+        assert again.representative("http://new.example/d7") == "http://new.example/d7/"
+        assert again.representative("http://old.example/d7") == "http://old.example/d7"

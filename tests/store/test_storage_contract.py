@@ -430,7 +430,8 @@ def test_a_suspension_expires_with_the_ttl(backend: Backend) -> None:
     store.record_response(f"{H}/topic-5", 200)
     backend.clock.advance(200.0)  # every count is older than the TTL: learned afresh
     store = backend.reopen(store)
-    assert store.rule_status(rule(store, key)) is RuleStatus.CANDIDATE
+    expired = rule(store, key)  # a candidate again, or compacted away (it holds nothing that counts)
+    assert expired is None or store.rule_status(expired) is RuleStatus.CANDIDATE
     teach_slash(store)
     record = rule(store, key)
     assert (record.support, record.against) == (3, 0)

@@ -39,11 +39,16 @@ exponential backoff (:class:`Outage`). When Redis comes back empty (the
 sinks, its last ``rollback_memory`` alias writes and its cached aliases),
 set-if-absent, so nothing is counted twice. When Redis comes back *older*
 (a restart from an earlier RDB snapshot, a restored backup: the marker of
-the process's last batch is gone or the version went down), the process
-says so in an error and writes back its rules (counts merged by maximum),
-its last alias writes and ends, and the URLs it deferred; then it changes
+the process's last batch is gone, the version went down, or the newest
+mark of the machine's ledger is gone), the process says so in an error and
+writes back its rules (counts merged by maximum), its last alias writes and
+ends, the URLs it deferred, and what the ledger kept of every process of the
+machine, those that exited included (see :mod:`.ledger`); then it changes
 the history mark (``NS:store:history``), so every other process, even one
 that wrote nothing lately, repairs and empties its caches at its next sync.
+A process opening the store checks the ledger's newest mark the same way.
+A Redis that persists by RDB snapshots only is refused at open unless
+``accept_rollback_risk``.
 
 Key layout (version 2, in ``NS:store:layout``), under a namespace ``NS``
 (``scrapy-iri:<spider>`` in a crawl):
@@ -75,6 +80,9 @@ key                                type    content
 ``NS:store:deferred:<rule>``       set     URLs merged away by the rule
 ``NS:store:batch:<id>``            string  marks a batch as applied (expires after 10 minutes)
 ``NS:store:taken:<id>``            string  the answer of one take of deferred URLs (10 minutes)
+``NS:store:marks``                 zset    the last 10,000 batch ids, scored with the version each left
+``NS:store:filter``                string  the filter of alias sources (Bloom filter bits, OR-ed at close)
+``NS:store:filterstate``           string  JSON ``[capacity, keys, version]`` of the filter
 =================================  ======  ==========================================
 
 The seen set of the dupefilter (``NS:seen``, see :mod:`.seen`) shares the
@@ -84,7 +92,8 @@ route; a cluster is refused at open.
 
 Modules: :mod:`.connection` (client, outages, key names), :mod:`.scripts`
 (the Lua scripts), :mod:`.codec` (JSON encodings), :mod:`.journal` (the
-pending writes), :mod:`.sync` (the resident image and following Redis),
+pending writes), :mod:`.ledger` (what was ended, kept beside the crawl's
+state), :mod:`.sync` (the resident image and following Redis),
 :mod:`.storage` (:class:`RedisStorage`) and :mod:`.store` (:class:`RedisStore`,
 the learner over it). This package does not import Scrapy.
 """

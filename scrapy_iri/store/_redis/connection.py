@@ -35,7 +35,7 @@ DEFAULT_PARAMS: dict[str, Any] = {"socket_timeout": 5.0, "socket_connect_timeout
 #: client options that make no sense here (the store speaks bytes) and are dropped
 IGNORED_PARAMS = frozenset({"decode_responses", "encoding", "encoding_errors", "retry_on_timeout"})
 #: options of a store URI's query string that are the store's, not the client's
-STORE_OPTIONS = ("namespace", "sync_interval")
+STORE_OPTIONS = ("namespace", "sync_interval", "accept_rollback_risk")
 
 #: errors that mean "Redis is not reachable now" (a restart, a network fault)
 if redis is not None:
@@ -213,6 +213,8 @@ class RedisKeys:
         self.fanins = self.store + "fanins"
         self.evidence = self.store + "evidence"
         self.deferreds = self.store + "deferreds"
+        self.filter = self.store + "filter"
+        self.filter_state = self.store + "filterstate"
 
     def rules(self, origin: str) -> str:
         return f"{self.store}rules:{origin}"

@@ -4,6 +4,9 @@ The keys are those of :class:`.connection.RedisKeys`, built in the scripts
 from the store prefix (``NS:store:``) passed as ``ARGV[1]``.
 """
 
+#: marks of applied batches Redis keeps (``NS:store:marks``), for ledgers to tell a rollback
+MARKS = 10_000
+
 #: Apply one batch of writes, atomically and at most once.
 #: ARGV: prefix, batch id, JSON batch, now, rule TTL, evidence max, changes max, answered horizon,
 #: evidence max age.
@@ -70,11 +73,15 @@ local function case_index(source, value, t, key)
     end
   end
 end
+local ended = {}
 for _, a in ipairs(b.a) do
   local before = rejected
   local raw = redis.call('HGET', p .. 'aliases', a[1])
   if lww(p .. 'aliases', a[1], a[2], a[3], a[4], '') then
     change('a' .. a[1])
+    if raw and cjson.decode(raw)[1] ~= '' and cjson.decode(redis.call('HGET', p .. 'aliases', a[1]))[1] == '' then
+      ended[#ended + 1] = a[1]  -- an alias this batch ended: the writer's ledger keeps it
+    end
     if rejected == before and redis.call('HGET', p .. 'aliases', a[1]) ~= raw then
       case_index(a[1], a[2], a[3], a[5] or '')
     end
@@ -146,11 +153,39 @@ if #changed > 0 then
   for i = 1, #changed do redis.call('RPUSH', p .. 'changes', changed[i]) end
   redis.call('LTRIM', p .. 'changes', -tonumber(ARGV[7]), -1)
 end
-return {'ok', v, #changed, rejected}
+-- the batch's mark, scored with the version it left: a writer's ledger names it, and a Redis
+-- that lost it went back in time (the last MARKS are kept)
+redis.call('ZADD', p .. 'marks', v, ARGV[2])
+redis.call('ZREMRANGEBYRANK', p .. 'marks', 0, -MARKS - 1)
+return {'ok', v, #changed, rejected, ended}
+""".replace("MARKS", str(MARKS))
+
+#: Save a process's filter of alias sources: OR-ed into the saved one of the same size (the union
+#: knows every alias either knew, up to the newer version), replacing a smaller one, never a larger.
+#: KEYS: filter, filterstate. ARGV: bits, capacity, count, version.
+SAVE_FILTER = """
+local st = redis.call('GET', KEYS[2])
+local capacity, count, version = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if st then
+  local s = cjson.decode(st)
+  if tonumber(s[1]) > capacity then return 0 end
+  if tonumber(s[1]) == capacity and redis.call('EXISTS', KEYS[1]) == 1 then
+    local tmp = KEYS[1] .. ':merge'
+    redis.call('SET', tmp, ARGV[1])
+    redis.call('BITOP', 'OR', KEYS[1], KEYS[1], tmp)
+    redis.call('DEL', tmp)
+    redis.call('SET', KEYS[2], cjson.encode({capacity, math.max(tonumber(s[2]), count), math.max(tonumber(s[3]), version)}))
+    return 1
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('SET', KEYS[2], cjson.encode({capacity, count, version}))
+return 1
 """
 
 #: What changed since a version. ARGV: prefix, known version, known epoch, the id of the last batch
-#: this process applied (less than 10 minutes ago; "" if none), the known history.
+#: this process applied (less than 10 minutes ago; "" if none), the known history, and the newest
+#: mark of the ledger with its version ("" if none: see :mod:`.ledger`).
 #: Returns {epoch, version} (nothing new), {epoch, version, '*'} (reload), {epoch, version, '!'}
 #: (Redis went back to an older state: the batch is gone, or the version went down), {epoch,
 #: version, '~'} (another process found that it did: the history changed) or
@@ -163,6 +198,11 @@ local known = tonumber(ARGV[2])
 if epoch ~= ARGV[3] then return {epoch, v, '*'} end
 if (redis.call('GET', p .. 'history') or '') ~= ARGV[5] then return {epoch, v, '~'} end
 if ARGV[4] ~= '' and redis.call('EXISTS', p .. 'batch:' .. ARGV[4]) == 0 then return {epoch, v, '!'} end
+if ARGV[6] and ARGV[6] ~= '' and not redis.call('ZSCORE', p .. 'marks', ARGV[6]) then
+  -- the newest mark of the ledger is gone: went back, unless it left the kept marks long ago
+  local oldest = redis.call('ZRANGE', p .. 'marks', 0, 0, 'WITHSCORES')
+  if tonumber(ARGV[7]) > v or not oldest[2] or tonumber(ARGV[7]) >= tonumber(oldest[2]) then return {epoch, v, '!'} end
+end
 if v == known then return {epoch, v} end
 local gap = v - known
 if gap < 0 then return {epoch, v, '!'} end

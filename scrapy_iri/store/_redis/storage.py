@@ -17,9 +17,11 @@ from typing import Any
 from ...errors import StoreError
 from .._codec import policy_from_text, policy_text
 from .._evidence import Alias, Evidence
+from .._filter import KeyFilter
 from .._forms import sink_key
 from .._rules import BLOCK, RuleKey, RuleRecord, alias_case_key
-from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING, Storage
+from .._observation import Prefetch
+from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING, OriginRules, PendingCases, Storage, held_record
 from .codec import (
     EMPTY_BATCH,
     LAYOUT,
@@ -29,6 +31,7 @@ from .codec import (
     case_of,
     case_value,
     chunks,
+    rule_field,
     rule_of,
     evidence_of,
     evidence_value,
@@ -37,8 +40,9 @@ from .codec import (
     tombstone,
 )
 from .connection import UNAVAILABLE, Outage, RedisKeys, RedisUnavailable, check_reachable, describe, drop_stale_connections
-from .journal import ANSWERED, DROP, PUT, Journal, rule_op, saved_batches
-from .scripts import ALIAS, BATCH, TAKE
+from .journal import ANSWERED, DROP, PUT, REPUBLISHED, Journal, rule_op, saved_batches
+from .ledger import Ledger, default_ledger_path
+from .scripts import ALIAS, BATCH, SAVE_FILTER, TAKE
 from .sync import Follower, Image
 
 logger = logging.getLogger("scrapy_iri.store._redis")
@@ -57,6 +61,8 @@ class RedisStorage(Storage):
     when it is due; without it the owner calls :meth:`maintain` (the Scrapy
     integration does, on a timer).
     """
+
+    round_trips = True
 
     def __init__(
         self,
@@ -78,6 +84,8 @@ class RedisStorage(Storage):
         answered_horizon: float = 600.0,
         rollback_memory: int = 100_000,
         rule_cache: int = DEFAULT_RULE_CACHE,
+        ledger_path: str | Path | None = None,
+        accept_rollback_risk: bool = False,
     ) -> None:
         self.client = client
         self.owns_client = owns_client
@@ -99,25 +107,35 @@ class RedisStorage(Storage):
         self.pending_path = None if pending_path is None else Path(pending_path)
         #: counters of the store's traffic (round trips, reloads, ...)
         self.counters: dict[str, int] = {}
-        self.image = Image(cache_size, rule_cache, self._read_rules, self._pinned_origins)
+        self.image = Image(cache_size, rule_cache, self._read_rules, self._pinned_origins, self._origin_rules)
         self.journal = Journal(rollback_memory)
         # case keys this process wrote and Redis has not got yet: key -> source -> alias (None: dropped)
-        self._pending_cases: dict[str, dict[str, Alias | None]] = {}
+        self._pending_cases = PendingCases()
         self._batch = client.register_script(BATCH)
         self._alias_sha = client.register_script(ALIAS).sha
         self._conn: Any = None
         #: the batch being sent, its id, and the rules' records it counted up to (kept until applied)
         self._unacked: tuple[dict[str, list[Any]], str, dict[RuleKey, RuleRecord | None]] | None = None
         self._take = client.register_script(TAKE)
-        self.follower = Follower(client, self.keys, self.image, self.journal, self._apply, self._tally, self.where)
+        self._save_filter_script = client.register_script(SAVE_FILTER)
+        #: what this machine's processes ended or suspended, and the newest batch they applied (see :mod:`.ledger`)
+        self.ledger = Ledger(ledger_path if ledger_path is not None else default_ledger_path(self.where, namespace))
+        self.ledger.compact()
+        self.accept_rollback_risk = accept_rollback_risk
+        self.follower = Follower(
+            client, self.keys, self.image, self.journal, self._apply, self._tally, self.where, self.ledger
+        )
         self._next_tick = 0.0
         self._closed = False
         check_reachable(client, self.where)
         try:
+            self._check_persistence()
             self.client.set(self.keys.epoch, uuid.uuid4().hex, nx=True)
             self._check_layout()
             self.follower.load()
+            self.follower.check_ledger(self.policy, self.clock())
             self._replay_saved()
+            self.image.filter = self._load_filter()
         except UNAVAILABLE as exc:
             raise RedisUnavailable(f"cannot reach Redis at {self.where}: {exc}") from exc
         self._next_tick = self.monotonic() + self.sync_interval
@@ -148,6 +166,8 @@ class RedisStorage(Storage):
         cached = self.image.aliases.get(source)
         if cached is not MISSING:
             return cached  # type: ignore[no-any-return]
+        if self.image.filter is not None and source not in self.image.filter:
+            return None  # never an alias in Redis: answered in memory
         answer = self._read(lambda: self._command("EVALSHA", self._alias_sha, 1, self.keys.aliases, source))
         if answer is MISSING:
             return None
@@ -208,13 +228,7 @@ class RedisStorage(Storage):
         answer = self._read(read)
         if answer is MISSING:
             return None
-        candidates = case_aliases(answer[0])
-        for source, alias in self._pending_cases.get(key, {}).items():
-            if alias is None or alias_case_key(alias.source, alias.target) != key:
-                candidates.pop(source, None)
-            else:
-                candidates[source] = (alias.time, alias.target)
-        url: str | None = max(candidates.values())[1] if candidates else None
+        url = self._pending_cases.case(key, case_aliases(answer[0]))
         if url is None:
             op = self.journal.cases.get(key)
             url = case_of(op[0]) if op is not None else (None if answer[1] is None else case_of(answer[1]))
@@ -226,20 +240,35 @@ class RedisStorage(Storage):
 
     def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         held = self.image.rules.peek(origin)
+        if isinstance(held, OriginRules):
+            if not (held.forced or held.complete):
+                rows = self._in_force_rows(origin)
+                if rows is None:  # unreachable: what is held here, no more (read again next time)
+                    return held.in_force(self.policy.min_observations) or _EMPTY
+                held.learned(rows)  # those held here stay: they may hold counts Redis has not got yet
+                held.forced = True
+            return held.in_force(self.policy.min_observations) or _EMPTY
         if held is not None:
             return held
         view = self.image.in_force.get(origin)
         if view is MISSING:
-            fields = self._read(lambda: self.client.hgetall(self.keys.rules(origin)))
-            if fields is MISSING:
+            view = self._in_force_rows(origin)
+            if view is None:
                 return _EMPTY  # unreachable: no rule applies now (no merge)
-            view = {}
-            for field, raw in fields.items():
-                record = rule_of(origin, field, raw)
-                if record.key.kind == BLOCK or record.support >= self.policy.min_observations:
-                    view[record.key] = record
             self.image.in_force.put(origin, view)
         return view or _EMPTY
+
+    def _in_force_rows(self, origin: str) -> dict[RuleKey, RuleRecord | None] | None:
+        """The records of ``origin`` a lookup may need, from Redis (``None``: unreachable)."""
+        fields = self._read(lambda: self.client.hgetall(self.keys.rules(origin)))
+        if fields is MISSING:
+            return None
+        view: dict[RuleKey, RuleRecord | None] = {}
+        for field, raw in fields.items():
+            record = rule_of(origin, field, raw)
+            if record.key.kind == BLOCK or record.support >= self.policy.min_observations:
+                view[record.key] = record
+        return view
 
     def _read_rules(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
         """One origin's rules from Redis (``None`` while it is unreachable: nothing is cached then)."""
@@ -253,6 +282,26 @@ class RedisStorage(Storage):
             records[record.key] = record
             self.image.rule_base[record.key] = replace(record)
         return records
+
+    def _origin_rules(self, origin: str, grew: Callable[[int], None]) -> OriginRules:
+        """An origin's records, read one at a time as the learner asks for them."""
+        self.image.in_force.pop(origin)  # held from now on
+        return OriginRules(origin, self._read_rule, self._rule_rows, grew, self._based)
+
+    def _based(self, record: RuleRecord) -> None:
+        self.image.rule_base[record.key] = replace(record)
+
+    def _read_rule(self, key: RuleKey) -> RuleRecord | None:
+        raw = self._read(lambda: self.client.hget(self.keys.rules(key.origin), rule_field(key)))
+        if raw is MISSING:
+            return MISSING  # type: ignore[no-any-return]
+        return None if raw is None else rule_of(key.origin, rule_field(key), raw)
+
+    def _rule_rows(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
+        fields = self._read(lambda: self.client.hgetall(self.keys.rules(origin)))
+        if fields is MISSING:
+            return None
+        return {(r := rule_of(origin, field, raw)).key: r for field, raw in fields.items()}
 
     def _pinned_origins(self) -> set[str]:
         """Origins with counts Redis has not got yet: never evicted."""
@@ -277,21 +326,68 @@ class RedisStorage(Storage):
             image.sink_cap = cap
         return image.sinks
 
+    def prefetch(self, keys: Prefetch) -> None:
+        """Read what a chunk of observations needs (aliases, fan-in, cases, rule records) in one pipelined round trip."""
+        image, journal = self.image, self.journal
+        known = image.filter
+        sources = [
+            s for s in keys.sources
+            if s not in journal.aliases and s not in image.aliases.data and (known is None or s in known)
+        ]  # fmt: skip
+        targets = [t for t in keys.sinks if t not in image.fanins.data]
+        cases = [k for k in keys.cases if k not in image.cases.data and k not in self._pending_cases and k not in journal.cases]
+        wanted: list[tuple[OriginRules, list[RuleKey]]] = []
+        by_origin: dict[str, list[RuleKey]] = {}
+        for key in keys.rules:
+            by_origin.setdefault(key.origin, []).append(key)
+        for origin, rules in by_origin.items():
+            held = image.rules.get(origin)
+            if isinstance(held, OriginRules) and (missing := held.wanted(rules)):
+                wanted.append((held, missing))
+
+        def read() -> list[Any]:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.hmget(self.keys.aliases, sources or [""])
+            for target in targets:
+                pipe.smembers(self.keys.fanin(target))
+            pipe.hmget(self.keys.case_aliases, cases or [""])
+            pipe.hmget(self.keys.cases, cases or [""])
+            for held, rules in wanted:
+                pipe.hmget(self.keys.rules(held.origin), [rule_field(k) for k in rules])
+            return pipe.execute()  # type: ignore[no-any-return]
+
+        answer = self._read(read)
+        if answer is MISSING:
+            return  # each observation reads for itself
+        aliases, *rest = answer
+        for source, raw in zip(sources, aliases):
+            image.aliases.put(source, None if raw is None else alias_of(source, raw))
+        for target, members in zip(targets, rest):
+            image.fanins.put(target, sorted(text(m) for m in members)[: self.policy.sink_fanin])
+        rest = rest[len(targets) :]
+        for key, raw_aliases, raw_case in zip(cases, rest[0], rest[1]):
+            found = case_aliases(raw_aliases)
+            url = max(found.values())[1] if found else (None if raw_case is None else case_of(raw_case))
+            image.cases.put(key, url)
+        for (held, rules), values in zip(wanted, rest[2:]):
+            held.learned({k: None if raw is None else rule_of(k.origin, rule_field(k), raw) for k, raw in zip(rules, values)})
+
     # -- writes: into the journal (and the image), sent by maintain() -------------------
 
     def set_alias(self, source: str, alias: Alias | None) -> None:
         old = self.alias(source)
+        if alias is not None and self.image.filter is not None:
+            self.image.filter.add(source)
         now = self.clock()
         if alias is None:
             self.journal.aliases[source] = (tombstone(now), now, DROP, "")
         else:
             key = alias_case_key(alias.source, alias.target) or ""
-            self.journal.aliases[source] = (alias_value(alias), alias.time, PUT, key)
+            mode = REPUBLISHED if self.recorded_time else PUT  # a recorded time: no horizon applies
+            self.journal.aliases[source] = (alias_value(alias), alias.time, mode, key)
         self.image.aliases.put(source, alias)
-        for written in (old, alias):
-            if written is not None and (key := alias_case_key(written.source, written.target)) is not None:
-                self._pending_cases.setdefault(key, {})[source] = alias
-                self.image.cases.pop(key)
+        for key in self._pending_cases.wrote(source, old, alias):
+            self.image.cases.pop(key)
 
     def answered(self, url: str) -> None:
         """Tell Redis, so that an alias of ``url`` another process observed earlier, and flushes later, is refused."""
@@ -346,7 +442,7 @@ class RedisStorage(Storage):
         self.journal.evidence.append(evidence_value(evidence))
 
     def add_deferred(self, rule: RuleKey, url: str) -> None:
-        self.image.rules.get(rule.origin)  # held: a sync then tells this process if the rule falls
+        self.image.rules.get(rule.origin).get(rule)  # held: a sync then tells this process if the rule falls
         self.journal.deferred.setdefault(rule, {})[url] = None
 
     def take_deferred(self, rule: RuleKey) -> list[str]:
@@ -357,6 +453,7 @@ class RedisStorage(Storage):
             token = f"{self.keys.store}taken:{uuid.uuid4().hex}"
             urls = self._take(keys=[self.keys.deferred(str(rule)), self.keys.deferreds, token], args=[str(rule)])
             self.journal.deferred_here.pop(str(rule), None)
+            self.ledger.taken(str(rule))
         except UNAVAILABLE as exc:
             self.outage.failed(exc)
             self.journal.deferred.pop(rule, None)
@@ -512,6 +609,10 @@ class RedisStorage(Storage):
                     {"where": self.where, "error": exc, "pending": self.pending},
                 )
             return False
+        if self.image.filter is None:  # started afresh: the filter too
+            self.image.filter = self._load_filter()
+        elif self.image.filter.full:  # more aliases than it was sized for: built again, twice as large
+            self.image.filter = self._build_filter()
         if self.journal.retake:  # their URLs could not be taken during the outage: report them contradicted again
             self.follower.contradicted.update(self.journal.retake)
             self.journal.retake.clear()
@@ -546,6 +647,7 @@ class RedisStorage(Storage):
         self._closed = True
         try:
             self._flush()
+            self._save_filter()
         except UNAVAILABLE as exc:
             if self.pending_path is not None:
                 retake = {*self.journal.retake, *self.follower.contradicted}
@@ -577,7 +679,7 @@ class RedisStorage(Storage):
         def run() -> None:
             k = self.keys
             keys = [k.epoch, k.version, k.changes, k.history, k.aliases, k.cases, k.case_aliases, k.alias_case, k.sinks]
-            keys += [k.store + "answered", k.origins, k.fanins, k.evidence, k.deferreds]
+            keys += [k.store + "answered", k.origins, k.fanins, k.evidence, k.deferreds, k.filter, k.filter_state]
             # sub-keys by the sets that list them, not by a SCAN pattern: a namespace may
             # extend another one's key names ("a" vs "a:store:rules:x"), never its sets
             for members, key_of in ((k.origins, k.rules), (k.fanins, k.fanin), (k.deferreds, k.deferred)):
@@ -593,6 +695,8 @@ class RedisStorage(Storage):
             self.client.set(k.layout, str(LAYOUT))
 
         self._checked(run)
+        self.image.filter = KeyFilter(0)
+        self.ledger.reset()
         self.journal.clear()
         self._unacked = None
         self._pending_cases.clear()
@@ -606,6 +710,70 @@ class RedisStorage(Storage):
             raise RedisUnavailable(f"cannot reach Redis at {self.where}: {exc}") from exc
 
     # -- the layout of the keys -----------------------------------------------------------
+
+    # -- the filter of alias sources ------------------------------------------------------
+
+    def _load_filter(self) -> KeyFilter | None:
+        """The filter saved in Redis, brought up to date from the change log; else built from the aliases."""
+        c, k = self.client, self.keys
+        state, bits = c.mget(k.filter_state, k.filter)
+        if state and bits:
+            try:
+                capacity, count, version = json.loads(state)
+                found = KeyFilter.load(int(capacity), int(count), bits)
+            except (ValueError, TypeError):
+                found = None
+            gap = self.image.version - int(version) if found is not None else -1
+            if found is not None and 0 <= gap <= c.llen(k.changes):
+                for change in c.lrange(k.changes, -gap, -1) if gap else []:
+                    name = text(change)
+                    if name.startswith("a"):
+                        found.add(name[1:])
+                if not found.full:
+                    return found
+        return self._build_filter()
+
+    def _build_filter(self) -> KeyFilter:
+        """A filter of every source in the aliases hash (ends included), sized for twice as many."""
+        built = KeyFilter(2 * (int(self.client.hlen(self.keys.aliases)) + len(self.journal.aliases)))
+        for field, _ in self.client.hscan_iter(self.keys.aliases, count=10_000):
+            built.add(text(field))
+        for source in self.journal.aliases:
+            built.add(source)
+        self._save_filter(built)
+        return built
+
+    def _save_filter(self, saved: KeyFilter | None = None) -> None:
+        """Write the filter to Redis (merged with the one there), with the version it is up to date with."""
+        saved = saved or self.image.filter
+        if saved is None:
+            return
+        capacity, count, bits = saved.dump()
+        self._save_filter_script(keys=[self.keys.filter, self.keys.filter_state], args=[bits, capacity, count, self.image.version])
+
+    def _check_persistence(self) -> None:
+        """Refuse a Redis that persists by snapshots only: a restart brings an older state back.
+
+        Unless ``accept_rollback_risk``: the ledger then repairs what this machine's processes
+        ended or suspended, but what other machines ended since the snapshot comes back.
+        """
+        try:
+            config = self.client.config_get("appendonly")
+            config.update(self.client.config_get("save"))
+        except UNAVAILABLE as exc:  # CONFIG renamed or refused (a managed Redis): the ledger still watches
+            logger.info("Redis at %(where)s: cannot read its persistence settings (%(error)s)", {"where": self.where, "error": exc})
+            return
+        appendonly = text(config.get("appendonly", config.get(b"appendonly", b"")) or b"")
+        save = text(config.get("save", config.get(b"save", b"")) or b"")
+        if appendonly == "yes" or not save.strip():
+            return  # an append-only file, or no persistence at all (a restart is an empty store: seen at once)
+        risk = (
+            f"Redis at {self.where} persists by RDB snapshots only (save {save!r}, appendonly no): a restart brings"
+            " back the state of the last snapshot, and aliases ended or rules suspended since would merge pages again"
+        )
+        if not self.accept_rollback_risk:
+            raise StoreError(f"{risk}. Run Redis with appendonly yes, or accept the risk (accept_rollback_risk=True)")
+        logger.warning("%(risk)s; accepted (only this machine's ledger repairs a rollback)", {"risk": risk})
 
     def _check_layout(self) -> None:
         """Refuse a newer layout; bring a store of the first layout to this one (once)."""
@@ -664,7 +832,7 @@ class RedisStorage(Storage):
 
     def _held(self, key: RuleKey) -> RuleRecord | None:
         records = self.image.rules.peek(key.origin)
-        return None if records is None else records.get(key)
+        return None if records is None else held_record(records, key)
 
     def _flush(self) -> None:
         """Send the pending writes as one batch (several when large).
@@ -735,6 +903,8 @@ class RedisStorage(Storage):
         if answer[0] == b"ok":
             self.follower.last_batch = (batch_id, self.monotonic())
             self.journal.remember(batch)
+            rules = [r for entry in batch.get("r", ()) if (r := self._held(RuleKey(entry[0], *_field(entry[1])))) is not None]
+            self.ledger.record(batch, answer, batch_id, self.image.epoch, rules, self.image.sinks, self.policy.rule_ttl)
             if int(answer[1]) - int(answer[2]) == self.image.version and not int(answer[3]):
                 self.image.version = int(answer[1])
 
@@ -749,3 +919,8 @@ class RedisStorage(Storage):
         self.follower.load()
         self.follower.contradicted.update(retake)  # their deferred URLs are taken at the next observation
         logger.info("Wrote %(n)d batches of store writes saved by the previous run to Redis", {"n": len(batches)})
+
+
+def _field(field: str) -> tuple[str, str]:
+    kind, _, scope = field.partition(" ")
+    return kind, scope

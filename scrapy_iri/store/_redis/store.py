@@ -43,6 +43,8 @@ class RedisStore(EquivalenceStore):
             kwargs.setdefault("namespace", options["namespace"])
         if "sync_interval" in options:
             kwargs.setdefault("sync_interval", float(options["sync_interval"]))
+        if "accept_rollback_risk" in options:
+            kwargs.setdefault("accept_rollback_risk", options["accept_rollback_risk"].lower() in ("1", "true", "yes"))
         return cls(client_from_url(url, params), **kwargs)
 
     @property

@@ -16,12 +16,14 @@ from dataclasses import replace
 from typing import Any
 
 from .._codec import copy_counts
+from .._filter import KeyFilter
 from .._evidence import Alias
 from .._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus, alias_case_key
-from .._storage import LRU, RuleCache
+from .._storage import LRU, OriginRules, RuleCache, held_keys, held_record
 from .codec import EMPTY_BATCH, LAYOUT, alias_value, case_value, chunks, rule_of, text
 from .connection import RedisKeys
 from .journal import PUT, REPUBLISHED, Journal, rule_entry
+from .ledger import Ledger
 from .scripts import SYNC
 
 logger = logging.getLogger("scrapy_iri.store._redis")
@@ -40,8 +42,9 @@ class Image:
         rule_cache: int,
         load_rules: Callable[[str], dict[RuleKey, RuleRecord] | None],
         pinned: Callable[[], set[str]],
+        lazy: Callable[[str, Callable[[int], None]], OriginRules] | None = None,
     ) -> None:
-        self.rules = RuleCache(rule_cache, load_rules, pinned, self._evicted)
+        self.rules = RuleCache(rule_cache, load_rules, pinned, self._evicted, lazy)
         #: for origins not held whole: the records a lookup may need (few), for many more origins
         self.in_force = LRU(max(1024, rule_cache // 4))
         #: each cached rule as Redis last had it: what this process's additions are counted from
@@ -54,14 +57,17 @@ class Image:
         self.fanins = LRU(cache_size // 16)
         self.version = 0
         self.epoch = ""
+        #: the alias sources Redis may hold (None: not known, every miss asks Redis)
+        self.filter: KeyFilter | None = None
         #: changed by the process that finds Redis went back in time: the others repair too
         self.history = ""
 
-    def _evicted(self, origin: str, records: dict[RuleKey, RuleRecord]) -> None:
-        for key in records:
+    def _evicted(self, origin: str, keys: list[RuleKey]) -> None:
+        for key in keys:
             self.rule_base.pop(key, None)
 
     def forget_cached(self) -> None:
+        self.filter = None
         self.aliases.clear()
         self.cases.clear()
         self.fanins.clear()
@@ -75,7 +81,7 @@ class Image:
         current = self.rules.peek(origin)
         if current is None:
             return
-        for key in [k for k in current if k not in fresh]:
+        for key in [k for k in held_keys(current) if k not in fresh]:
             self.rule_base.pop(key, None)
         self.rules.replace(origin, fresh, copy_counts)
         for key, record in fresh.items():
@@ -98,6 +104,7 @@ class Follower:
         apply: Callable[[dict[str, list[Any]]], None],
         tally: Callable[[str, int], None],
         where: str,
+        ledger: Ledger,
     ) -> None:
         self.client = client
         self.keys = keys
@@ -106,6 +113,7 @@ class Follower:
         self.apply = apply
         self.tally = tally
         self.where = where
+        self.ledger = ledger
         self._sync = client.register_script(SYNC)
         #: the id of the last batch this process applied, and when (a rollback loses it)
         self.last_batch: tuple[str, float] | None = None
@@ -122,12 +130,32 @@ class Follower:
         image.version = int(version or 0)
         image.history = text(history or b"")
 
+    def check_ledger(self, policy: LearningPolicy, now: float) -> None:
+        """At open: whether Redis still holds the newest batch the ledger names (else it went back in time: repair)."""
+        mark = self.ledger.newest_mark()
+        if mark is None:
+            return
+        epoch, version, batch_id = mark
+        c, k = self.client, self.keys
+        pipe = c.pipeline(transaction=False)
+        pipe.zscore(k.store + "marks", batch_id)
+        pipe.zrange(k.store + "marks", 0, 0, withscores=True)
+        score, oldest = pipe.execute()
+        if epoch == self.image.epoch:
+            if score is not None:
+                return
+            if version <= self.image.version and oldest and version < oldest[0][1]:
+                return  # older than every mark Redis keeps: nothing to tell
+        self.rolled_back(self.image.version, policy, now, found_here=True, known=version)
+
     def pull(self, policy: LearningPolicy, now: float, monotonic: float) -> None:
         """Read the entries other processes changed since the known version (one or two round trips)."""
         self.tally("syncs", 1)
         last = self.last_batch
         recent = last[0] if last is not None and monotonic - last[1] < BATCH_MEMORY else ""
-        answer = self._sync(args=[self.keys.store, self.image.version, self.image.epoch, recent, self.image.history])
+        mark = self.ledger.newest_mark()
+        marked = ["", 0] if mark is None or mark[0] != self.image.epoch else [mark[2], mark[1]]
+        answer = self._sync(args=[self.keys.store, self.image.version, self.image.epoch, recent, self.image.history, *marked])
         epoch, version, changes = text(answer[0]), int(answer[1]), [text(c) for c in answer[2:]]
         if changes in (["!"], ["~"]):
             self.rolled_back(version, policy, now, found_here=changes == ["!"])
@@ -159,10 +187,11 @@ class Follower:
         active = set()
         for origin in list(origins):
             records = self.image.rules.peek(origin) or {}
-            block = records.get(RuleKey(origin, BLOCK))
+            block = held_record(records, RuleKey(origin, BLOCK))
             if block is not None and block.status(policy, now) is RuleStatus.SUSPENDED:
                 continue
-            active.update(k for k, r in records.items() if k.kind != BLOCK and r.status(policy, now) is RuleStatus.ACTIVE)
+            held = [held_record(records, k) for k in held_keys(records)]  # a rule applied here was read here
+            active.update(r.key for r in held if r is not None and r.key.kind != BLOCK and r.status(policy, now) is RuleStatus.ACTIVE)
         return active
 
     def _refresh(self, changes: Iterable[str]) -> None:
@@ -173,6 +202,8 @@ class Follower:
             kind, name = change[0], change[1:]
             if kind == "a":
                 image.aliases.pop(name)
+                if image.filter is not None:
+                    image.filter.add(name)
             elif kind == "c":
                 image.cases.pop(name)
             elif kind == "f":
@@ -201,7 +232,9 @@ class Follower:
             else:
                 image.sinks.discard(name)
 
-    def rolled_back(self, version: int, policy: LearningPolicy, now: float, *, found_here: bool = True) -> None:
+    def rolled_back(
+        self, version: int, policy: LearningPolicy, now: float, *, found_here: bool = True, known: int | None = None
+    ) -> None:
         """Redis went back to an older state (restarted from an older snapshot, or a restored backup).
 
         Said loudly, then repaired from what this process knows: its rule
@@ -224,7 +257,7 @@ class Follower:
             {
                 "where": self.where,
                 "how": "found by this process" if found_here else "found by another process",
-                "was": self.image.version,
+                "was": self.image.version if known is None else known,
                 "now": version,
                 "written": len(journal.written),
                 "deferred": sum(len(urls) for urls in journal.deferred_here.values()),
@@ -240,6 +273,8 @@ class Follower:
         for name, ops in (("r", rules), ("a", written), ("d", deferred), ("f", sinks)):
             for part in chunks(ops, 1000):
                 self.apply({**EMPTY_BATCH, name: part})
+        for batch in self.ledger.write_back():  # what this machine's processes ended, those gone included
+            self.apply(batch)
         if found_here:
             self.client.set(self.keys.history, uuid.uuid4().hex)
         self._reload_watching(policy, now)
@@ -269,6 +304,8 @@ class Follower:
         for name, ops in (("a", list(aliases.values())), ("c", cases), ("r", rules), ("f", sinks)):
             for part in chunks(ops, 1000):
                 self.apply({**EMPTY_BATCH, name: part})
+        for batch in self.ledger.write_back():
+            self.apply(batch)
         self.client.set(self.keys.layout, str(LAYOUT))
         self.client.set(self.keys.epoch, uuid.uuid4().hex, nx=True)
 
