@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scrapy_iri import IRIError, Rung, canonicalize, resolve
-from scrapy_iri import _fast as fast, _lenient as lenient, _percent as percent
+from scrapy_iri import _fast as fast, _grammar as g, _lenient as lenient, _percent as percent
 from scrapy_iri._host import normalize_dns_host
 from scrapy_iri._ladder import MEMO_MAX_LENGTH, _memo, canonicalize_step_by_step
 
@@ -75,7 +75,7 @@ def assert_same(text: object, configs=ALL_CONFIGS) -> None:
 def test_normal_triplet_pattern_is_exactly_the_triplets_syntax_normalization_keeps():
     import re
 
-    pattern = re.compile(fast._NORMAL_TRIPLET)
+    pattern = re.compile(g.NORMAL_TRIPLET)
     for octet in range(256):
         for spelling in {f"%{octet:02X}", f"%{octet:02x}", f"%{octet:02X}"[:2] + f"{octet:02x}"[1], f"%{octet:02x}"[:2] + f"{octet:02X}"[1]}:
             kept = percent.normalize_triplets(spelling) == spelling
@@ -292,11 +292,13 @@ def test_fast_path_equals_reference_on_any_string(text):
 
 def test_memo_returns_the_computed_form_and_errors_again():
     _memo.cache_clear()
-    url = "HTTP://Example.COM:80/a/../b?q#f"
+    url = "HTTP://u@Example.COM:80/a/../b?q#f"  # userinfo: not for fast path 1
     first = canonicalize(url, "scheme", keep_fragment=False)
-    assert canonicalize(url, "scheme", keep_fragment=False) == first == "http://example.com/b?q"
-    assert canonicalize(url, "syntax", keep_fragment=False) == "http://example.com:80/b?q"
-    assert canonicalize(url, "scheme") == "http://example.com/b?q#f"
+    assert _memo.cache_info().currsize == 1
+    assert canonicalize(url, "scheme", keep_fragment=False) == first == "http://u@example.com/b?q"
+    assert _memo.cache_info().hits == 1
+    assert canonicalize(url, "syntax", keep_fragment=False) == "http://u@example.com:80/b?q"
+    assert canonicalize(url, "scheme") == "http://u@example.com/b?q#f"
     with pytest.raises(IRIError) as one:
         canonicalize("http://a b/", "scheme")
     with pytest.raises(IRIError) as two:
@@ -306,13 +308,13 @@ def test_memo_returns_the_computed_form_and_errors_again():
 
 def test_memo_is_bounded_and_skips_long_strings():
     _memo.cache_clear()
-    long_url = "HTTP://a.example/" + "x" * MEMO_MAX_LENGTH
+    long_url = "http://u@a.example/" + "x" * MEMO_MAX_LENGTH
     canonicalize(long_url)
     assert _memo.cache_info().currsize == 0
     canonicalize("http://a.example/")  # fast path 1: not memoized
     assert _memo.cache_info().currsize == 0
     for i in range(_memo.cache_info().maxsize + 10):
-        canonicalize(f"HTTP://a.example/{i}")
+        canonicalize(f"http://u@a.example/{i}")
     assert _memo.cache_info().currsize == _memo.cache_info().maxsize
 
 
