@@ -57,16 +57,17 @@ from . import _grammar as g
 from .errors import IRIError
 from ._host import HOST_CACHE_MAX_LENGTH, normalize_dns_host, normalize_host_syntax
 from ._idn import dns_form
-from ._percent import encode_iri_chars, normalize_triplets
+from ._percent import encode_iri_chars, normalize_encoded_utf8, normalize_triplets
 from ._resolve import remove_dot_segments
 from ._schemes import SCHEMES, normalize_port
 
 _TRIPLET = r"%[0-9A-Fa-f]{2}"
+_HOST = g.URI_REG_NAME + g.UCSCHAR
 
 
 def _run(chars: str) -> str:
     """Characters of a class and triplets, any number (unrolled: no backtracking)."""
-    return f"[{chars}]*(?:{_TRIPLET}[{chars}]*)*"
+    return f"[{chars}]*+(?:{_TRIPLET}[{chars}]*+)*+"
 
 
 # Lowercase ASCII hosts have a group of their own, tried first: the common
@@ -75,44 +76,33 @@ def _run(chars: str) -> str:
 # query and fragment) is a group too: the fast path normalizes it whole.
 _WEB = re.compile(
     r"([Hh][Tt][Tt][Pp][Ss]?)://"  # 1 scheme, any case
-    rf"(?:([a-z0-9\-._~{g.SUB_DELIMS}]++)|([{g.URI_REG_NAME}{g.UCSCHAR}]++))"  # 2, 3 host: ireg-name without '%'
+    rf"(?:([a-z0-9\-._~{g.SUB_DELIMS}]++)|((?:[{_HOST}]|{_TRIPLET}){_run(_HOST)}))"  # 2, 3 host: ireg-name
     r"(?::([0-9]*+))?"  # 4 port
-    rf"(((?:/{_run(g.URI_PATH + g.UCSCHAR)})?)"  # 5 tail, 6 path-abempty
-    rf"(?:\?{_run(g.URI_QUERY + g.UCSCHAR)})?"  # query (iprivate: left to the reference)
-    rf"(?:#({_run(g.URI_FRAGMENT + g.UCSCHAR)}))?)"  # 7 fragment
+    rf"((?:/{_run(g.URI_PATH + g.UCSCHAR)})?"  # 5 tail: path-abempty,
+    rf"(?:\?{_run(g.URI_QUERY + g.UCSCHAR)})?"  # query (iprivate: left to the reference),
+    rf"(?:#({_run(g.URI_FRAGMENT + g.UCSCHAR)}))?)"  # 6 fragment
 )
 _web_fullmatch = _WEB.fullmatch
+
+# The most common case of all, in which the input is its own form (up to
+# the fragment): lowercase scheme and host, no port, no '%', ASCII, a path
+# with no dot segment ("." or ".." between "/" and "/", "?", "#" or the end).
+_SEGMENT = r"/(?!\.\.?(?:[/?#]|\Z))[A-Za-z0-9\-._~!$&'()*+,;=:@]*+"
+_PLAIN = re.compile(
+    rf"https?://[a-z0-9\-._~{g.SUB_DELIMS}]++(?:{_SEGMENT})++"
+    r"(?:\?[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*+)?"
+    r"(?:#([A-Za-z0-9\-._~!$&'()*+,;=:@/?]*+))?"  # 1 fragment
+)
+_plain_fullmatch = _PLAIN.fullmatch
+_ascii_triplet = g.ASCII_TRIPLET.search
 
 _HTTP = SCHEMES["http"]
 _HTTPS = SCHEMES["https"]
 
 
-def _dns_form_is_itself(host: str) -> bool:
-    """Whether ``normalize_dns_host(host) == host`` is known without calling it.
-
-    True for a syntax-normal (so lowercase) ASCII name without ``%`` and
-    without ``xn--``: ``normalize_dns_host`` only lowercases such a name and
-    checks its A-labels (``tests/core/test_fastpath.py`` pins this down).
-    Skipping the call spares the host-name cache the ASCII names of a crawl.
-    """
-    return host.isascii() and "%" not in host and "xn--" not in host
-
-
 _dns_form_cached = lru_cache(maxsize=1 << 14)(dns_form)
-
-
-def _idn_host_form(host: str, scheme_rung: bool) -> str | None:
-    """The syntax or scheme form of a non-ASCII host without ``%``, ``None`` if the scheme rung rejects it.
-
-    The scheme form is ``normalize_dns_host(normalize_host_syntax(host))``,
-    computed label by label (:func:`scrapy_iri._idn.dns_form`) and cached
-    by the host as written, within the bounds of the other host caches.
-    """
-    if not scheme_rung:
-        return normalize_host_syntax(host)
-    if len(host) <= HOST_CACHE_MAX_LENGTH:
-        return _dns_form_cached(host)
-    return dns_form(host)
+"""DNS forms of non-ASCII hosts as written (keys of at most ``HOST_CACHE_MAX_LENGTH``
+characters: bounded as the caches of :mod:`scrapy_iri._host` are)."""
 
 
 def web_form(iri: str, scheme_rung: bool, keep_fragment: bool) -> str | None:
@@ -123,62 +113,67 @@ def web_form(iri: str, scheme_rung: bool, keep_fragment: bool) -> str | None:
     docstring for why the result is the same); ``None`` for any other
     string, and whenever the host or port normalizer reports an error (the
     reference path then raises it).
+
+    The path, query and fragment (if kept) are normalized as one string, the
+    tail: each step of ``normalize_component`` acts on characters and on
+    triplets, and no triplet spans the ``?`` or ``#`` between two
+    components, so the form of the tail is the forms of the components
+    joined by the same delimiters.
     """
     if type(iri) is not str:  # str subclasses and non-strings: the reference path decides
         return None
+    if iri.isascii():
+        m = _plain_fullmatch(iri)
+        if m is not None and "xn--" not in iri:  # normalize_dns_host(host) is host: see below
+            # Nothing to edit: the input is its own form, once the fragment is dropped.
+            end = m.start(1) - 1
+            return iri if end < 0 or keep_fragment else iri[:end]
     m = _web_fullmatch(iri)
     if m is None:
         return None
-    scheme, host, other_host, port, tail, path, fragment = m.groups()
-    if (
-        host is not None
-        and port is None
-        and scheme.islower()
-        and iri.isascii()
-        and "%" not in tail
-        and "/." not in path
-        and (not scheme_rung or (path and "xn--" not in host))
-    ):
-        # Lowercase scheme and host (_dns_form_is_itself), nothing to encode or
-        # normalize, no dot segment, no port, a path if the scheme rung needs
-        # one: the input is its own canonical form, once the fragment is dropped.
-        if fragment is None or keep_fragment:
-            return iri
-        return iri[: len(iri) - len(fragment) - 1]
-    if host is None:
-        host = other_host
+    scheme, host, other_host, port, tail, fragment = m.groups()
     if fragment is not None and not keep_fragment:
         tail = tail[: len(tail) - len(fragment) - 1]
-    return _edited(scheme, host, port, tail, not path, scheme_rung)
-
-
-def _edited(scheme: str, host: str, port: str | None, tail: str, no_path: bool, scheme_rung: bool) -> str | None:
-    """:func:`web_form` of the components of a match with something to edit.
-
-    ``tail`` is the path, query and fragment (if kept) with their
-    delimiters; they are normalized as one string: each step of
-    ``normalize_component`` acts on characters and on triplets, and no
-    triplet spans the ``?`` or ``#`` between two components, so the form
-    of the tail is the forms of the components joined by the same
-    delimiters. ``encode_iri_chars`` is ``encode_non_ascii`` for them.
-    """
     if not scheme.islower():
         scheme = scheme.lower()
-    if host.isascii():
-        host = host.lower()  # normalize_host_syntax() of an ASCII host without '%'
-        if scheme_rung and not _dns_form_is_itself(host):
-            try:
-                host = normalize_dns_host(host)
-            except IRIError:
+    if host is None:  # the host is not lowercase ASCII
+        host = other_host
+        if "%" in host:
+            host = normalize_host_syntax(host)
+            if scheme_rung:
+                try:
+                    host = normalize_dns_host(host)
+                except IRIError:
+                    return None
+        elif host.isascii():
+            host = host.lower()  # normalize_host_syntax() of an ASCII host without '%'
+            if scheme_rung and "xn--" in host:  # see below
+                try:
+                    host = normalize_dns_host(host)
+                except IRIError:
+                    return None
+        elif not scheme_rung:
+            host = normalize_host_syntax(host)
+        else:
+            host = _dns_form_cached(host) if len(host) <= HOST_CACHE_MAX_LENGTH else dns_form(host)
+            if host is None:
                 return None
-    else:
-        host = _idn_host_form(host, scheme_rung)
-        if host is None:
+    elif scheme_rung and "xn--" in host:
+        # normalize_dns_host only lowercases an ASCII name without '%', checks
+        # its A-labels and, if it holds "xn--", its length: without "xn--",
+        # a lowercase name is its own DNS form.
+        try:
+            host = normalize_dns_host(host)
+        except IRIError:
             return None
-    if "%" in tail:
-        tail = normalize_triplets(tail)
-    if not tail.isascii():  # ucschar: the syntax rung percent-encodes it (3987bis 5.3.2.3)
-        tail = encode_iri_chars(tail)
+    # normalize_component (3987bis 5.3.2.1, 5.3.2.3): escapes normalized, ucschar percent-encoded
+    if "%" not in tail:
+        if not tail.isascii():
+            tail = encode_iri_chars(tail)
+    elif _ascii_triplet(tail) is None:
+        tail = normalize_encoded_utf8(tail)
+    else:
+        tail = encode_iri_chars(normalize_triplets(tail))
     if "/." in tail:
         tail = _without_dot_segments(tail)
     if scheme_rung:
@@ -187,7 +182,7 @@ def _edited(scheme: str, host: str, port: str | None, tail: str, no_path: bool, 
                 port = normalize_port(port, _HTTPS if len(scheme) == 5 else _HTTP)
             except IRIError:
                 return None
-        if no_path:  # the form of an empty path is empty too
+        if tail[:1] != "/":  # an empty path (its form is empty too): "/"
             tail = "/" + tail
     if port is None:
         return f"{scheme}://{host}{tail}"

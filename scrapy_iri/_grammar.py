@@ -100,6 +100,8 @@ NOT_NORMAL_TRIPLET = re.compile(f"%(?!{NORMAL_TRIPLET[1:]})[0-9A-Fa-f]{{2}}")
 """A triplet the syntax rung rewrites: lowercase hex digits, or an unreserved character."""
 LOWER_HEX_TRIPLET = re.compile(r"%[0-9a-f]{2}")
 TRIPLET_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+UNRESERVED_TRIPLET = re.compile(r"%(?:2[DdEe]|3[0-9]|4[1-9A-Fa-f]|5[0-9AaFf]|6[1-9A-Fa-f]|7[0-9AaEe])")
+"""The escape of an unreserved character (RFC 3986 2.3), which the syntax rung decodes."""
 """A run of triplets (pct-encoded, RFC 3986 2.1), any octets."""
 
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")

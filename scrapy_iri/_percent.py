@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from codecs import escape_decode
 
 from ._grammar import (
     LOWER_HEX_TRIPLET,
     NON_ASCII_TRIPLET_RUN,
     NOT_NORMAL_TRIPLET,
     TRIPLET_RUN,
+    UNRESERVED_TRIPLET,
     UNDECODABLE_OCTETS,
     UNRESERVED_CHARS,
 )
@@ -81,7 +83,12 @@ def encode_iri_chars(text: str) -> str:
     """
     if text.isascii():
         return text
-    parked = text.encode("utf-8", "surrogatepass").translate(_PARK).decode("latin-1")
+    return _escape_high_octets(text.encode("utf-8", "surrogatepass"))
+
+
+def _escape_high_octets(octets: bytes) -> str:
+    """``octets`` as ASCII text, each octet >= 0x80 as ``%HH`` (none of 0x01-0x07 and ``\\`` in them)."""
+    parked = octets.translate(_PARK).decode("latin-1")
     return parked.encode("ascii", "backslashreplace").translate(_UNPARK, b"x").decode("ascii")
 
 
@@ -93,8 +100,25 @@ def normalize_triplets(text: str) -> str:
 
 
 def _normalize_triplet_run(m: re.Match[str]) -> str:
-    """A run of triplets, each in its syntax-normal spelling (the octets, then one table lookup each)."""
-    return decode_octets(m.group()).decode("latin-1").translate(_NORMAL_OCTET)
+    """A run of triplets, each in its syntax-normal spelling."""
+    run = m.group().upper()
+    if UNRESERVED_TRIPLET.search(run) is None:  # the common case: only the hex digits change
+        return run
+    return decode_octets(run).decode("latin-1").translate(_NORMAL_OCTET)  # one table lookup per octet
+
+
+def normalize_encoded_utf8(text: str) -> str:
+    """:func:`normalize_component` of text whose ``%`` all start triplets of octets >= 0x80.
+
+    The text must not hold ``\\`` nor U+0001-U+0007 (no IRI component
+    does), nor lone surrogates. Such triplets are only uppercased, and the non-ASCII characters
+    become such triplets: so the form is the octets of the text, with the
+    triplets decoded, each octet >= 0x80 written ``%HH``. In C: ``%``
+    becomes ``\\x`` for the codec that reads Python's bytes literals, and
+    :func:`encode_iri_chars` writes the octets.
+    """
+    octets = escape_decode(text.encode("utf-8").replace(b"%", b"\\x"))[0]
+    return _escape_high_octets(octets)
 
 
 def normalize_component(text: str) -> str:
