@@ -110,3 +110,9 @@ def test_not_normal_triplet_is_the_complement_of_normal_triplet():
     for octet in range(256):
         for spelling in {f"%{octet:02X}", f"%{octet:02x}", f"%{octet:02X}"[:2] + f"{octet:02x}"[1], f"%{octet:02x}"[:2] + f"{octet:02X}"[1]}:
             assert bool(g.NOT_NORMAL_TRIPLET.fullmatch(spelling)) != bool(normal.fullmatch(spelling)), spelling
+
+
+def test_unreserved_triplet_is_the_escape_of_an_unreserved_character():
+    for octet in range(256):
+        for spelling in {f"%{octet:02X}", f"%{octet:02x}", f"%{octet:02X}"[:2] + f"{octet:02x}"[1], f"%{octet:02x}"[:2] + f"{octet:02X}"[1]}:
+            assert bool(g.UNRESERVED_TRIPLET.fullmatch(spelling)) == (chr(octet) in g.UNRESERVED_CHARS), spelling
