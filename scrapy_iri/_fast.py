@@ -70,17 +70,17 @@ def _run(chars: str) -> str:
     return f"[{chars}]*+(?:{_TRIPLET}[{chars}]*+)*+"
 
 
-# Lowercase ASCII hosts have a group of their own, tried first: the common
-# case then needs no case mapping. Possessive repeats: what follows a host
-# (":", "/", "?", "#", the end) is never a host character. The tail (path,
-# query and fragment) is a group too: the fast path normalizes it whole.
+# The tail (path, query and fragment) is one group: the fast path normalizes
+# it whole. A '%' in the tail is checked apart (see web_form): a class
+# without it would cost every URL more time than the check costs those
+# with one. Possessive repeats: what follows a run is never in its class.
 _WEB = re.compile(
     r"([Hh][Tt][Tt][Pp][Ss]?)://"  # 1 scheme, any case
-    rf"(?:([a-z0-9\-._~{g.SUB_DELIMS}]++)|((?:[{_HOST}]|{_TRIPLET}){_run(_HOST)}))"  # 2, 3 host: ireg-name
-    r"(?::([0-9]*+))?"  # 4 port
-    rf"((?:/{_run(g.URI_PATH + g.UCSCHAR)})?"  # 5 tail: path-abempty,
-    rf"(?:\?{_run(g.URI_QUERY + g.UCSCHAR)})?"  # query (iprivate: left to the reference),
-    rf"(?:#({_run(g.URI_FRAGMENT + g.UCSCHAR)}))?)"  # 6 fragment
+    rf"((?:[{_HOST}]|{_TRIPLET}){_run(_HOST)})"  # 2 host: ireg-name (not empty, not an IP literal)
+    r"(?::([0-9]*+))?"  # 3 port
+    rf"((?:/[{g.URI_PATH}{g.UCSCHAR}%]*+)?"  # 4 tail: path-abempty,
+    rf"(?:\?[{g.URI_QUERY}{g.UCSCHAR}%]*+)?"  # query (iprivate: left to the reference),
+    rf"(?:#([{g.URI_FRAGMENT}{g.UCSCHAR}%]*+))?)"  # 5 fragment
 )
 _web_fullmatch = _WEB.fullmatch
 
@@ -94,15 +94,40 @@ _PLAIN = re.compile(
     r"(?:#([A-Za-z0-9\-._~!$&'()*+,;=:@/?]*+))?"  # 1 fragment
 )
 _plain_fullmatch = _PLAIN.fullmatch
-_ascii_triplet = g.ASCII_TRIPLET.search
+# A '%' that starts no triplet, or a triplet of an ASCII octet: either sends
+# the tail the long way (or back to the reference path).
+_not_high_triplet = re.compile(r"%(?:[0-7]|(?![0-9A-Fa-f]{2}))").search
+_bad_percent = re.compile(r"%(?![0-9A-Fa-f]{2})").search
 
 _HTTP = SCHEMES["http"]
 _HTTPS = SCHEMES["https"]
 
 
-_dns_form_cached = lru_cache(maxsize=1 << 14)(dns_form)
-"""DNS forms of non-ASCII hosts as written (keys of at most ``HOST_CACHE_MAX_LENGTH``
-characters: bounded as the caches of :mod:`scrapy_iri._host` are)."""
+def _dns_host(host: str) -> str | None:
+    """``normalize_dns_host(normalize_host_syntax(host))`` of a reg-name, ``None`` where it raises.
+
+    Non-ASCII names without escapes (IDNs as written) are mapped label by
+    label (:func:`scrapy_iri._idn.dns_form`). An ASCII name without ``%``
+    nor ``xn--`` is its own form once lowercased: ``normalize_dns_host``
+    only lowercases such a name, checks its A-labels and, if it holds
+    ``xn--``, its length.
+    """
+    if "%" not in host:
+        if not host.isascii():
+            return dns_form(host)
+        host = host.lower()
+        if "xn--" not in host:
+            return host
+    try:
+        return normalize_dns_host(normalize_host_syntax(host))
+    except IRIError:
+        return None
+
+
+# The forms of hosts, by the host as written: keys of at most
+# HOST_CACHE_MAX_LENGTH characters, bounded as the caches of scrapy_iri._host are.
+_dns_host_cached = lru_cache(maxsize=1 << 14)(_dns_host)
+_syntax_host_cached = lru_cache(maxsize=1 << 14)(normalize_host_syntax)
 
 
 def web_form(iri: str, scheme_rung: bool, keep_fragment: bool) -> str | None:
@@ -124,58 +149,48 @@ def web_form(iri: str, scheme_rung: bool, keep_fragment: bool) -> str | None:
         return None
     if iri.isascii():
         m = _plain_fullmatch(iri)
-        if m is not None and "xn--" not in iri:  # normalize_dns_host(host) is host: see below
+        if m is not None and "xn--" not in iri:  # normalize_dns_host(host) is host: see _dns_host
             # Nothing to edit: the input is its own form, once the fragment is dropped.
             end = m.start(1) - 1
             return iri if end < 0 or keep_fragment else iri[:end]
     m = _web_fullmatch(iri)
     if m is None:
         return None
-    scheme, host, other_host, port, tail, fragment = m.groups()
+    scheme, host, port, tail, fragment = m.groups()
+    # normalize_component (3987bis 5.3.2.1, 5.3.2.3): escapes normalized, ucschar percent-encoded
+    if "%" in tail:
+        if _not_high_triplet(tail) is None:
+            normalize = normalize_encoded_utf8
+        elif _bad_percent(tail) is None:
+            normalize = _normalize_escapes
+        else:  # not an IRI (in the fragment too, dropped or not): the reference path says why
+            return None
+    elif tail.isascii():
+        normalize = None
+    else:
+        normalize = encode_iri_chars
+    if host.isascii() and "%" not in host:  # no cache: lowercasing costs less than a lookup
+        host = host.lower()
+        if scheme_rung and "xn--" in host:  # see _dns_host
+            try:
+                host = normalize_dns_host(host)
+            except IRIError:
+                return None
+    else:
+        if len(host) <= HOST_CACHE_MAX_LENGTH:
+            host = _dns_host_cached(host) if scheme_rung else _syntax_host_cached(host)
+        else:
+            host = _dns_host(host) if scheme_rung else normalize_host_syntax(host)
+        if host is None:
+            return None
     if fragment is not None and not keep_fragment:
         tail = tail[: len(tail) - len(fragment) - 1]
-    if not scheme.islower():
-        scheme = scheme.lower()
-    if host is None:  # the host is not lowercase ASCII
-        host = other_host
-        if "%" in host:
-            host = normalize_host_syntax(host)
-            if scheme_rung:
-                try:
-                    host = normalize_dns_host(host)
-                except IRIError:
-                    return None
-        elif host.isascii():
-            host = host.lower()  # normalize_host_syntax() of an ASCII host without '%'
-            if scheme_rung and "xn--" in host:  # see below
-                try:
-                    host = normalize_dns_host(host)
-                except IRIError:
-                    return None
-        elif not scheme_rung:
-            host = normalize_host_syntax(host)
-        else:
-            host = _dns_form_cached(host) if len(host) <= HOST_CACHE_MAX_LENGTH else dns_form(host)
-            if host is None:
-                return None
-    elif scheme_rung and "xn--" in host:
-        # normalize_dns_host only lowercases an ASCII name without '%', checks
-        # its A-labels and, if it holds "xn--", its length: without "xn--",
-        # a lowercase name is its own DNS form.
-        try:
-            host = normalize_dns_host(host)
-        except IRIError:
-            return None
-    # normalize_component (3987bis 5.3.2.1, 5.3.2.3): escapes normalized, ucschar percent-encoded
-    if "%" not in tail:
-        if not tail.isascii():
-            tail = encode_iri_chars(tail)
-    elif _ascii_triplet(tail) is None:
-        tail = normalize_encoded_utf8(tail)
-    else:
-        tail = encode_iri_chars(normalize_triplets(tail))
+    if normalize is not None:
+        tail = normalize(tail)
     if "/." in tail:
         tail = _without_dot_segments(tail)
+    if not scheme.islower():
+        scheme = scheme.lower()
     if scheme_rung:
         if port is not None:
             try:
@@ -187,6 +202,11 @@ def web_form(iri: str, scheme_rung: bool, keep_fragment: bool) -> str | None:
     if port is None:
         return f"{scheme}://{host}{tail}"
     return f"{scheme}://{host}:{port}{tail}"
+
+
+def _normalize_escapes(tail: str) -> str:
+    """``normalize_component`` of a tail with escapes of ASCII octets (``encode_iri_chars`` being ``encode_non_ascii`` there)."""
+    return encode_iri_chars(normalize_triplets(tail))
 
 
 def _without_dot_segments(tail: str) -> str:

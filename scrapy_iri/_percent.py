@@ -83,7 +83,8 @@ def encode_iri_chars(text: str) -> str:
     """
     if text.isascii():
         return text
-    return _escape_high_octets(text.encode("utf-8", "surrogatepass"))
+    parked = text.encode("utf-8", "surrogatepass").translate(_PARK).decode("latin-1")
+    return parked.encode("ascii", "backslashreplace").translate(_UNPARK, b"x").decode("ascii")
 
 
 def _escape_high_octets(octets: bytes) -> str:
