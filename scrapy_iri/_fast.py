@@ -1,16 +1,18 @@
-"""Fast path of the ladder: the common case of a crawl, recognised by one regex.
+"""Fast path of the ladder: the common case of a crawl, recognised by a regex.
 
 Almost every URL a crawler meets is an ``http``/``https`` URI or IRI without
-userinfo, IP literal or escape in the host, and without characters the
-grammar forbids. For such a string the reference path
+userinfo or IP literal, and without characters the grammar forbids. For
+such a string the reference path
 (:func:`scrapy_iri._ladder.canonicalize_step_by_step`: preprocess, parse,
 validate, normalize every component, recompose) edits each component on its
-own: the scheme's case, the host (case, percent-encoding, IDNA), the port,
-the escapes and non-ASCII characters of the path, query and fragment, the
-dot segments and an empty path; the fragment may be dropped.
-:func:`web_form` recognises the case with one compiled regex and makes
-those edits with the very functions the reference path calls on each
-component, skipping the ones known to change nothing.
+own: the scheme's case; the host's case, escapes and IDNA form; the port;
+the escapes and non-ASCII characters of the path, query and fragment; dot
+segments and an empty path; the fragment may be dropped. :func:`web_form`
+recognises the case with one compiled regex (two: the commonest case of
+all, a URL that is its own form, has one of its own) and makes those edits
+with the functions the reference path calls on each component, or with
+faster ones proven equal to them, skipping the ones known to change
+nothing.
 
 It returns exactly what the reference path returns, or ``None``: "not sure,
 take the reference path". It never raises: whatever might be an error goes
@@ -23,10 +25,10 @@ reference path step by step):
 
 * Preprocessing (``lenient=True``, 3987bis sec. 7) rewrites only controls,
   spaces, ``\\``, lone surrogates, characters a component forbids, a ``%``
-  starting no triplet and ``@`` in the authority; the regex admits none of
-  these (ucschar is allowed in every component, ``%`` only in a triplet,
-  ``@`` only after the host), so the preprocessed string is the input and
-  ``lenient`` does not matter.
+  starting no triplet and ``@`` in the authority; the regexes admit none of
+  these (ucschar is allowed in every component, ``@`` only after the host;
+  a ``%`` starting no triplet is turned away by ``_bad_percent``), so the
+  preprocessed string is the input and ``lenient`` does not matter.
 * Parsing: the regex splits the string where RFC 3986 appendix B splits it
   (the scheme holds no ``:``, the host none of ``:/?#@[``, the path none of
   ``?#``, the query no ``#``), and each component holds only characters its
@@ -36,16 +38,16 @@ reference path step by step):
   the scheme is lowercased; the host goes through ``normalize_host_syntax``
   (for ASCII without ``%``: ``str.lower``); path, query and fragment go
   through ``normalize_component``, which returns an ASCII string without
-  ``%`` unchanged; the fragment holds no ``#`` to escape; the path, which
-  has an authority before it, goes through ``remove_dot_segments``, which
-  changes nothing unless the path holds ``/.``.
+  ``%`` unchanged (``encode_iri_chars`` and ``normalize_encoded_utf8`` are
+  the same function on the strings they get here); the fragment holds no
+  ``#`` to escape; the path, which has an authority before it, goes
+  through ``remove_dot_segments``, which changes nothing unless the path
+  holds ``/.``.
 * Scheme-based normalization (5.3.3) for ``http`` and ``https``: the port
   goes through ``normalize_port``, the host through ``normalize_dns_host``
-  (skipped where its result is known to be the host itself), an empty path
-  becomes ``/``; nothing else (no special rule).
-
-Non-ASCII hosts take both host steps through one cache (``_idn_host_forms``),
-bounded like the host caches of :mod:`scrapy_iri._host`.
+  (skipped where its result is known to be the host itself, and computed
+  label by label for IDNs as written, :mod:`scrapy_iri._idn`), an empty
+  path becomes ``/``; nothing else (no special rule).
 """
 
 from __future__ import annotations

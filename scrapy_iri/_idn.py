@@ -27,8 +27,6 @@ from .errors import IRIError
 from ._grammar import NOT_HOST_NAME_ASCII
 from ._host import MAX_IDNA_INPUT, MAX_LABEL_OCTETS, _check_a_label, check_dns_length
 
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
 LABEL_CACHE_SIZE = 1 << 12
 """Entries of each label cache (pieces mapped, labels converted)."""
 LABEL_CACHE_MAX_LENGTH = 2 * MAX_LABEL_OCTETS
@@ -70,19 +68,19 @@ def dns_form(host: str) -> str | None:
     (An ASCII name takes another way there: no UTS #46 mapping.)
     """
     # normalize_host_syntax lowercases ASCII letters and percent-encodes the
-    # rest; normalize_dns_host decodes that UTF-8 again: the lowered host.
+    # rest; normalize_dns_host decodes that UTF-8 again: the host with its
+    # ASCII letters lowercased, which UTS #46 maps as it maps the host.
     if len(host) > MAX_IDNA_INPUT:
         return None
-    pieces = []
-    for piece in host.translate(_ASCII_LOWER).split("."):
-        mapped = _mapped_cached(piece) if len(piece) <= LABEL_CACHE_MAX_LENGTH else _mapped(piece)
-        if mapped is None:
-            return None
-        pieces.append(mapped)
+    pieces = [
+        _mapped_cached(piece) if len(piece) <= LABEL_CACHE_MAX_LENGTH else _mapped(piece) for piece in host.split(".")
+    ]
+    if None in pieces:
+        return None
     name = ".".join(pieces)
     if not name or NOT_HOST_NAME_ASCII.search(name) is not None:
         return None
-    if not name.isascii() or "xn--" in name:
+    if len(name) > MAX_LABEL_OCTETS and (not name.isascii() or "xn--" in name):  # shorter: within both limits
         try:
             check_dns_length(name, mapped=True)
         except IRIError:
