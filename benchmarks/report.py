@@ -92,7 +92,7 @@ def markdown(results: dict[str, Any], svg_name: str) -> str:
         lines += [f"Skipped: {canon['skipped']}", ""]
     elif canon:
         lines += [
-            "µs per URL (best of "
+            f"µs per URL of {'CPU' if canon.get('clock') == 'cpu' else 'wall'} time (best of "
             f"{canon['repeats']} passes, caches cleared before each), and how many URLs each one"
             " rejected (raised). Fragments dropped (w3lib's default; ada-url and url-normalize keep"
             " them). The reference path is scrapy-iri without its fast path and memo.",
