@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import re
-from codecs import escape_decode
+
+try:
+    from codecs import escape_decode  # the codec of Python's bytes literals (CPython, PyPy)
+except ImportError:  # a Python without it takes the regex way
+    escape_decode = None
 
 from ._grammar import (
     LOWER_HEX_TRIPLET,
@@ -111,13 +115,16 @@ def _normalize_triplet_run(m: re.Match[str]) -> str:
 def normalize_encoded_utf8(text: str) -> str:
     """:func:`normalize_component` of text whose ``%`` all start triplets of octets >= 0x80.
 
-    The text must not hold ``\\`` nor U+0001-U+0007 (no IRI component
-    does), nor lone surrogates. Such triplets are only uppercased, and the non-ASCII characters
-    become such triplets: so the form is the octets of the text, with the
-    triplets decoded, each octet >= 0x80 written ``%HH``. In C: ``%``
-    becomes ``\\x`` for the codec that reads Python's bytes literals, and
-    :func:`encode_iri_chars` writes the octets.
+    The text must not hold ``\\``, U+0001-U+0007 nor lone surrogates (no
+    IRI component does). Such triplets are only uppercased, and the
+    non-ASCII characters become such triplets: so the form is the octets of
+    the text, with the triplets decoded, each octet >= 0x80 written
+    ``%HH``. In C: ``%`` becomes ``\\x`` for the codec that reads Python's
+    bytes literals, and the passes of :func:`encode_iri_chars` write the
+    octets.
     """
+    if escape_decode is None:
+        return encode_iri_chars(normalize_triplets(text))
     octets = escape_decode(text.encode("utf-8").replace(b"%", b"\\x"))[0]
     return _escape_high_octets(octets)
 

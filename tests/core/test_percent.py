@@ -150,3 +150,9 @@ def test_normalize_encoded_utf8_is_normalize_component(text):
     expected = escape_by_definition(normalize_by_definition(text))
     assert pct.normalize_component(text) == expected
     assert pct.normalize_encoded_utf8(text) == expected
+
+
+def test_normalize_encoded_utf8_without_the_bytes_literal_codec(monkeypatch):
+    monkeypatch.setattr(pct, "escape_decode", None)
+    text = "stra%c3%9fe/caf%C3%A9/M\u00fcnchen?q=%d0%bd"
+    assert pct.normalize_encoded_utf8(text) == escape_by_definition(normalize_by_definition(text))
