@@ -96,6 +96,7 @@ _PLAIN = re.compile(
     r"(?:#([A-Za-z0-9\-._~!$&'()*+,;=:@/?]*+))?"  # 1 fragment
 )
 _plain_fullmatch = _PLAIN.fullmatch
+
 # A '%' that starts no triplet, or a triplet of an ASCII octet: either sends
 # the tail the long way (or back to the reference path).
 _not_high_triplet = re.compile(r"%(?:[0-7]|(?![0-9A-Fa-f]{2}))").search
@@ -126,10 +127,10 @@ def _dns_host(host: str) -> str | None:
         return None
 
 
-# The forms of hosts, by the host as written: keys of at most
-# HOST_CACHE_MAX_LENGTH characters, bounded as the caches of scrapy_iri._host are.
 _dns_host_cached = lru_cache(maxsize=1 << 14)(_dns_host)
-_syntax_host_cached = lru_cache(maxsize=1 << 14)(normalize_host_syntax)
+"""Scheme forms of hosts by the host as written (not lowercase-ASCII-only ones), keys of
+at most ``HOST_CACHE_MAX_LENGTH`` characters: bounded as the caches of :mod:`scrapy_iri._host`
+are, among them the one ``normalize_host_syntax`` keeps of the syntax forms."""
 
 
 def web_form(iri: str, scheme_rung: bool, keep_fragment: bool) -> str | None:
@@ -178,11 +179,10 @@ def web_form(iri: str, scheme_rung: bool, keep_fragment: bool) -> str | None:
                 host = normalize_dns_host(host)
             except IRIError:
                 return None
+    elif not scheme_rung:
+        host = normalize_host_syntax(host)
     else:
-        if len(host) <= HOST_CACHE_MAX_LENGTH:
-            host = _dns_host_cached(host) if scheme_rung else _syntax_host_cached(host)
-        else:
-            host = _dns_host(host) if scheme_rung else normalize_host_syntax(host)
+        host = _dns_host_cached(host) if len(host) <= HOST_CACHE_MAX_LENGTH else _dns_host(host)
         if host is None:
             return None
     if fragment is not None and not keep_fragment:
