@@ -447,3 +447,20 @@ def test_iris_take_the_fast_path():
             form = fast.web_form(text, scheme_rung, False) or fast.web_form(preprocess(text), scheme_rung, False)
             assert form is not None, (text, scheme_rung)
             assert form.isascii()
+
+
+def test_nfc_never_reorders_or_composes_across_a_dot():
+    """What _idn.dns_form rests on: NFC of pieces joined by '.' is the join of their NFC forms.
+
+    Composition is pairwise and reordering stops at a starter such as '.',
+    so it is enough that no code point composes with a '.' on either side.
+    """
+    import sys
+    import unicodedata
+
+    for cp in range(sys.maxunicode + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        c = chr(cp)
+        for text in ("." + c, c + "."):
+            assert unicodedata.normalize("NFC", text) == ".".join(unicodedata.normalize("NFC", p) for p in text.split(".")), hex(cp)
