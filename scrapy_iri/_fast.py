@@ -57,7 +57,7 @@ from functools import lru_cache
 
 from . import _grammar as g
 from .errors import IRIError
-from ._host import HOST_CACHE_MAX_LENGTH, normalize_dns_host, normalize_host_syntax
+from ._host import HOST_CACHE_MAX_LENGTH, decode_utf8_escapes, normalize_dns_host, normalize_host_syntax
 from ._idn import dns_form
 from ._percent import encode_iri_chars, normalize_encoded_utf8, normalize_triplets
 from ._resolve import remove_dot_segments
@@ -109,11 +109,11 @@ _HTTPS = SCHEMES["https"]
 def _dns_host(host: str) -> str | None:
     """``normalize_dns_host(normalize_host_syntax(host))`` of a reg-name, ``None`` where it raises.
 
-    Non-ASCII names without escapes (IDNs as written) are mapped label by
-    label (:func:`scrapy_iri._idn.dns_form`). An ASCII name without ``%``
-    nor ``xn--`` is its own form once lowercased: ``normalize_dns_host``
-    only lowercases such a name, checks its A-labels and, if it holds
-    ``xn--``, its length.
+    Non-ASCII names (IDNs as written, or written with UTF-8 escapes) are
+    mapped label by label (:func:`scrapy_iri._idn.dns_form`). An ASCII name
+    without ``%`` nor ``xn--`` is its own form once lowercased:
+    ``normalize_dns_host`` only lowercases such a name, checks its A-labels
+    and, if it holds ``xn--``, its length.
     """
     if "%" not in host:
         if not host.isascii():
@@ -121,8 +121,20 @@ def _dns_host(host: str) -> str | None:
         host = host.lower()
         if "xn--" not in host:
             return host
+        syntax = host
+    else:
+        # normalize_dns_host decodes the UTF-8 escapes of the syntax form
+        # first (whose ASCII letters are lowercase), then maps what it got.
+        syntax = normalize_host_syntax(host)
+        try:
+            decoded = decode_utf8_escapes(syntax)
+        except IRIError:
+            return None
+        if not decoded.isascii():
+            # A '%' left (an escaped ASCII octet) survives the mapping and is refused.
+            return None if "%" in decoded else dns_form(decoded)
     try:
-        return normalize_dns_host(normalize_host_syntax(host))
+        return normalize_dns_host(syntax)
     except IRIError:
         return None
 
