@@ -61,60 +61,82 @@ def crawl_stream(urls: list[str], size: int = 200_000, exponent: float = 1.1, se
     return [ranked[min(bisect(cumulative, rng.random() * total), len(ranked) - 1)] for _ in range(size)]
 
 
-# Words for the IRI-heavy set: common scripts of the web, a few with
-# characters that need care (combining marks, final sigma, ß, Arabic).
+# Words for the IRI-heavy set: common scripts of the web (Latin with
+# diacritics, Cyrillic, Greek, Arabic, Hebrew, CJK, kana, Hangul, Devanagari,
+# Thai), a few with characters that need care (combining marks, final
+# sigma, ß).
 _PATH_WORDS = [
     "café", "München", "Straße", "naïve", "façade", "ĉu", "smörgåsbord", "Ελληνικά", "σελίδα",
     "русский", "новости", "українська", "日本語", "東京", "ニュース", "中文", "新闻", "한국어",
-    "العربية", "أخبار", "עברית", "हिन्दी", "ไทย", "Tiếng_Việt", "e\u0301te\u0301", "ümlaut-ö",
+    "العربية", "أخبار", "עברית", "חדשות", "हिन्दी", "ไทย", "Tiếng_Việt", "e\u0301te\u0301", "ümlaut-ö",
+    "뉴스", "поиск", "Αθήνα", "Zürich", "שלום",
 ]
 _IDN_LABELS = [
     "bücher", "müller", "straße", "café", "ñandú", "пример", "испытание", "例え", "テスト",
-    "例子", "실례", "مثال", "δοκιμή", "परीक्षा", "ทดสอบ", "faß", "ǆemal", "zürich",
+    "例子", "실례", "مثال", "δοκιμή", "परीक्षा", "ทดสอบ", "faß", "ǆemal", "zürich", "דוגמה",
 ]
-_IDN_TLDS = ["de", "com", "org", "рф", "中国", "net", "ch", "jp"]
+_IDN_TLDS = ["de", "com", "org", "рф", "中国", "net", "ch", "jp", "한국"]
+_QUERY_KEYS = ["q", "s", "search", "lang", "tag", "page"]
+
+
+def _mixed_case(rng: random.Random, text: str) -> str:
+    """``text`` with each letter uppercased at random, at least one of them."""
+    while True:
+        out = "".join(c.upper() if rng.random() < 0.5 else c for c in text)
+        if out != text:
+            return out
 
 
 def iri_heavy(urls: list[str], size: int = 20_000, seed: int = SEED) -> list[str]:
-    """IRIs generated on top of real URLs: Unicode path words and IDN host labels.
+    """IRIs generated on top of real URLs: Unicode path words, IDN hosts, Unicode queries.
 
     Each item takes a real URL and, with a seeded draw, replaces one or two
     path segments by Unicode words (raw, or percent-encoded UTF-8 as some
-    sites write them), its host by an IDN name, or both; about one in ten
-    also gets a Unicode query value or an uppercase host.
+    sites write them, half of those with lowercase hex digits), its host
+    by an IDN name (``例え.jp``, ``пример.рф``, ``faß.de``, ...), or both. A
+    third of the items also get a query with Unicode values (raw or
+    encoded), one in five a scheme in mixed case (``HTTPS``, ``hTtPs``),
+    one in ten an uppercase host.
     """
     from urllib.parse import quote, urlsplit, urlunsplit
 
     rng = random.Random(seed)
+
+    def word() -> str:
+        text = rng.choice(_PATH_WORDS)
+        if rng.random() < 0.25:
+            text = quote(text, safe="")
+            if rng.random() < 0.5:
+                text = text.lower()  # '%c3%a9': lowercase hex, seen on real sites
+        return text
+
     out = []
     for url in rng.sample(urls, min(size, len(urls))) if size <= len(urls) else (rng.choice(urls) for _ in range(size)):
         parts = urlsplit(url)
-        netloc, path, query = parts.netloc, parts.path or "/", parts.query
+        scheme, netloc, path, query = parts.scheme, parts.netloc, parts.path or "/", parts.query
         kind = rng.random()
         if kind < 0.67:  # Unicode path
             segments = path.split("/")
             for _ in range(rng.choice((1, 2))):
                 index = rng.randrange(1, len(segments)) if len(segments) > 1 else 1
-                word = rng.choice(_PATH_WORDS)
-                if rng.random() < 0.25:
-                    word = quote(word, safe="")
-                    if rng.random() < 0.5:
-                        word = word.lower()  # '%c3%a9': lowercase hex, seen on real sites
                 if index < len(segments):
-                    segments[index] = word
+                    segments[index] = word()
                 else:
-                    segments.append(word)
+                    segments.append(word())
             path = "/".join(segments)
         if kind >= 0.33:  # IDN host
             labels = [rng.choice(_IDN_LABELS)]
             if rng.random() < 0.5:
                 labels.insert(0, "www")
             netloc = ".".join(labels + [rng.choice(_IDN_TLDS)])
-        if rng.random() < 0.1:
-            query = (query + "&" if query else "") + "q=" + rng.choice(_PATH_WORDS)
+        if rng.random() < 1 / 3:
+            params = [f"{rng.choice(_QUERY_KEYS)}={word()}" for _ in range(rng.choice((1, 1, 2)))]
+            query = "&".join(([query] if query else []) + params)
+        if rng.random() < 0.2:
+            scheme = _mixed_case(rng, scheme)
         if rng.random() < 0.1:
             netloc = netloc.upper()
-        out.append(urlunsplit((parts.scheme, netloc, path, query, "")))
+        out.append(urlunsplit((scheme, netloc, path, query, "")))
     return out
 
 

@@ -96,11 +96,14 @@ NORMAL_TRIPLET = r"%(?:[01][0-9A-F]|2[0-9A-CF]|3[A-F]|40|5[B-E]|60|7[B-DF]|[89A-
 """A triplet the syntax rung leaves as it is (RFC 3986 6.2.2.1, 6.2.2.2): uppercase hex digits,
 and not the escape of an unreserved character (%2D %2E %30-39 %41-5A %5F %61-7A %7E are
 missing). ``tests/core/test_grammar.py`` derives it from ``UNRESERVED_CHARS``."""
-NOT_NORMAL_TRIPLET = re.compile(f"(?!{NORMAL_TRIPLET})%[0-9A-Fa-f]{{2}}")
+NOT_NORMAL_TRIPLET = re.compile(f"%(?!{NORMAL_TRIPLET[1:]})[0-9A-Fa-f]{{2}}")
 """A triplet the syntax rung rewrites: lowercase hex digits, or an unreserved character."""
 LOWER_HEX_TRIPLET = re.compile(r"%[0-9a-f]{2}")
+TRIPLET_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+UNRESERVED_TRIPLET = re.compile(r"%(?:2[DdEe]|3[0-9]|4[1-9A-Fa-f]|5[0-9AaFf]|6[1-9A-Fa-f]|7[0-9AaEe])")
+"""The escape of an unreserved character (RFC 3986 2.3), which the syntax rung decodes."""
+"""A run of triplets (pct-encoded, RFC 3986 2.1), any octets."""
 
-NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 """Not a character: what undecodable input leaves in a ``str`` (``surrogateescape``)."""
 UNDECODABLE_OCTETS = re.compile("[\udc80-\udcff]+")

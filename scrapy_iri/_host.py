@@ -84,7 +84,7 @@ def ip_literal_rfc5952(literal: str) -> str:
     return f"[{address.compressed}]"
 
 
-def _decode_utf8_escapes(host: str) -> str:
+def decode_utf8_escapes(host: str) -> str:
     """Decode percent-encoded non-ASCII UTF-8 in a host (draft-ietf-idn-uri sec. 3).
 
     Escapes of ASCII octets (``%2F``, ``%20``) stay encoded: decoding them
@@ -162,7 +162,7 @@ def _normalize_dns_host(host: str) -> str:
         if len(host) > 12 * MAX_IDNA_INPUT and has_non_ascii_escape(host):
             # a character is at most four escaped octets: the decoded name is too long too
             raise IRIError(f"the host name has {len(host)} characters; DNS allows {MAX_NAME_OCTETS} octets", "host")
-        host = _decode_utf8_escapes(host)
+        host = decode_utf8_escapes(host)
     if not host.isascii():
         check_dns_length(host, mapped=False)
         try:

@@ -15,6 +15,7 @@ from typing import Protocol
 from .errors import IRIError
 from ._fast import web_form
 from ._host import normalize_host_syntax
+from ._lenient import preprocess
 from ._parse import IRIReference, parse, recompose
 from ._percent import normalize_component
 from ._resolve import keep_apart_from_authority, remove_dot_segments
@@ -86,9 +87,9 @@ def canonicalize(
     """
     level = rung if type(rung) is Rung else Rung.parse(rung)
     if level is _SCHEME or level is _SYNTAX:
-        # Fast path 1 (see scrapy_iri._fast): an http(s) IRI that needs at most
-        # fragment, host, port, empty-path and non-ASCII edits; the result is
-        # the reference path's, or None when the reference path must decide.
+        # Fast path 1 (see scrapy_iri._fast): a common http(s) IRI, edited
+        # component by component; the result is the reference path's, or
+        # None when the reference path must decide.
         form = web_form(iri, level is _SCHEME, keep_fragment)
         if form is not None:
             return form
@@ -99,13 +100,13 @@ def canonicalize(
             canonicalize(iri, Rung.SCHEME, keep_fragment=keep_fragment, lenient=lenient)
         )
     if type(iri) is str and len(iri) <= MEMO_MAX_LENGTH:
-        # Fast path 2: the URLs fast path 1 declines (IRIs, uppercase, escapes
-        # to normalize, messy input) cost ~10 µs each and come back again and
-        # again in a crawl's links. The lower rungs are pure functions of
-        # these four arguments, so a bounded memo returns what the reference
-        # path would (errors are not memoized: the reference raises them anew).
+        # Fast path 2: the URLs fast path 1 declines (userinfo, IP literals,
+        # messy input) cost ~10 µs each and come back again and again in a
+        # crawl's links. The lower rungs are pure functions of these four
+        # arguments, so a bounded memo returns what the reference path would
+        # (errors are not memoized: the reference raises them anew).
         return _memo(iri, level, bool(keep_fragment), bool(lenient))
-    return canonicalize_step_by_step(iri, level, keep_fragment=keep_fragment, lenient=lenient)
+    return _declined(iri, level, keep_fragment, lenient)
 
 
 # Rung members as module constants for the per-URL code above: attribute
@@ -119,10 +120,29 @@ MEMO_MAX_LENGTH = 256
 20 MB whatever the input (256 four-byte characters in, their escapes out)."""
 
 
-@lru_cache(maxsize=MEMO_SIZE)
-def _memo(iri: str, level: Rung, keep_fragment: bool, lenient: bool) -> str:
-    """:func:`canonicalize_step_by_step`, memoized (fast path 2 of :func:`canonicalize`)."""
+def _declined(iri: str, level: Rung, keep_fragment: bool, lenient: bool) -> str:
+    """:func:`canonicalize_step_by_step` of a string fast path 1 declined.
+
+    Lenient input is preprocessed first, and fast path 1 tried on the
+    result: at the syntax and scheme rungs, the reference path with
+    ``lenient=True`` is the reference path on the preprocessed string
+    (parsing preprocesses, and nothing else reads the flag), and messy real
+    URLs (a stray ``\\`` or ``"``) are common web IRIs once preprocessed.
+    """
+    if lenient and level is not Rung.STRING and type(iri) is str:
+        try:
+            text = preprocess(iri)
+        except IRIError:  # the reference path raises it, with its position
+            text = iri
+        if text != iri:
+            form = web_form(text, level is _SCHEME, keep_fragment)
+            if form is not None:
+                return form
     return canonicalize_step_by_step(iri, level, keep_fragment=keep_fragment, lenient=lenient)
+
+
+_memo = lru_cache(maxsize=MEMO_SIZE)(_declined)
+"""The memo of :func:`canonicalize` (fast path 2)."""
 
 
 def canonicalize_step_by_step(

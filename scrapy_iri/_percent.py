@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import re
 
+try:
+    from codecs import escape_decode  # the codec of Python's bytes literals (CPython, PyPy)
+except ImportError:  # a Python without it takes the regex way
+    escape_decode = None
+
 from ._grammar import (
     LOWER_HEX_TRIPLET,
-    NON_ASCII_RUN,
     NON_ASCII_TRIPLET_RUN,
     NOT_NORMAL_TRIPLET,
+    TRIPLET_RUN,
+    UNRESERVED_TRIPLET,
     UNDECODABLE_OCTETS,
     UNRESERVED_CHARS,
 )
-
 
 
 def _triplet_table() -> dict[str, str]:
@@ -28,6 +33,14 @@ def _triplet_table() -> dict[str, str]:
 
 
 _NORMAL_TRIPLET = _triplet_table()
+
+# str.translate tables indexed by octet (a str decoded as Latin-1 holds one
+# character per octet): the whole string is rewritten in C, with no Python
+# call per character or per match.
+_ESCAPE_HIGH_OCTETS = [chr(octet) for octet in range(0x80)] + [f"%{octet:02X}" for octet in range(0x80, 0x100)]
+"""Octet -> itself if ASCII, else its triplet (uppercase hex digits)."""
+_NORMAL_OCTET = [_NORMAL_TRIPLET[f"%{octet:02X}"] for octet in range(0x100)]
+"""Octet -> the syntax-normal spelling of its triplet: the character if unreserved, else ``%HH``."""
 
 
 def pct_encode_octets(data: bytes) -> str:
@@ -49,14 +62,71 @@ def encode_non_ascii(text: str) -> str:
     """
     if text.isascii():
         return text
-    return NON_ASCII_RUN.sub(encode_match, text)
+    if _UNPARKABLE.search(text) is None:
+        return encode_iri_chars(text)
+    # Latin-1 maps octet n to U+00nn: ASCII octets stay, the others are escaped by the table.
+    return text.encode("utf-8", "surrogatepass").decode("latin-1").translate(_ESCAPE_HIGH_OCTETS)
+
+
+# encode_iri_chars: the letters the codec's escapes are made of ('x' and the
+# hex digits a-f) move to control characters, out of the way, and back.
+_PARK = bytes.maketrans(b"xabcdef", b"\x01\x02\x03\x04\x05\x06\x07")
+_UNPARK = bytes.maketrans(b"\\abcdef\x01\x02\x03\x04\x05\x06\x07", b"%ABCDEFxabcdef")
+_UNPARKABLE = re.compile(r"[\x01-\x07\\]")
+"""What text must not hold for the parking to work."""
+
+
+def encode_iri_chars(text: str) -> str:
+    """:func:`encode_non_ascii` of text without ``\\`` and U+0001-U+0007 (so of any IRI component).
+
+    Six passes in C, none per character in Python: the UTF-8 octets; the
+    letters ``x`` and ``a``-``f`` parked on U+0001-U+0007; each octet >= 0x80
+    written ``\\xhh`` by the codec; then one table turns ``\\`` into ``%``
+    and the escapes' ``a``-``f`` into ``A``-``F``, drops their ``x`` and
+    brings the parked letters back.
+    """
+    if text.isascii():
+        return text
+    parked = text.encode("utf-8", "surrogatepass").translate(_PARK).decode("latin-1")
+    return parked.encode("ascii", "backslashreplace").translate(_UNPARK, b"x").decode("ascii")
+
+
+def _escape_high_octets(octets: bytes) -> str:
+    """``octets`` as ASCII text, each octet >= 0x80 as ``%HH`` (none of 0x01-0x07 and ``\\`` in them)."""
+    parked = octets.translate(_PARK).decode("latin-1")
+    return parked.encode("ascii", "backslashreplace").translate(_UNPARK, b"x").decode("ascii")
 
 
 def normalize_triplets(text: str) -> str:
     """Uppercase the hex digits of each triplet and decode unreserved ones (RFC 3986 6.2.2)."""
-    if "%" not in text:
+    if "%" not in text or NOT_NORMAL_TRIPLET.search(text) is None:
         return text
-    return NOT_NORMAL_TRIPLET.sub(lambda m: _NORMAL_TRIPLET[m.group()], text)  # the others map to themselves
+    return TRIPLET_RUN.sub(_normalize_triplet_run, text)
+
+
+def _normalize_triplet_run(m: re.Match[str]) -> str:
+    """A run of triplets, each in its syntax-normal spelling."""
+    run = m.group().upper()
+    if UNRESERVED_TRIPLET.search(run) is None:  # the common case: only the hex digits change
+        return run
+    return decode_octets(run).decode("latin-1").translate(_NORMAL_OCTET)  # one table lookup per octet
+
+
+def normalize_encoded_utf8(text: str) -> str:
+    """:func:`normalize_component` of text whose ``%`` all start triplets of octets >= 0x80.
+
+    The text must not hold ``\\``, U+0001-U+0007 nor lone surrogates (no
+    IRI component does). Such triplets are only uppercased, and the
+    non-ASCII characters become such triplets: so the form is the octets of
+    the text, with the triplets decoded, each octet >= 0x80 written
+    ``%HH``. In C: ``%`` becomes ``\\x`` for the codec that reads Python's
+    bytes literals, and the passes of :func:`encode_iri_chars` write the
+    octets.
+    """
+    if escape_decode is None:
+        return encode_iri_chars(normalize_triplets(text))
+    octets = escape_decode(text.encode("utf-8").replace(b"%", b"\\x"))[0]
+    return _escape_high_octets(octets)
 
 
 def normalize_component(text: str) -> str:

@@ -24,8 +24,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scrapy_iri import IRIError, Rung, canonicalize, resolve
-from scrapy_iri import _fast as fast, _lenient as lenient, _percent as percent
-from scrapy_iri._host import normalize_dns_host
+from scrapy_iri import _fast as fast, _grammar as g, _idn as idn, _lenient as lenient, _percent as percent
+from scrapy_iri._host import normalize_dns_host, normalize_host_syntax
+from scrapy_iri._lenient import preprocess
 from scrapy_iri._ladder import MEMO_MAX_LENGTH, _memo, canonicalize_step_by_step
 
 SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow])
@@ -45,6 +46,7 @@ def reference_only() -> Iterator[None]:
     with (
         mock.patch.object(lenient, "_unchanged_by_preprocessing", lambda text: False),
         mock.patch.object(fast, "_web_fullmatch", lambda text: None),
+        mock.patch.object(fast, "_plain_fullmatch", lambda text: None),
     ):
         yield
 
@@ -75,7 +77,7 @@ def assert_same(text: object, configs=ALL_CONFIGS) -> None:
 def test_normal_triplet_pattern_is_exactly_the_triplets_syntax_normalization_keeps():
     import re
 
-    pattern = re.compile(fast._NORMAL_TRIPLET)
+    pattern = re.compile(g.NORMAL_TRIPLET)
     for octet in range(256):
         for spelling in {f"%{octet:02X}", f"%{octet:02x}", f"%{octet:02X}"[:2] + f"{octet:02x}"[1], f"%{octet:02x}"[:2] + f"{octet:02X}"[1]}:
             kept = percent.normalize_triplets(spelling) == spelling
@@ -126,15 +128,22 @@ def test_preprocess_shortcut_is_sound(text):
 _ascii_name = st.text(alphabet=string.ascii_lowercase + string.digits + "-._~!$&'()*+,;=", min_size=1, max_size=30)
 
 
+def _kept_as_is(name: str) -> bool:
+    """web_form skips normalize_dns_host for a lowercase ASCII name without '%' and 'xn--'."""
+    return name.isascii() and name == name.lower() and "%" not in name and "xn--" not in name
+
+
 @SETTINGS
 @given(_ascii_name | st.lists(_ascii_name, min_size=1, max_size=4).map(".".join))
 @example("xn")
 @example("a.xn-")
 @example("example.com.")
 @example("127.0.0.1")
+@example("a" * 300)
+@example(".".join(["a" * 70] * 4))
 def test_dns_form_shortcut_holds(name):
     """web_form skips normalize_dns_host for these names: its result must be the name itself."""
-    if fast._dns_form_is_itself(name):
+    if _kept_as_is(name):
         try:
             assert normalize_dns_host(name) == name
         except IRIError:  # it may not reject a name the fast path lets through either
@@ -146,7 +155,7 @@ def test_dns_form_shortcut_on_corpus_hosts():
 
     for url in _lines("realworld/ada_kasztp.txt") + REALWORLD["citizenlab"]():
         host = urlsplit(url).netloc.rpartition("@")[2].partition(":")[0].lower()
-        if host and fast._dns_form_is_itself(host) and fast._WEB.fullmatch(f"http://{host}/"):
+        if host and _kept_as_is(host) and fast._WEB.fullmatch(f"http://{host}/"):
             assert normalize_dns_host(host) == host
 
 
@@ -292,11 +301,13 @@ def test_fast_path_equals_reference_on_any_string(text):
 
 def test_memo_returns_the_computed_form_and_errors_again():
     _memo.cache_clear()
-    url = "HTTP://Example.COM:80/a/../b?q#f"
+    url = "HTTP://u@Example.COM:80/a/../b?q#f"  # userinfo: not for fast path 1
     first = canonicalize(url, "scheme", keep_fragment=False)
-    assert canonicalize(url, "scheme", keep_fragment=False) == first == "http://example.com/b?q"
-    assert canonicalize(url, "syntax", keep_fragment=False) == "http://example.com:80/b?q"
-    assert canonicalize(url, "scheme") == "http://example.com/b?q#f"
+    assert _memo.cache_info().currsize == 1
+    assert canonicalize(url, "scheme", keep_fragment=False) == first == "http://u@example.com/b?q"
+    assert _memo.cache_info().hits == 1
+    assert canonicalize(url, "syntax", keep_fragment=False) == "http://u@example.com:80/b?q"
+    assert canonicalize(url, "scheme") == "http://u@example.com/b?q#f"
     with pytest.raises(IRIError) as one:
         canonicalize("http://a b/", "scheme")
     with pytest.raises(IRIError) as two:
@@ -306,13 +317,13 @@ def test_memo_returns_the_computed_form_and_errors_again():
 
 def test_memo_is_bounded_and_skips_long_strings():
     _memo.cache_clear()
-    long_url = "HTTP://a.example/" + "x" * MEMO_MAX_LENGTH
+    long_url = "http://u@a.example/" + "x" * MEMO_MAX_LENGTH
     canonicalize(long_url)
     assert _memo.cache_info().currsize == 0
     canonicalize("http://a.example/")  # fast path 1: not memoized
     assert _memo.cache_info().currsize == 0
     for i in range(_memo.cache_info().maxsize + 10):
-        canonicalize(f"HTTP://a.example/{i}")
+        canonicalize(f"http://u@a.example/{i}")
     assert _memo.cache_info().currsize == _memo.cache_info().maxsize
 
 
@@ -326,3 +337,130 @@ def test_memo_keys_on_truthiness_and_str_type():
     assert canonicalize("http://a.example/#x", keep_fragment=1) == "http://a.example/#x"
     with pytest.raises(TypeError):
         canonicalize(b"http://a.example/")
+
+
+# -- generated IRIs in many scripts -------------------------------------------------
+
+# Code point ranges of the scripts of the web: Latin with diacritics, Greek,
+# Cyrillic, Hebrew, Arabic, Devanagari, Thai, Hangul, kana, CJK; and the
+# combining marks, joiners and compatibility forms IDNA treats apart.
+_SCRIPTS = [
+    (0x00C0, 0x024F), (0x0370, 0x03FF), (0x0400, 0x04FF), (0x0590, 0x05FF), (0x0600, 0x06FF),
+    (0x0900, 0x097F), (0x0E00, 0x0E7F), (0xAC00, 0xD7A3), (0x3040, 0x30FF), (0x4E00, 0x9FFF),
+]
+_TRAPS = [
+    "\u0301", "\u200c", "\u200d", "\u00ad", "\u00df", "\u03c2", "\u3002", "\uff0e", "\u2488", "\uff21",
+    "\uff0f", "\u00a0", "\u0660", "\u06f0", "\U0001f600", "\u2160", "\u1e9e",
+]
+_WORDS = [
+    "café", "München", "Straße", "façade", "Ελληνικά", "σελίδα", "ΣΕΛΊΔΑ", "русский", "НОВОСТИ", "日本語",
+    "ニュース", "新闻", "한국어", "العربية", "עברית", "हिन्दी", "ไทย", "e\u0301te\u0301",
+]
+_HOST_WORDS = [
+    "例え", "пример", "ПРИМЕР", "faß", "FASS", "bücher", "BÜCHER", "δοκιμή", "ΔΟΚΙΜΉ", "مثال", "דוגמה",
+    "실례", "テスト", "ǆemal", "Ǆemal", "xn--bcher-kva", "xn--Bcher-kva", "www", "example", "a-b", "",
+]
+_TLDS = ["jp", "рф", "РФ", "de", "中国", "한국", "com", "org", "XN--P1AI", ""]
+
+
+def _script_text(min_size: int = 1, max_size: int = 8) -> st.SearchStrategy[str]:
+    script = st.sampled_from(_SCRIPTS).flatmap(lambda r: st.integers(*r).map(chr))
+    extra = st.sampled_from(_TRAPS + list("aZ09-._~"))
+    return st.text(alphabet=script | extra, min_size=min_size, max_size=max_size)
+
+
+def _spelled(word: str, how: int) -> str:
+    """A word as written on the web: raw, or percent-encoded UTF-8 in upper or lower case."""
+    if how == 0:
+        return word
+    encoded = "".join(c if c.isascii() and (c.isalnum() or c in "-._~") else "".join(f"%{b:02X}" for b in c.encode()) for c in word)
+    return encoded.lower() if how == 2 else encoded
+
+
+_word = st.builds(_spelled, st.sampled_from(_WORDS) | _script_text(), st.sampled_from([0, 0, 0, 1, 2]))
+_host_label = st.sampled_from(_HOST_WORDS) | _script_text(0, 6)
+
+
+@st.composite
+def iri_like(draw: st.DrawFn) -> str:
+    scheme = "".join(c.upper() if draw(st.booleans()) else c for c in draw(st.sampled_from(["http", "https"])))
+    labels = draw(st.lists(_host_label, min_size=1, max_size=3)) + [draw(st.sampled_from(_TLDS))]
+    host = ".".join(labels)
+    if draw(st.integers(0, 9)) == 0:
+        host = _spelled(host, draw(st.sampled_from([1, 2])))  # escapes in the host
+    port = draw(st.sampled_from(["", "", "", ":", ":80", ":443", ":8080", ":0443"]))
+    segments = draw(st.lists(_word | st.sampled_from([".", "..", "%2E", "%2e", "%41%7e", "%2f", "%20", ""]), max_size=5))
+    text = f"{scheme}://{host}{port}" + "".join("/" + s for s in segments)
+    if draw(st.booleans()):
+        pairs = draw(st.lists(st.tuples(_word, _word), min_size=1, max_size=3))
+        text += "?" + "&".join(f"{k}={v}" for k, v in pairs)
+    if draw(st.integers(0, 3)) == 0:
+        text += "#" + draw(_word)
+    return text
+
+
+@SETTINGS
+@given(iri_like())
+@example("HTTPS://例え.JP/café?q=новости#Ελληνικά")
+@example("http://ПРИМЕР.РФ:80/%d0%bf%D1%80/./x/../y?q=%c3%a9&r=é")
+@example("hTTps://faß.de/Straße/%2e%2E/ü")
+@example("http://a\u3002b.jp/")
+@example("http://\u2488x.jp/")
+@example("http://x.\u0301a.jp/")
+@example("http://%D1%80%d1%84.example/")
+@example("https://www.\u05d0\u0031.\u05d1/")
+@example("https://xn--bcher-kva.例え/")
+def test_fast_path_equals_reference_on_iris_in_many_scripts(text):
+    assert_same(text)
+
+
+@SETTINGS
+@given(st.lists(_host_label, min_size=1, max_size=4).map(".".join))
+@example("a\u3002b")
+@example("\u2488x")
+@example("x.\u0301a")
+@example("\u05d0\u0031.\u05d1")
+@example("a." * 200 + "é")
+@example("é" * 64)
+@example("\u00ad")
+def test_idn_hosts_label_by_label_equal_the_whole_name(host):
+    """_idn.dns_form is normalize_dns_host(normalize_host_syntax(host)), and None exactly where that raises."""
+    if host.isascii() or "%" in host:
+        return
+    try:
+        expected = normalize_dns_host(normalize_host_syntax(host))
+    except IRIError:
+        expected = None
+    assert idn.dns_form(host) == expected
+
+
+def test_iris_take_the_fast_path():
+    for text in [
+        "HTTPS://例え.JP/café?q=новости#Ελληνικά",
+        "http://пример.рф/%d0%bf%D1%80/./x/../y?q=%c3%a9",
+        "https://faß.de/Straße",
+        "https://www.bücher.de:8080/ü?ü=ü",
+        "http://a\\b.example/%7e",  # lenient: "\\" is "/" in a web path
+        "http://example.com/a b",  # lenient: the space is encoded
+    ]:
+        for scheme_rung in (False, True):
+            form = fast.web_form(text, scheme_rung, False) or fast.web_form(preprocess(text), scheme_rung, False)
+            assert form is not None, (text, scheme_rung)
+            assert form.isascii()
+
+
+def test_nfc_never_reorders_or_composes_across_a_dot():
+    """What _idn.dns_form rests on: NFC of pieces joined by '.' is the join of their NFC forms.
+
+    Composition is pairwise and reordering stops at a starter such as '.',
+    so it is enough that no code point composes with a '.' on either side.
+    """
+    import sys
+    import unicodedata
+
+    for cp in range(sys.maxunicode + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        c = chr(cp)
+        for text in ("." + c, c + "."):
+            assert unicodedata.normalize("NFC", text) == ".".join(unicodedata.normalize("NFC", p) for p in text.split(".")), hex(cp)

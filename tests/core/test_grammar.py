@@ -8,7 +8,6 @@ import string
 import pytest
 
 from scrapy_iri import _grammar as g
-from scrapy_iri._fast import _NORMAL_TRIPLET as FAST_PATH_TRIPLET
 
 
 def chars_of(bracket_body: str, candidates) -> set[str]:
@@ -57,7 +56,6 @@ def test_normal_triplet_is_derived_from_the_unreserved_class():
         for spelling in {f"%{octet:02X}", f"%{octet:02x}", f"%{octet:02X}"[:2] + f"{octet:02x}"[1]}:
             expected = spelling == f"%{octet:02X}" and chr(octet) not in g.UNRESERVED_CHARS
             assert bool(normal.fullmatch(spelling)) == expected, spelling
-    assert FAST_PATH_TRIPLET == g.NORMAL_TRIPLET
 
 
 def test_split_is_rfc_3986_appendix_b():
@@ -112,3 +110,9 @@ def test_not_normal_triplet_is_the_complement_of_normal_triplet():
     for octet in range(256):
         for spelling in {f"%{octet:02X}", f"%{octet:02x}", f"%{octet:02X}"[:2] + f"{octet:02x}"[1], f"%{octet:02x}"[:2] + f"{octet:02X}"[1]}:
             assert bool(g.NOT_NORMAL_TRIPLET.fullmatch(spelling)) != bool(normal.fullmatch(spelling)), spelling
+
+
+def test_unreserved_triplet_is_the_escape_of_an_unreserved_character():
+    for octet in range(256):
+        for spelling in {f"%{octet:02X}", f"%{octet:02x}", f"%{octet:02X}"[:2] + f"{octet:02x}"[1], f"%{octet:02x}"[:2] + f"{octet:02X}"[1]}:
+            assert bool(g.UNRESERVED_TRIPLET.fullmatch(spelling)) == (chr(octet) in g.UNRESERVED_CHARS), spelling

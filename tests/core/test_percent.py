@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from scrapy_iri import _grammar as g
@@ -82,3 +84,75 @@ def test_decode_utf8_run_round_trips(octets):
     run = pct.pct_encode_octets(octets)
     decoded = pct.decode_utf8_run(run)
     assert pct.encode_non_ascii(decoded) == run  # nothing invented, nothing lost
+
+
+# -- the table and bytes implementations against the definitions -----------------
+
+
+def escape_by_definition(text: str) -> str:
+    """3987bis 3.3, one character at a time: the UTF-8 octets of each non-ASCII character as %HH."""
+    return "".join(
+        c if c.isascii() else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass")) for c in text
+    )
+
+
+def normalize_by_definition(text: str) -> str:
+    """RFC 3986 6.2.2.1-2, one triplet at a time: unreserved decoded, the others uppercased."""
+
+    def one(m):
+        char = chr(int(m.group()[1:], 16))
+        return char if char in g.UNRESERVED_CHARS else m.group().upper()
+
+    return re.sub("%[0-9A-Fa-f]{2}", one, text)
+
+
+# The characters these implementations treat apart ('\\', 'x', 'a'-'f', U+0001-U+0007, '%'),
+# hex digits for triplets, lone surrogates, and anything else.
+_tricky = st.sampled_from(list("\\xXaAfF%%%09\x01\x07\x08\x7f ") + ["\ud800", "\udcff", "é", "\U0001f600", "\u00a0"])
+any_text = st.text(alphabet=st.characters(codec="utf-8") | _tricky, max_size=40)
+iri_text = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_characters="\\\x01\x02\x03\x04\x05\x06\x07") | st.sampled_from(list("xXaAfF%é日")),
+    max_size=40,
+)
+
+
+@given(any_text)
+@example("\\Xé")
+@example("\\x")
+@example("x\x01é\x07f")
+@example("é" * 100)
+def test_encode_non_ascii_is_the_definition(text):
+    assert pct.encode_non_ascii(text) == escape_by_definition(text)
+
+
+@given(iri_text)
+@example("xabcdefXABCDEF\u00e9\u00ff\u0100\U0010fffd")
+def test_encode_iri_chars_is_the_definition(text):
+    assert pct.encode_iri_chars(text) == escape_by_definition(text)
+
+
+@given(any_text)
+@example("%2e%2E%7e%41%5a%5f%2f%c3%A9%%41%4")
+def test_normalize_triplets_is_the_definition(text):
+    assert pct.normalize_triplets(text) == normalize_by_definition(text)
+
+
+_high_triplet = st.integers(0x80, 0xFF).flatmap(
+    lambda b: st.sampled_from([f"%{b:02X}", f"%{b:02x}", f"%{b:02X}"[:2] + f"{b:02x}"[1], f"%{b:02x}"[:2] + f"{b:02X}"[1]])
+)
+_no_percent = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="%\\\x01\x02\x03\x04\x05\x06\x07"), max_size=8)
+
+
+@given(st.lists(_no_percent | _high_triplet, max_size=12).map("".join))
+@example("stra%c3%9fe/caf%C3%A9/M\u00fcnchen?q=%d0%bd")
+@example("x%e9xa")
+def test_normalize_encoded_utf8_is_normalize_component(text):
+    expected = escape_by_definition(normalize_by_definition(text))
+    assert pct.normalize_component(text) == expected
+    assert pct.normalize_encoded_utf8(text) == expected
+
+
+def test_normalize_encoded_utf8_without_the_bytes_literal_codec(monkeypatch):
+    monkeypatch.setattr(pct, "escape_decode", None)
+    text = "stra%c3%9fe/caf%C3%A9/M\u00fcnchen?q=%d0%bd"
+    assert pct.normalize_encoded_utf8(text) == escape_by_definition(normalize_by_definition(text))
