@@ -16,6 +16,12 @@ identity with the store's resolution now and decides:
   so a page fetched meanwhile is not fetched again); ``orphan`` is an older
   filing nobody may fetch now.
 
+An exact alias stated in an earlier crawl is evidence about that day:
+:func:`alias_checked` picks the aliases whose source is fetched as it is in
+this crawl (the store then merges nothing through them, for the dupefilter
+and the rewriting alike), every one until the server has stated it in four
+crawls, then a share decaying as a rule's does.
+
 Invariants this keeps (tests in ``tests/scrapy/test_request_path.py`` and the crawl
 tests): nothing filed is left unfetched, nothing fetched twice because a
 rule changed while the request was in flight.
@@ -27,7 +33,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scrapy_iri.store import Resolution, RuleKey
+from scrapy_iri.store import Alias, Resolution, RuleKey
 
 SEND = "send"
 VERIFY = "verify"
@@ -78,6 +84,19 @@ def verification_share(confirmations: int, floor: float) -> float:
     if confirmations <= RULE_OF_THREE:
         return 1.0
     return max(floor, min(1.0, RULE_OF_THREE / confirmations))
+
+
+def alias_checked(alias: Alias, floor: float) -> bool:
+    """Whether an alias stated in an earlier crawl is checked in this one, by fetching its source.
+
+    The server stated it ``1 + alias.confirmations`` times, in as many
+    crawls: until it has said so in more than three, every crawl checks it
+    (an alias covers one URL, there is no population to sample); then a
+    stable share of aliases, ``3/n`` after ``n`` statements, never below
+    ``floor`` (``IRI_VERIFY_SHARE``). A check that finds anything but the
+    same permanent redirect ends the alias, and what it merged is fetched.
+    """
+    return verifies_by_hash(alias.source, verification_share(alias.confirmations + 1, floor))
 
 
 def verifies_by_hash(form: str, share: float) -> bool:

@@ -23,7 +23,13 @@ store (``IRI_STORE``) with the dupefilter and:
   than a representative it was filed under, and nothing fetched that
   representative, it is fetched on its own, so a later link to it, dropped
   as a duplicate, is never lost;
-* keeps every request a rule merged away (rewritten, or dropped by the
+* checks aliases an earlier crawl learned: the store merges nothing
+  through an alias picked by :func:`._plan.alias_checked` (every alias the
+  server has not yet stated in four crawls, then a decaying share), so its
+  source is fetched as it is; a source that answers anything but the same
+  permanent redirect ends the alias, and a redirect's stated lifetime
+  (``Cache-Control``, ``Expires``) bounds how long its alias is used;
+* keeps every request a rule (or an alias from an earlier crawl) merged away (rewritten, or dropped by the
   dupefilter as a duplicate of its predicted target) in the store and in
   memory. When a rule is contradicted those requests are scheduled again:
   a wrong rule costs fetches, never pages. A rule-rewritten request that
@@ -32,7 +38,8 @@ store (``IRI_STORE``) with the dupefilter and:
 
 Stats: ``iri/learned/exact``, ``iri/learned/rule``, ``iri/rewritten``,
 ``iri/verified``, ``iri/contradicted``, and ``iri/verify`` (verification
-fetches), ``iri/deferred``, ``iri/rescheduled``.
+fetches), ``iri/deferred``, ``iri/rescheduled``, ``iri/alias/confirmed``,
+``iri/alias/ended``.
 """
 
 from __future__ import annotations
@@ -45,9 +52,9 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from scrapy_iri import Rung
-from scrapy_iri.store import EquivalenceStore, Outcome, RuleKey, context_flags
+from scrapy_iri.store import Alias, EquivalenceStore, Outcome, RuleKey, context_flags, stated_lifetime
 from scrapy_iri.store._forms import scheme_form
-from scrapy_iri.store._rules import REDIRECTS
+from scrapy_iri.store._rules import PERMANENT, REDIRECTS
 
 from ._fingerprint import (
     META_IDENTITY,
@@ -57,7 +64,7 @@ from ._fingerprint import (
     protocol_rewritable,
 )
 from ._location import redirect_target
-from ._plan import REWRITE, SEND, VERIFY, Flight, plan, verification_share, verifies_by_hash
+from ._plan import REWRITE, SEND, VERIFY, Flight, alias_checked, plan, verification_share, verifies_by_hash
 from ._resources import CrawlResources
 
 if TYPE_CHECKING:
@@ -111,6 +118,20 @@ def exchange_context(request: Request, response: Response) -> frozenset[str]:
     )
 
 
+def redirect_lifetime(response: Response) -> float | None:
+    """The seconds a redirect said it stays true (``Cache-Control``, ``Expires``), ``None`` if it said nothing."""
+    headers = response.headers
+
+    def one(name: bytes) -> str | None:
+        value = headers.get(name)
+        return None if value is None else value.decode("latin-1")
+
+    cache_control = [v.decode("latin-1") for v in headers.getlist(b"Cache-Control")]
+    if not cache_control and b"Expires" not in headers:
+        return None
+    return stated_lifetime(cache_control, one(b"Expires"), one(b"Date"), one(b"Age"))
+
+
 def location_url(request: Request, location: bytes) -> str:
     """The absolute URL a Location header points to, as the crawl follows it.
 
@@ -146,6 +167,11 @@ class RedirectLearningMiddleware:
         self.held: dict[str, Request] = {}
         #: scheme forms fetched as they are, or on their way to the downloader: never twice
         self.fetched: set[str] = set()
+        store.alias_check = self._alias_checked
+
+    def _alias_checked(self, alias: Alias) -> bool:
+        """Whether an alias an earlier crawl learned is checked in this one (see :func:`._plan.alias_checked`)."""
+        return alias_checked(alias, self.verify_share)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -224,8 +250,9 @@ class RedirectLearningMiddleware:
         target = None
         if location:
             target = location_url(request, location)
+            lifetime = redirect_lifetime(response) if status in PERMANENT else None
             outcome = self.store.record_redirect(
-                request.url, status, target, context=context, location=location.decode("latin-1")
+                request.url, status, target, context=context, location=location.decode("latin-1"), lifetime=lifetime
             )
         elif status not in REDIRECTS:
             outcome = self.store.record_response(request.url, status, context=context)
@@ -240,7 +267,7 @@ class RedirectLearningMiddleware:
                 self.stats.inc_value("iri/verified")
         if flight is not None and flight.action == REWRITE and flight.rules and status in _SUSPICIOUS:
             self._check_original(request, flight, RuleKey.parse(flight.rules[0]))
-        for rule in outcome.contradicted:
+        for rule in (*outcome.contradicted, *outcome.ended):
             self._reschedule(rule)
 
     def _honor_filings(self, request: Request) -> None:
@@ -288,6 +315,10 @@ class RedirectLearningMiddleware:
             self.stats.inc_value("iri/learned/rule", len(outcome.activated))
             for rule in outcome.activated:
                 logger.info("Learned rule %(rule)s", {"rule": str(rule)})
+        if outcome.confirmed_alias:
+            self.stats.inc_value("iri/alias/confirmed")
+        if outcome.ended:
+            self.stats.inc_value("iri/alias/ended", len(outcome.ended))
         if outcome.contradicted:
             self.stats.inc_value("iri/contradicted", len(outcome.contradicted))
             for rule in outcome.contradicted:

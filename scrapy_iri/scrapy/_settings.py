@@ -33,6 +33,7 @@ DEFAULTS: dict[str, Any] = {
     # learning from redirects (protocol rung, RedirectLearningMiddleware)
     "IRI_RULE_MIN_OBSERVATIONS": 3,
     "IRI_RULE_TTL": 30 * 86400,
+    "IRI_ALIAS_TTL": 7 * 86400,
     "IRI_VERIFY_SHARE": 0.01,
     "IRI_VERIFY_ADAPTIVE": True,
     "IRI_SINK_FANIN": 5,
@@ -160,6 +161,7 @@ class IRISettings:
     url_pipeline_order: int = 300
     rule_min_observations: int = 3
     rule_ttl: float = 30 * 86400.0
+    alias_ttl: float = 7 * 86400.0
     verify_share: float = 0.01
     verify_adaptive: bool = True
     sink_fanin: int = 5
@@ -192,6 +194,7 @@ class IRISettings:
             url_pipeline_order=order,
             rule_min_observations=_int(settings, "IRI_RULE_MIN_OBSERVATIONS", 1),
             rule_ttl=_number(settings, "IRI_RULE_TTL", positive=True),
+            alias_ttl=_number(settings, "IRI_ALIAS_TTL", positive=True),
             verify_share=_number(settings, "IRI_VERIFY_SHARE", at_most=1.0),
             verify_adaptive=_bool(settings, "IRI_VERIFY_ADAPTIVE"),
             sink_fanin=_int(settings, "IRI_SINK_FANIN", 2),
@@ -207,6 +210,7 @@ class IRISettings:
         return LearningPolicy(
             min_observations=self.rule_min_observations,
             rule_ttl=self.rule_ttl,
+            alias_ttl=self.alias_ttl,
             sink_fanin=self.sink_fanin,
             max_chain=self.max_alias_chain,
             cross_site_aliases=self.cross_site_aliases,

@@ -39,6 +39,7 @@ from ._rules import (
     PERMANENT,
     REDIRECTS,
     LearningPolicy,
+    alias_key,
     RuleKey,
     RuleRecord,
     RuleStatus,
@@ -51,15 +52,23 @@ from ._rules import (
 )
 from ._storage import Storage
 
+#: answers that say a redirect is gone: an alias of the URL ends
+GONE = frozenset({404, 410})
+
 __all__ = ["EquivalenceStore", "Explanation", "Outcome", "Resolution", "Step", "StoreError"]
 
 
 class Step(NamedTuple):
-    """One hop of a resolution: an exact alias (``rule is None``) or a rule's prediction."""
+    """One hop of a resolution: an exact alias (``rule is None``) or a rule's prediction.
+
+    ``aged`` marks an exact alias the server stated before this store was
+    opened (an earlier crawl): a merge through it may have to be undone.
+    """
 
     source: str
     target: str
     rule: RuleKey | None = None
+    aged: bool = False
 
 
 class Resolution(NamedTuple):
@@ -82,10 +91,14 @@ class Resolution(NamedTuple):
 
     @property
     def rules(self) -> tuple[RuleKey, ...]:
-        """The rules a merge relies on (a merge they make may be wrong)."""
+        """What a merge relies on that may turn out wrong: rules, and aliases stated in an earlier crawl (:func:`~._rules.alias_key`)."""
         if not self.merged:
             return ()
-        return tuple(step.rule for step in self.steps if step.rule is not None)
+        return tuple(
+            step.rule if step.rule is not None else alias_key(step.source)
+            for step in self.steps
+            if step.rule is not None or step.aged
+        )
 
 
 @dataclass
@@ -98,6 +111,10 @@ class Outcome:
     activated: list[RuleKey] = field(default_factory=list)
     confirmed: list[RuleKey] = field(default_factory=list)
     contradicted: list[RuleKey] = field(default_factory=list)
+    #: aliases that ended (the source answered for itself, redirected elsewhere or is gone): their keys
+    ended: list[RuleKey] = field(default_factory=list)
+    #: the server stated an alias again (its first time in this store's session)
+    confirmed_alias: bool = False
     ignored: str = ""
 
 
@@ -167,6 +184,11 @@ class EquivalenceStore:
         self.storage = storage
         self.policy = policy or LearningPolicy()
         self.clock = clock
+        #: when this session began: an alias stated before it is evidence of an earlier crawl
+        self.session_start = clock()
+        #: whether an alias from an earlier session is checked before use (the crawl's verification;
+        #: ``None``: never): a checked alias merges nothing, so its source is fetched as it is
+        self.alias_check: Callable[[Alias], bool] | None = None
 
     @property
     def policy(self) -> LearningPolicy:
@@ -251,10 +273,18 @@ class EquivalenceStore:
         return Resolution(url, current + fragment, tuple(steps))
 
     def _step(self, url: str, now: float) -> Step | None:
-        """The next hop from ``url``: its exact alias, else an active rule's prediction."""
+        """The next hop from ``url``: its exact alias, else an active rule's prediction.
+
+        An alias past its lifetime, or picked for a check, merges nothing by
+        itself; a rule may still predict its target (and only its target:
+        a rule never overrides what the server said about this URL).
+        """
         alias = self.storage.alias(url)
+        held: Alias | None = None
         if alias is not None and not self._is_sink(alias.target):
-            return Step(url, alias.target)
+            if self._in_force(alias, now):
+                return Step(url, alias.target, aged=alias.time < self.session_start)
+            held = alias
         origin = _origin(url)
         records = self.storage.rules_in_force(origin)
         if not records or self._blocked(records, origin, now):
@@ -275,8 +305,17 @@ class EquivalenceStore:
             wide = RuleKey(origin, key.kind, generalized(key.scope)) if kind.generalizes else None
             for candidate in (wide, key):
                 if candidate is not None and active(candidate) and prediction.target != url:
+                    if held is not None and prediction.target != held.target:
+                        return None
                     return Step(url, prediction.target, candidate)
         return None
+
+    def _in_force(self, alias: Alias, now: float) -> bool:
+        """Whether an alias merges: within its lifetime, and not picked for a check in this session."""
+        if now >= alias.stale_at(self.policy.alias_ttl):
+            return False
+        check = self.alias_check
+        return check is None or alias.time >= self.session_start or not check(alias)
 
     def _blocked(self, records: Mapping[RuleKey, RuleRecord], origin: str, now: float) -> bool:
         """Whether a sink blocks every rule of ``origin``."""
@@ -304,6 +343,7 @@ class EquivalenceStore:
         *,
         context: Iterable[str] = (),
         location: str | None = None,
+        lifetime: float | None = None,
     ) -> Outcome:
         """Learn from one redirect hop: ``source`` answered ``status`` with Location ``target``.
 
@@ -311,15 +351,24 @@ class EquivalenceStore:
         the header as sent, is kept in the evidence log); ``context`` holds
         the reasons the exchange may depend on who asked (see
         :func:`.evidence.context_flags`): empty for a clean exchange.
+        ``lifetime`` is the seconds the redirect said it stays true
+        (:func:`.evidence.stated_lifetime`; ``None``: it said nothing, the
+        policy's ``alias_ttl`` applies; 0: it may not be reused, no alias).
         """
         if status not in REDIRECTS:
             raise ValueError(f"{status} is not a redirect status; use record_response()")
         self.storage.refresh()
-        outcome = self._learn_redirect(source, status, target, frozenset(context), location)
+        outcome = self._learn_redirect(source, status, target, frozenset(context), location, lifetime)
         return self._observed(outcome)
 
     def _learn_redirect(
-        self, source: str, status: int, target: str, context: frozenset[str], location: str | None
+        self,
+        source: str,
+        status: int,
+        target: str,
+        context: frozenset[str],
+        location: str | None,
+        lifetime: float | None = None,
     ) -> Outcome:
         src, tgt = scheme_form(source), scheme_form(target)
         if src is None or tgt is None:
@@ -344,17 +393,16 @@ class EquivalenceStore:
 
         if status in PERMANENT and src != tgt:
             refusal = self._alias_refusal(flags, cross_site, outcome.sink)
+            if not refusal and lifetime is not None and lifetime <= 0:
+                refusal = "not to be reused (no-store, no-cache or no lifetime)"
+                if self._end_alias(src, outcome):
+                    notes.append("alias dropped: the redirect may not be reused")
             if refusal:
                 notes.append(f"no alias: {refusal}")
             else:
-                old = self.storage.alias(src)
-                if old is None or old.target != tgt:
-                    self.storage.set_alias(src, Alias(src, tgt, status, now))
-                    outcome.learned_alias = True
+                self._state_alias(src, tgt, status, now, lifetime, outcome)
         elif status not in PERMANENT:
-            if self.storage.alias(src) is not None:
-                self.storage.set_alias(src, None)
-                outcome.dropped_alias = True
+            if self._end_alias(src, outcome):
                 notes.append("alias dropped: no longer a permanent redirect")
             self.storage.answered(src)  # ends an alias another process may know and this one not yet
 
@@ -379,14 +427,52 @@ class EquivalenceStore:
         rule, and a URL that answers for itself is no longer an alias. On an
         origin that redirects case variants, a clean document also declares
         the case of its path (see :meth:`_declares_case`). Errors teach
-        nothing.
+        nothing about rules; ``404`` and ``410`` end an alias of the URL (the
+        redirect is gone).
         """
         if status in REDIRECTS:
             raise ValueError(f"{status} is a redirect status; use record_redirect()")
         self.storage.refresh()
+        if status in GONE:
+            return self._observed(self._learn_gone(url, status))
         if status >= 400:  # errors teach nothing
             return self._observed(Outcome())
         return self._observed(self._learn_response(url, status, frozenset(context), note))
+
+    def _learn_gone(self, url: str, status: int) -> Outcome:
+        outcome = Outcome()
+        u = scheme_form(url)
+        if u is not None and self._end_alias(u, outcome):
+            self.storage.answered(u)
+            note = f"alias dropped: the source answered {status}"
+            self.storage.add_evidence(Evidence(self.clock(), u, status, None, frozenset(), note))
+        return outcome
+
+    def _state_alias(
+        self, src: str, tgt: str, status: int, now: float, lifetime: float | None, outcome: Outcome
+    ) -> None:
+        """The server stated ``src`` -> ``tgt`` (again, or for the first time, or instead of another target)."""
+        old = self.storage.alias(src)
+        expires = None if lifetime is None else now + lifetime
+        if old is not None and old.target == tgt:
+            again = old.time < self.session_start  # one confirmation per session at most
+            confirmations = old.confirmations + again
+            outcome.confirmed_alias = again
+            self.storage.set_alias(src, Alias(src, tgt, status, now, expires, confirmations))
+            return
+        self.storage.set_alias(src, Alias(src, tgt, status, now, expires))
+        outcome.learned_alias = True
+        if old is not None:
+            outcome.ended.append(alias_key(src))
+
+    def _end_alias(self, src: str, outcome: Outcome) -> bool:
+        """Drop the alias of ``src``, if any; its merges are to be undone."""
+        if self.storage.alias(src) is None:
+            return False
+        self.storage.set_alias(src, None)
+        outcome.dropped_alias = True
+        outcome.ended.append(alias_key(src))
+        return True
 
     def _learn_response(self, url: str, status: int, context: frozenset[str], note: str) -> Outcome:
         outcome = Outcome()
@@ -396,9 +482,7 @@ class EquivalenceStore:
         context = context | ({USERINFO} if has_userinfo(u) else frozenset())
         now = self.clock()
         notes = [note] if note else []
-        if self.storage.alias(u) is not None:
-            self.storage.set_alias(u, None)
-            outcome.dropped_alias = True
+        if self._end_alias(u, outcome):
             notes.append("alias dropped: answered for itself")
         self.storage.answered(u)
         records = self.storage.rules_at(_origin(u))

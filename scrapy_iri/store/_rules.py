@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
-from ._forms import Form, split_form
+from ._forms import Form, origin_of, split_form
 from ._psl import WWW, is_ip_host, www_partner
 
 #: statuses that make the source an exact alias of the target (RFC 9110 15.4)
@@ -66,6 +66,8 @@ _SCHEMES = frozenset({"http", "https"})
 
 #: the kind name that blocks every rule of an origin (a sink was seen there)
 BLOCK = "*"
+#: the kind name of the key under which what an exact alias merged is kept (its scope: the source)
+ALIAS = "alias"
 #: the kind name of the rule that predicts the case a server declared (see :func:`_declared_case`)
 DECLARED_CASE = "declared-case"
 
@@ -284,6 +286,11 @@ class RuleKey(NamedTuple):
         return cls(origin, kind, scope)
 
 
+def alias_key(source: str) -> RuleKey:
+    """The key under which the requests an exact alias merged are kept, for re-scheduling when it ends."""
+    return RuleKey(origin_of(source), ALIAS, source)
+
+
 class Prediction(NamedTuple):
     key: RuleKey
     target: str
@@ -364,6 +371,9 @@ class LearningPolicy:
     #: whether a clean permanent redirect to another registrable domain is an exact alias
     #: (source -> target only; rules never cross registrable domains)
     cross_site_aliases: bool = True
+    #: seconds an exact alias is used after the server last stated it, when the redirect
+    #: stated no lifetime of its own (``Cache-Control: max-age``, ``Expires``)
+    alias_ttl: float = 7 * 86400.0
 
     def __post_init__(self) -> None:
         if self.min_observations < 1:
@@ -374,6 +384,8 @@ class LearningPolicy:
             raise ValueError("max_chain must be at least 1")
         if self.rule_ttl <= 0:
             raise ValueError("rule_ttl must be positive")
+        if self.alias_ttl <= 0:
+            raise ValueError("alias_ttl must be positive")
 
 
 @dataclass

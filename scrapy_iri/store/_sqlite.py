@@ -66,12 +66,14 @@ from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, alias_case_key
 from ._sqlite_schema import (
     ALIAS,
     ALIAS_AND_NEXT,
+    ALIAS_FIELDS,
     EVIDENCE,
     EVIDENCE_COLUMNS,
     MIGRATIONS,
     RULE_COLUMNS,
     SCHEMA_VERSION,
     WRITES,
+    alias_of_row,
     alias_row,
     create_schema,
     evidence_of,
@@ -556,7 +558,7 @@ class SQLiteStorage(Storage):
     def alias(self, source: str) -> Alias | None:
         row = self._pending.get(("alias", source), MISSING) if self._pending else MISSING
         if row is not MISSING:
-            return None if row is None else Alias(*row[:4])
+            return None if row is None else alias_of_row(row)
         alias = self._aliases.get(source)
         if alias is not MISSING:
             return alias  # type: ignore[no-any-return]
@@ -567,10 +569,10 @@ class SQLiteStorage(Storage):
         if not rows:
             self._aliases.put(source, None)
             return None
-        target, status, time_, next_target, next_status, next_time = rows[0]
-        alias = Alias(source, target, status, time_)
-        if self._aliases.get(target) is MISSING and ("alias", target) not in self._pending:
-            self._aliases.put(target, None if next_target is None else Alias(target, next_target, next_status, next_time))
+        row = rows[0]
+        alias = Alias(source, *row[:5])
+        if self._aliases.get(target := row[0]) is MISSING and ("alias", target) not in self._pending:
+            self._aliases.put(target, None if row[5] is None else Alias(target, *row[5:]))
         self._aliases.put(source, alias)
         return alias
 
@@ -589,12 +591,12 @@ class SQLiteStorage(Storage):
     def aliases(self) -> Iterator[Alias]:
         self.flush()
         written = {key: row for (table, key), row in self._pending.items() if table == "alias"}
-        for row in self._connection().execute("SELECT source, target, status, time FROM alias"):
+        for row in self._connection().execute(f"SELECT source, {ALIAS_FIELDS} FROM alias"):
             if row[0] not in written:
                 yield Alias(*row)
         for row in written.values():
             if row is not None:
-                yield Alias(*row[:4])
+                yield alias_of_row(row)
 
     def bulk_aliases(self, aliases: Iterable[Alias], *, chunk: int = 500_000) -> int:
         """Write many aliases at once (an import; no evidence is logged for them). Returns how many."""

@@ -11,10 +11,11 @@ from ._codec import RULE_FIELDS
 from ._evidence import Alias, Evidence
 from ._rules import alias_case_key, case_key
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS alias (
-    source TEXT PRIMARY KEY, target TEXT NOT NULL, status INTEGER NOT NULL, time REAL NOT NULL, case_key TEXT
+    source TEXT PRIMARY KEY, target TEXT NOT NULL, status INTEGER NOT NULL, time REAL NOT NULL, case_key TEXT,
+    expires REAL, confirmations INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS alias_case ON alias (case_key) WHERE case_key IS NOT NULL;
 CREATE TABLE IF NOT EXISTS rule (
@@ -42,15 +43,19 @@ CREATE TABLE IF NOT EXISTS answered (source TEXT PRIMARY KEY, time REAL NOT NULL
 RULE_COLUMNS = ", ".join(RULE_FIELDS)
 EVIDENCE_COLUMNS = "time, url, status, target, context, note, location"
 EVIDENCE = f"INSERT INTO evidence ({EVIDENCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
-ALIAS = "INSERT OR REPLACE INTO alias VALUES (?, ?, ?, ?, ?)"
+ALIAS = "INSERT OR REPLACE INTO alias VALUES (?, ?, ?, ?, ?, ?, ?)"
+#: the columns an alias is read from, in :class:`~._evidence.Alias` order after the source
+ALIAS_FIELDS = "target, status, time, expires, confirmations"
 #: table -> (upsert, delete) statements of the batched writes
 #: an alias observed by this process: refused if the URL answered for itself since (in any process),
-#: if a newer alias is on disk, or if it is older than the horizon (?6: now - horizon)
+#: if a newer alias is on disk, or if it is older than the horizon (?8: now - horizon)
 ALIAS_PUT = (
-    "INSERT INTO alias (source, target, status, time, case_key) SELECT ?1, ?2, ?3, ?4, ?5"
-    " WHERE ?4 >= ?6 AND NOT EXISTS (SELECT 1 FROM answered WHERE source = ?1 AND time >= ?4)"
+    "INSERT INTO alias (source, target, status, time, case_key, expires, confirmations)"
+    " SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7"
+    " WHERE ?4 >= ?8 AND NOT EXISTS (SELECT 1 FROM answered WHERE source = ?1 AND time >= ?4)"
     " ON CONFLICT (source) DO UPDATE SET target = excluded.target, status = excluded.status,"
-    " time = excluded.time, case_key = excluded.case_key WHERE excluded.time >= alias.time"
+    " time = excluded.time, case_key = excluded.case_key, expires = excluded.expires,"
+    " confirmations = excluded.confirmations WHERE excluded.time >= alias.time"
 )
 WRITES = {
     "alias": (ALIAS_PUT, "DELETE FROM alias WHERE source = ?"),
@@ -71,7 +76,8 @@ WRITES = {
     ),
 }
 ALIAS_AND_NEXT = (
-    "SELECT a.target, a.status, a.time, b.target, b.status, b.time"
+    "SELECT a.target, a.status, a.time, a.expires, a.confirmations,"
+    " b.target, b.status, b.time, b.expires, b.confirmations"
     " FROM alias AS a LEFT JOIN alias AS b ON b.source = a.target WHERE a.source = ?"
 )
 
@@ -91,7 +97,21 @@ def evidence_of(row: tuple[Any, ...]) -> Evidence:
 
 
 def alias_row(alias: Alias) -> tuple[Any, ...]:
-    return (alias.source, alias.target, alias.status, alias.time, alias_case_key(alias.source, alias.target))
+    return (
+        alias.source,
+        alias.target,
+        alias.status,
+        alias.time,
+        alias_case_key(alias.source, alias.target),
+        alias.expires,
+        alias.confirmations,
+    )
+
+
+def alias_of_row(row: tuple[Any, ...]) -> Alias:
+    """The alias of an :func:`alias_row` tuple."""
+    source, target, status, time_, _, expires, confirmations = row
+    return Alias(source, target, status, time_, expires, confirmations)
 
 
 # -- migrations: version -> a function bringing a store of that version to the next one
@@ -112,7 +132,10 @@ def _to_4(db: sqlite3.Connection) -> None:
         " time REAL NOT NULL, case_key TEXT) WITHOUT ROWID"
     )
     rows = db.execute("SELECT source, target, status, time FROM alias")
-    db.executemany(ALIAS.replace("alias", "alias4", 1), (alias_row(Alias(*row)) for row in rows))
+    db.executemany(
+        "INSERT OR REPLACE INTO alias4 VALUES (?, ?, ?, ?, ?)",
+        ((*row, alias_case_key(row[0], row[1])) for row in rows),
+    )
     db.execute("DROP TABLE alias")
     db.execute("ALTER TABLE alias4 RENAME TO alias")
     urls = [url for (url,) in db.execute("SELECT url FROM declared_case")]
@@ -132,7 +155,13 @@ def _to_5(db: sqlite3.Connection) -> None:
     db.execute("INSERT INTO sink SELECT target, count(*) FROM fanin GROUP BY target HAVING count(*) >= 2")
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_2, 2: _to_3, 3: _to_4, 4: _to_5}
+def _to_6(db: sqlite3.Connection) -> None:
+    """An alias's stated lifetime and its confirmations (aliases from before: no lifetime stated, none)."""
+    db.execute("ALTER TABLE alias ADD COLUMN expires REAL")
+    db.execute("ALTER TABLE alias ADD COLUMN confirmations INTEGER NOT NULL DEFAULT 0")
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_2, 2: _to_3, 3: _to_4, 4: _to_5, 5: _to_6}
 
 
 def create_schema(db: sqlite3.Connection) -> None:
