@@ -38,17 +38,17 @@ store (``IRI_STORE``) with the dupefilter and:
 
 Stats: ``iri/learned/exact``, ``iri/learned/rule``, ``iri/rewritten``,
 ``iri/verified``, ``iri/contradicted``, and ``iri/verify`` (verification
-fetches), ``iri/deferred``, ``iri/rescheduled``, ``iri/alias/confirmed``,
-``iri/alias/ended``.
+fetches, alias checks included), ``iri/deferred``, ``iri/rescheduled``,
+``iri/alias/checked``, ``iri/alias/confirmed``, ``iri/alias/ended``.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from scrapy import Request, signals
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from scrapy_iri import Rung
@@ -200,7 +200,14 @@ class RedirectLearningMiddleware:
             self._send(request, identity, Flight(dont_filter, SEND))
             return None
         filed_as = identity.representative or identity.form
-        decision = plan(identity.form, filed_as, self.store.resolve(identity.form), self._verifies)
+        now = self.store.resolve(identity.form)
+        decision = plan(identity.form, filed_as, now, self._verifies)
+        fetches = decision.target if decision.target is not None else identity.form
+        if fetches in self.fetched and not request.dont_filter:
+            self._drop_fetched(request, identity.form, filed_as, fetches)
+        if now.held is not None:  # what is fetched asks the server about an alias again
+            self.stats.inc_value("iri/verify")
+            self.stats.inc_value("iri/alias/checked")
         if decision.action == VERIFY:
             self.stats.inc_value("iri/verify")
             self._send(request, identity, Flight(dont_filter, VERIFY, tuple(str(r) for r in decision.rules)))
@@ -223,6 +230,18 @@ class RedirectLearningMiddleware:
         # filed under its own URL (the store learned meanwhile): the dupefilter judges the target
         meta.pop(META_IDENTITY, None)
         return request.replace(url=decision.target, dont_filter=dont_filter, meta=meta)
+
+    def _drop_fetched(self, request: Request, form: str, filed_as: str, fetches: str) -> NoReturn:
+        """Drop a request for a URL this crawl fetched already as it is (by a request filed under another identity).
+
+        The dupefilter could not tell: the earlier request was filed under
+        what a rule or an alias predicted, and that merge fell since. What
+        this request was filed under is fetched if nothing fetched it.
+        """
+        if filed_as not in (form, fetches) and self.store.representative(filed_as) != fetches:
+            self._fetch_filing(request, filed_as)
+        self.stats.inc_value("iri/filtered/fetched")
+        raise IgnoreRequest(f"fetched already in this crawl: {fetches}")
 
     def _send(self, request: Request, identity: RequestIdentity, flight: Flight) -> None:
         request.meta[_FLIGHT] = flight
@@ -316,6 +335,7 @@ class RedirectLearningMiddleware:
             for rule in outcome.activated:
                 logger.info("Learned rule %(rule)s", {"rule": str(rule)})
         if outcome.confirmed_alias:
+            self.stats.inc_value("iri/verified")
             self.stats.inc_value("iri/alias/confirmed")
         if outcome.ended:
             self.stats.inc_value("iri/alias/ended", len(outcome.ended))
@@ -327,8 +347,8 @@ class RedirectLearningMiddleware:
     def _check_original(self, rewritten: Request, flight: Flight, rule: RuleKey) -> None:
         """Fetch the URL a rule rewrote, as it was, when its prediction led to an error."""
         original = flight.rewritten_from
-        if not original:
-            return
+        if not original or (scheme_form(original) or original) in self.fetched:
+            return  # fetched as it is already (re-scheduled when its rule fell, or checked)
         meta = {k: v for k, v in rewritten.meta.items() if k not in (META_REWRITTEN_FROM, META_IDENTITY)}
         meta.update({_FLIGHT: Flight(flight.dont_filter, VERIFY, (str(rule),)), "dont_redirect": True})
         self.stats.inc_value("iri/verify")

@@ -76,13 +76,16 @@ class Resolution(NamedTuple):
 
     ``steps`` are the hops followed; when they end in a loop or exceed the
     policy's ``max_chain`` the representative is the URL itself and
-    ``note`` says why.
+    ``note`` says why. ``held`` is the alias of the representative that
+    merged nothing (past its lifetime, or picked for a check): fetching the
+    representative asks its server again.
     """
 
     url: str
     representative: str
     steps: tuple[Step, ...] = ()
     note: str = ""
+    held: Alias | None = None
 
     @property
     def merged(self) -> bool:
@@ -260,7 +263,8 @@ class EquivalenceStore:
         steps: list[Step] = []
         visited = {base}
         current = base
-        while (step := self._step(current, now)) is not None:
+        held: list[Alias] = []
+        while (step := self._step(current, now, held)) is not None:
             if step.target in visited:
                 return Resolution(url, url, (*steps, step), "loop: no merge")
             if len(steps) >= self.policy.max_chain:
@@ -268,11 +272,12 @@ class EquivalenceStore:
             steps.append(step)
             visited.add(step.target)
             current = step.target
+        last = held[-1] if held and held[-1].source == current else None
         if not steps:
-            return Resolution(url, url)
-        return Resolution(url, current + fragment, tuple(steps))
+            return Resolution(url, url, held=last)
+        return Resolution(url, current + fragment, tuple(steps), held=last)
 
-    def _step(self, url: str, now: float) -> Step | None:
+    def _step(self, url: str, now: float, held: list[Alias] | None = None) -> Step | None:
         """The next hop from ``url``: its exact alias, else an active rule's prediction.
 
         An alias past its lifetime, or picked for a check, merges nothing by
@@ -280,11 +285,13 @@ class EquivalenceStore:
         a rule never overrides what the server said about this URL).
         """
         alias = self.storage.alias(url)
-        held: Alias | None = None
+        kept: Alias | None = None
         if alias is not None and not self._is_sink(alias.target):
             if self._in_force(alias, now):
                 return Step(url, alias.target, aged=alias.time < self.session_start)
-            held = alias
+            kept = alias
+            if held is not None:
+                held.append(alias)
         origin = _origin(url)
         records = self.storage.rules_in_force(origin)
         if not records or self._blocked(records, origin, now):
@@ -305,7 +312,7 @@ class EquivalenceStore:
             wide = RuleKey(origin, key.kind, generalized(key.scope)) if kind.generalizes else None
             for candidate in (wide, key):
                 if candidate is not None and active(candidate) and prediction.target != url:
-                    if held is not None and prediction.target != held.target:
+                    if kept is not None and prediction.target != kept.target:
                         return None
                     return Step(url, prediction.target, candidate)
         return None
