@@ -167,6 +167,8 @@ class RedirectLearningMiddleware:
         self.held: dict[str, Request] = {}
         #: scheme forms fetched as they are, or on their way to the downloader: never twice
         self.fetched: set[str] = set()
+        #: scheme forms this middleware scheduled itself (filings, re-scheduled requests): scheduled once
+        self.queued: set[str] = set()
         store.alias_check = self._alias_checked
 
     def _alias_checked(self, alias: Alias) -> bool:
@@ -203,7 +205,7 @@ class RedirectLearningMiddleware:
         now = self.store.resolve(identity.form)
         decision = plan(identity.form, filed_as, now, self._verifies)
         fetches = decision.target if decision.target is not None else identity.form
-        if fetches in self.fetched and not request.dont_filter:
+        if fetches in self.fetched and not dont_filter:
             self._drop_fetched(request, identity.form, filed_as, fetches)
         if now.held is not None:  # what is fetched asks the server about an alias again
             self.stats.inc_value("iri/verify")
@@ -311,9 +313,9 @@ class RedirectLearningMiddleware:
 
     def _fetch_filing(self, request: Request, filed_as: str) -> None:
         """Fetch ``filed_as``, a URL the dupefilter holds as seen for ``request``, unless already fetched."""
-        if filed_as in self.fetched:
+        if filed_as in self.fetched or filed_as in self.queued:
             return
-        self.fetched.add(filed_as)
+        self.queued.add(filed_as)
         drop = (_FLIGHT, META_REWRITTEN_FROM, META_IDENTITY, "redirect_urls", "redirect_reasons", "redirect_times")
         meta = {k: v for k, v in request.meta.items() if k not in drop}
         meta[_FLIGHT] = Flight(False)
@@ -377,9 +379,9 @@ class RedirectLearningMiddleware:
             form = scheme_form(url)
             if form is not None:
                 # Fetched (or on its way) as it is, or as what it resolves to now: done.
-                if form in self.fetched or self.store.representative(form) in self.fetched:
+                if form in self.fetched or form in self.queued or self.store.representative(form) in self.fetched:
                     continue
-                self.fetched.add(form)
+                self.queued.add(form)
             # Past the dupefilter: it filed this request already (under what the rule
             # predicted, or under its own URL before a rewrite), so it would drop it as seen.
             # Its identity is computed afresh: the rule it carried has fallen.

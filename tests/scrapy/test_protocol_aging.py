@@ -109,3 +109,40 @@ def test_a_web_that_does_not_change_confirms_its_aliases(tmp_path: Path) -> None
     with open_store(settings["IRI_STORE"]) as store:
         confirmed = {a.source: a.confirmations for a in store.aliases()}
     assert confirmed["http://hostile.example/account/1"] == 1
+
+
+def test_the_middleware_reads_a_redirect_s_stated_lifetime() -> None:
+    from scrapy.http import Response
+
+    from scrapy_iri.scrapy._redirects import redirect_lifetime
+
+    def answer(*headers: tuple[str, str]) -> Response:
+        return Response("http://h.example/a", status=301, headers=[("Location", "/b"), *headers])
+
+    assert redirect_lifetime(answer()) is None
+    assert redirect_lifetime(answer(("Cache-Control", "max-age=600"))) == 600
+    assert redirect_lifetime(answer(("Cache-Control", "public"), ("Cache-Control", "no-store"))) == 0
+    date, expires = "Thu, 26 Nov 2026 07:00:00 GMT", "Thu, 26 Nov 2026 07:10:00 GMT"
+    assert redirect_lifetime(answer(("Date", date), ("Expires", expires))) == 600
+    assert redirect_lifetime(answer(("Cache-Control", "max-age=600"), ("Age", "100"))) == 500
+
+
+def test_a_redirect_that_may_not_be_reused_is_asked_again_in_the_next_crawl(tmp_path: Path) -> None:
+    from simweb.policies import Moves, Stated
+
+    site = Site("stated.example", schemes=("http",))
+    site.policies.append(Stated(inner=Moves({"/old-1": "/new-1"}), headers=(("Cache-Control", "no-store"),)))
+    site.policies.append(Stated(inner=Moves({"/old-2": "/new-2"}), headers=(("Cache-Control", "max-age=86400"),)))
+    site.page("stated:home", "/", "/old-1", "/old-2")
+    site.page("stated:1", "/new-1", "/")
+    site.page("stated:2", "/new-2", "/")
+    settings = _settings(tmp_path, 0.0)
+    (truth, cold), (truth_again, warm) = _crawl_phases([[site], [site]], settings, 1)
+    _check("cold", cold, truth)
+    _check("warm", warm, truth_again)
+    with open_store(settings["IRI_STORE"]) as store:
+        aliases = {a.source: a for a in store.aliases()}
+    assert "http://stated.example/old-1" not in aliases  # no-store: no alias
+    stated = aliases["http://stated.example/old-2"]
+    assert stated.expires is not None and 86000 < stated.expires - stated.time <= 86400
+    assert warm.counts["redirects"].get("moves", 0) == 2  # both asked again: one never stored, one checked
