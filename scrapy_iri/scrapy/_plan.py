@@ -19,8 +19,9 @@ identity with the store's resolution now and decides:
 An exact alias stated in an earlier crawl is evidence about that day:
 :func:`alias_checked` picks the aliases whose source is fetched as it is in
 this crawl (the store then merges nothing through them, for the dupefilter
-and the rewriting alike), every one until the server has stated it in four
-crawls, then a share decaying as a rule's does.
+and the rewriting alike): every alias of an origin until later crawls have
+confirmed its aliases more than three times, then a share decaying as a
+rule's does, and every one again once one of them ended.
 
 Invariants this keeps (tests in ``tests/scrapy/test_request_path.py`` and the crawl
 tests): nothing filed is left unfetched, nothing fetched twice because a
@@ -86,17 +87,32 @@ def verification_share(confirmations: int, floor: float) -> float:
     return max(floor, min(1.0, RULE_OF_THREE / confirmations))
 
 
-def alias_checked(alias: Alias, floor: float) -> bool:
+def alias_checked(alias: Alias, trust: int, floor: float, crawl: tuple[int, int] = (0, 0)) -> bool:
     """Whether an alias stated in an earlier crawl is checked in this one, by fetching its source.
 
-    The server stated it ``1 + alias.confirmations`` times, in as many
-    crawls: until it has said so in more than three, every crawl checks it
-    (an alias covers one URL, there is no population to sample); then a
-    stable share of aliases, ``3/n`` after ``n`` statements, never below
-    ``floor`` (``IRI_VERIFY_SHARE``). A check that finds anything but the
-    same permanent redirect ends the alias, and what it merged is fetched.
+    The aliases of one origin are judged together, as a rule's predictions
+    are: ``trust`` is the number of times a later crawl found one of them
+    stated again (-1: one of them ended lately). Every alias is checked
+    until the origin's aliases have ``n`` > 3 such confirmations (or the
+    alias itself was stated in more than three crawls), then a stable share
+    ``3/n`` of them, never below ``floor`` (``IRI_VERIFY_SHARE``); after an
+    alias of the origin ended, every one is checked. A check that finds
+    anything but the same permanent redirect ends the alias, and what the
+    origin's aliases merged in this crawl is fetched again.
+
+    An origin without trust of its own yet takes the crawl's record as a
+    prior: ``crawl`` is (aliases of earlier crawls found stated again, found
+    ended) on every origin in this crawl; once more than three were
+    confirmed, the share is ``(ended + 3) / (confirmed + ended)``, an upper
+    bound of the rate at which the store's aliases changed.
     """
-    return verifies_by_hash(alias.source, verification_share(alias.confirmations + 1, floor))
+    if trust < 0:
+        return True
+    share = verification_share(max(trust, alias.confirmations + 1), floor)
+    confirmed, ended = crawl
+    if share >= 1.0 and confirmed > RULE_OF_THREE:
+        share = max(floor, min(1.0, (ended + RULE_OF_THREE) / (confirmed + ended)))
+    return verifies_by_hash(alias.source, share)
 
 
 def verifies_by_hash(form: str, share: float) -> bool:

@@ -24,8 +24,8 @@ store (``IRI_STORE``) with the dupefilter and:
   representative, it is fetched on its own, so a later link to it, dropped
   as a duplicate, is never lost;
 * checks aliases an earlier crawl learned: the store merges nothing
-  through an alias picked by :func:`._plan.alias_checked` (every alias the
-  server has not yet stated in four crawls, then a decaying share), so its
+  through an alias picked by :func:`._plan.alias_checked` (every alias of an
+  origin until later crawls confirmed its aliases, then a decaying share), so its
   source is fetched as it is; a source that answers anything but the same
   permanent redirect ends the alias, and a redirect's stated lifetime
   (``Cache-Control``, ``Expires``) bounds how long its alias is used;
@@ -173,7 +173,9 @@ class RedirectLearningMiddleware:
 
     def _alias_checked(self, alias: Alias) -> bool:
         """Whether an alias an earlier crawl learned is checked in this one (see :func:`._plan.alias_checked`)."""
-        return alias_checked(alias, self.verify_share)
+        store = self.store
+        crawl = (store.aliases_confirmed, store.aliases_ended)
+        return alias_checked(alias, store.alias_trust(alias.source), self.verify_share, crawl)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

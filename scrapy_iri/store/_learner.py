@@ -192,6 +192,9 @@ class EquivalenceStore:
         #: whether an alias from an earlier session is checked before use (the crawl's verification;
         #: ``None``: never): a checked alias merges nothing, so its source is fetched as it is
         self.alias_check: Callable[[Alias], bool] | None = None
+        #: aliases of earlier sessions this session found stated again, and found ended (every origin)
+        self.aliases_confirmed = 0
+        self.aliases_ended = 0
 
     @property
     def policy(self) -> LearningPolicy:
@@ -465,6 +468,9 @@ class EquivalenceStore:
             again = old.time < self.session_start  # one confirmation per session at most
             confirmations = old.confirmations + again
             outcome.confirmed_alias = again
+            if again:
+                self.aliases_confirmed += 1
+                self._judge_aliases(src, Verdict.SUPPORT, now, f"{src} -{status}-> {tgt}")
             self.storage.set_alias(src, Alias(src, tgt, status, now, expires, confirmations))
             return
         self.storage.set_alias(src, Alias(src, tgt, status, now, expires))
@@ -473,13 +479,39 @@ class EquivalenceStore:
             outcome.ended.append(alias_key(src))
 
     def _end_alias(self, src: str, outcome: Outcome) -> bool:
-        """Drop the alias of ``src``, if any; its merges are to be undone."""
-        if self.storage.alias(src) is None:
+        """Drop the alias of ``src``, if any; its merges, and the other merges of its origin's aliases, are to be undone."""
+        old = self.storage.alias(src)
+        if old is None:
             return False
         self.storage.set_alias(src, None)
         outcome.dropped_alias = True
         outcome.ended.append(alias_key(src))
+        self.aliases_ended += old.time < self.session_start
+        self._judge_aliases(src, Verdict.AGAINST, self.clock(), f"{src} -{old.status}-> {old.target} ended")
         return True
+
+    def _judge_aliases(self, src: str, verdict: Verdict, now: float, note: str) -> None:
+        """Count a confirmation of one of the origin's aliases in a later crawl, or an alias that ended."""
+        key = alias_key(src)
+        record = self.storage.rules_at(key.origin).get(key) or RuleRecord(key)
+        record.expire(self.policy, now)
+        record.add(verdict, now, note)
+        self.storage.set_rule(key, record)
+
+    def alias_trust(self, source: str) -> int:
+        """How far the aliases of ``source``'s origin have earned trust: crawls' confirmations, -1 after one ended.
+
+        An alias of the origin ended within ``rule_ttl``: -1 (check them all);
+        else the confirmations counted in later crawls within ``rule_ttl``.
+        """
+        key = alias_key(source)
+        record = self.storage.rules_at(key.origin).get(key)
+        if record is None:
+            return 0
+        now = self.clock()
+        if record.against and now - record.last_against <= self.policy.rule_ttl:
+            return -1
+        return record.support if now - record.last_support <= self.policy.rule_ttl else 0
 
     def _learn_response(self, url: str, status: int, context: frozenset[str], note: str) -> Outcome:
         outcome = Outcome()

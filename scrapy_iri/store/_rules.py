@@ -66,7 +66,7 @@ _SCHEMES = frozenset({"http", "https"})
 
 #: the kind name that blocks every rule of an origin (a sink was seen there)
 BLOCK = "*"
-#: the kind name of the key under which what an exact alias merged is kept (its scope: the source)
+#: the kind name of the key of an origin's exact aliases taken together (see :func:`alias_key`)
 ALIAS = "alias"
 #: the kind name of the rule that predicts the case a server declared (see :func:`_declared_case`)
 DECLARED_CASE = "declared-case"
@@ -287,8 +287,14 @@ class RuleKey(NamedTuple):
 
 
 def alias_key(source: str) -> RuleKey:
-    """The key under which the requests an exact alias merged are kept, for re-scheduling when it ends."""
-    return RuleKey(origin_of(source), ALIAS, source)
+    """The key of the aliases of ``source``'s origin, taken together.
+
+    Its record counts the crawls' confirmations of the origin's aliases
+    (support) and the aliases that ended (counterexamples); the requests
+    that aliases of an earlier crawl merged are kept under it, and scheduled
+    again when one of the origin's aliases ends.
+    """
+    return RuleKey(origin_of(source), ALIAS, ANYWHERE)
 
 
 class Prediction(NamedTuple):
