@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from .._schemes import SCHEMES
@@ -29,7 +29,7 @@ from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
 from ._observation import LearnSummary, Observation
 from ._forms import has_userinfo, origin_of, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
-from ._psl import same_site
+from ._psl import same_site, site_of
 from ._report import Explanation, explanation, export, rule_label, stats
 from ._rules import (
     ANYWHERE,
@@ -37,6 +37,8 @@ from ._rules import (
     KINDS_BY_NAME,
     DECLARED_CASE,
     PERMANENT,
+    PRIOR_KINDS,
+    PRIOR_SITES,
     REDIRECTS,
     LearningPolicy,
     alias_key,
@@ -192,6 +194,11 @@ class EquivalenceStore:
         #: whether an alias from an earlier session is checked before use (the crawl's verification;
         #: ``None``: never): a checked alias merges nothing, so its source is fetched as it is
         self.alias_check: Callable[[Alias], bool] | None = None
+        #: per prior kind: the sites where a rule of it became active in this session, and where one fell
+        self._held: dict[str, set[str]] = {}
+        self._failed: dict[str, set[str]] = {}
+        self._priors: dict[tuple[str, str], int] = {}
+        self._noted: set[RuleKey] = set()
         #: aliases of earlier sessions this session found stated again, and found ended (every origin)
         self.aliases_confirmed = 0
         self.aliases_ended = 0
@@ -302,7 +309,12 @@ class EquivalenceStore:
 
         def active(key: RuleKey) -> bool:
             record = records.get(key)
-            return record is not None and record.status(self.policy, now) is RuleStatus.ACTIVE
+            if record is None or record.status(self._judged(key), now) is not RuleStatus.ACTIVE:
+                return False
+            if key not in self._noted and record.support >= self.policy.min_observations:
+                self._noted.add(key)  # a rule of an earlier session, in force on its own evidence
+                self._note_prior(key, held=True)
+            return True
 
         def known(key: str) -> str | None:  # read only where a declared-case rule applies
             scope = path_prefix(split_form(key).path)
@@ -319,6 +331,47 @@ class EquivalenceStore:
                         return None
                     return Step(url, prediction.target, candidate)
         return None
+
+    def prior(self, key: RuleKey) -> int:
+        """The sites other than ``key``'s where its convention became a rule in this session, none failing.
+
+        A prior across sites: for a near-universal host-wide convention
+        (:data:`~._rules.PRIOR_KINDS`) that held on :data:`~._rules.PRIOR_SITES`
+        or more other sites and fell on none, one observation on an origin
+        makes the rule there, and the other sites count as confirmations for
+        its verification share. It never makes a rule by itself: the origin's
+        own redirect is still needed, and one counterexample suspends it.
+        """
+        if key.kind not in PRIOR_KINDS or not self._held.get(key.kind) or self._failed.get(key.kind):
+            return 0
+        found = self._priors.get((key.kind, key.origin))
+        if found is None:
+            site = site_of(_host(key.origin + "/"))
+            found = len(self._held[key.kind] - {site})
+            self._priors[(key.kind, key.origin)] = found
+        return found
+
+    def _judged(self, key: RuleKey) -> LearningPolicy:
+        """The policy ``key``'s status is judged with: one observation makes it when the prior allows."""
+        if key.kind not in PRIOR_KINDS or self.prior(key) < PRIOR_SITES:
+            return self.policy
+        return self._with_prior
+
+    @property
+    def _with_prior(self) -> LearningPolicy:
+        policy = self.policy
+        cached = getattr(self, "_prior_policy", None)
+        if cached is None or cached[0] is not policy:
+            cached = (policy, replace(policy, min_observations=1))
+            self._prior_policy = cached
+        return cached[1]
+
+    def _note_prior(self, key: RuleKey, held: bool) -> None:
+        if key.kind not in PRIOR_KINDS:
+            return
+        site = site_of(_host(key.origin + "/"))
+        (self._held if held else self._failed).setdefault(key.kind, set()).add(site)
+        self._priors.clear()
 
     def _in_force(self, alias: Alias, now: float) -> bool:
         """Whether an alias merges: within its lifetime, and not picked for a check in this session."""
@@ -341,7 +394,7 @@ class EquivalenceStore:
         origin = record.key.origin
         if record.key.kind != BLOCK and self._blocked(self.storage.rules_at(origin), origin, now):
             return RuleStatus.SUSPENDED
-        return record.status(self.policy, now)
+        return record.status(self._judged(record.key), now)
 
     # -- recording evidence -----------------------------------------------
 
@@ -632,22 +685,24 @@ class EquivalenceStore:
             record = RuleRecord(key)
             was = RuleStatus.CANDIDATE
         else:
-            was = record.status(self.policy, now)
+            was = record.status(self._judged(key), now)
             record.expire(self.policy, now)
         record.add(verdict, now, note)
         self.storage.set_rule(key, record)
         if key.kind == BLOCK:
             if not blocked:  # every active rule of the origin stops at once
                 others = self.storage.rules_at(key.origin).values()
-                outcome.contradicted += [r.key for r in others if r.key.kind != BLOCK and r.status(self.policy, now) is RuleStatus.ACTIVE]
+                outcome.contradicted += [r.key for r in others if r.key.kind != BLOCK and r.status(self._judged(r.key), now) is RuleStatus.ACTIVE]
             return
         if blocked:
             return
-        now_status = record.status(self.policy, now)
+        now_status = record.status(self._judged(key), now)
         if was is RuleStatus.ACTIVE and now_status is not RuleStatus.ACTIVE:
             outcome.contradicted.append(key)
+            self._note_prior(key, held=False)
         elif was is not RuleStatus.ACTIVE and now_status is RuleStatus.ACTIVE:
             outcome.activated.append(key)
+            self._note_prior(key, held=True)
         elif was is RuleStatus.ACTIVE and verdict is Verdict.SUPPORT:
             outcome.confirmed.append(key)
         self._count_generalized(key, verdict, record.support == 1, now, note, outcome)
@@ -675,14 +730,17 @@ class EquivalenceStore:
 
     def _is_active(self, key: RuleKey, now: float) -> bool:
         record = self.storage.rules_at(key.origin).get(key)
-        return record is not None and record.status(self.policy, now) is RuleStatus.ACTIVE
+        return record is not None and record.status(self._judged(key), now) is RuleStatus.ACTIVE
 
     def confirmations(self, key: RuleKey) -> int:
-        """How many consistent observations an active rule has (0 if it is not active): what verification decays with."""
+        """How many consistent observations an active rule has (0 if it is not active): what verification decays with.
+
+        Other sites where its convention held (:meth:`prior`) count as confirmations.
+        """
         record = self.storage.rules_at(key.origin).get(key)
-        if record is None or record.status(self.policy, self.clock()) is not RuleStatus.ACTIVE:
+        if record is None or record.status(self._judged(key), self.clock()) is not RuleStatus.ACTIVE:
             return 0
-        return record.support
+        return record.support + self.prior(key)
 
     # -- deferred requests ------------------------------------------------
 

@@ -259,6 +259,11 @@ KINDS: tuple[RuleKind, ...] = (
 )
 KINDS_BY_NAME = {kind.name: kind for kind in KINDS}
 
+#: near-universal host-wide conventions: once a crawl has seen one hold on :data:`PRIOR_SITES` other
+#: sites (registrable domains) and fail on none, one observation makes its rule on a new origin
+PRIOR_KINDS = frozenset({"http-to-https", "www-to-apex", "apex-to-www", "add-slash", "index-to-directory"})
+PRIOR_SITES = 2
+
 
 _KIND_INDEX = {kind.name: i for i, kind in enumerate(KINDS)}
 
