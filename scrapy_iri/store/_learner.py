@@ -33,6 +33,7 @@ from ._psl import same_site, site_of
 from ._report import Explanation, explanation, export, rule_label, stats
 from ._rules import (
     ANYWHERE,
+    ALIAS,
     BLOCK,
     KINDS_BY_NAME,
     DECLARED_CASE,
@@ -771,8 +772,8 @@ class EquivalenceStore:
         return self.storage.aliases()
 
     def rules(self) -> Iterator[RuleRecord]:
-        """Every rule record (candidates, active and suspended rules, origin blocks)."""
-        return self.storage.rules()
+        """Every rule record (candidates, active and suspended rules, origin blocks; not the origins' alias records)."""
+        return (record for record in self.storage.rules() if record.key.kind != ALIAS)
 
     def evidence(self, url: str | None = None) -> Iterator[Evidence]:
         """The evidence log, or the entries about one URL (any form)."""
