@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from fixtures.stores import Clock
 
-from scrapy_iri.store import Alias, EquivalenceStore, LearningPolicy, MemoryStore, open_store, stated_lifetime
+from scrapy_iri.store import Alias, EquivalenceStore, LearningPolicy, MemoryStore, RuleKey, open_store, stated_lifetime
 from scrapy_iri.store._rules import alias_key
 
 H = "http://h.example"
@@ -229,8 +229,6 @@ def test_what_ends_an_alias(opener, answer: tuple[int, str | None], ends: bool) 
 
 
 def test_an_alias_key_round_trips_through_its_text() -> None:
-    from scrapy_iri.store import RuleKey
-
     key = alias_key("http://h.example/a%20b?x=1")
     assert RuleKey.parse(str(key)) == key and key.origin == "http://h.example"
 
@@ -270,3 +268,57 @@ def test_an_infinite_alias_ttl_is_a_store_that_never_ages(opener) -> None:  # ty
     store.flush()
     clock.advance(10_000 * DAY)
     assert store.representative(f"{H}/a") == f"{H}/b"
+
+
+def test_an_origin_s_aliases_earn_trust_together_and_lose_it_at_one_end(opener) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    first = opener(clock)
+    for k in range(1, 6):
+        first.record_redirect(f"{H}/old-{k}", 301, f"{H}/new-{k}")
+    first.flush()
+    assert first.alias_trust(f"{H}/x") == 0
+    clock.advance(DAY)
+    later = opener(clock)
+    for k in range(1, 5):  # four confirmed in a later crawl
+        later.record_redirect(f"{H}/old-{k}", 301, f"{H}/new-{k}")
+    later.flush()
+    assert later.alias_trust(f"{H}/x") == 4 and later.aliases_confirmed == 4
+    assert later.alias_trust("http://other.example/x") == 0  # another origin earned nothing
+    assert [r for r in later.rules() if r.key.kind == "alias"] == []  # no rule: listed apart
+    later.record_response(f"{H}/old-5", 200)  # one ended: every alias of the origin is checked again
+    later.flush()
+    assert later.alias_trust(f"{H}/x") == -1 and later.aliases_ended == 1
+    clock.advance(31 * DAY)  # past the rule TTL: the end is forgotten, and so are the confirmations
+    assert opener(clock).alias_trust(f"{H}/x") == 0
+
+
+def test_a_prior_across_sites_makes_a_host_wide_rule_from_one_observation(opener) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    store = opener(clock)
+    for site in ("a.example", "b.example"):  # http -> https held on two sites (three observations each)
+        for k in (1, 2, 3):
+            store.record_redirect(f"http://{site}/p-{k}", 301, f"https://{site}/p-{k}")
+    assert store.representative("http://c.example/p-9") == "http://c.example/p-9"  # no evidence on c: no rule
+    outcome = store.record_redirect("http://c.example/p-1", 301, "https://c.example/p-1")
+    assert outcome.activated  # one observation on c, with the prior
+    assert store.representative("http://c.example/p-9") == "https://c.example/p-9"
+    key = RuleKey("http://c.example", "http-to-https", "/")
+    assert store.confirmations(key) == 1 + 2  # its own support, and the two sites where it held
+    # never across sites: nothing on d.example, and a counterexample on c stops c's rule at once
+    assert store.representative("http://d.example/p-9") == "http://d.example/p-9"
+    outcome = store.record_response("http://c.example/p-2", 200)
+    assert key in outcome.contradicted
+    assert store.representative("http://c.example/p-9") == "http://c.example/p-9"
+    # a convention that failed on a site of this crawl gives no prior any more
+    store.record_redirect("http://e.example/p-1", 301, "https://e.example/p-1")
+    assert store.representative("http://e.example/p-9") == "http://e.example/p-9"
+
+
+def test_conventions_that_are_not_host_wide_get_no_prior(opener) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    store = opener(clock)
+    for site in ("a.example", "b.example", "c.example"):
+        for k in (1, 2, 3):
+            store.record_redirect(f"http://{site}/Doc-{k}", 301, f"http://{site}/doc-{k}")  # case: per directory
+    store.record_redirect("http://d.example/Doc-1", 301, "http://d.example/doc-1")
+    assert store.representative("http://d.example/Doc-9") == "http://d.example/Doc-9"
