@@ -87,7 +87,7 @@ def verification_share(confirmations: int, floor: float) -> float:
     return max(floor, min(1.0, RULE_OF_THREE / confirmations))
 
 
-def alias_checked(alias: Alias, trust: int, floor: float, crawl: tuple[int, int] = (0, 0)) -> bool:
+def alias_checked(alias: Alias, trust: int, floor: float) -> bool:
     """Whether an alias stated in an earlier crawl is checked in this one, by fetching its source.
 
     The aliases of one origin are judged together, as a rule's predictions
@@ -100,19 +100,15 @@ def alias_checked(alias: Alias, trust: int, floor: float, crawl: tuple[int, int]
     anything but the same permanent redirect ends the alias, and what the
     origin's aliases merged in this crawl is fetched again.
 
-    An origin without trust of its own yet takes the crawl's record as a
-    prior: ``crawl`` is (aliases of earlier crawls found stated again, found
-    ended) on every origin in this crawl; once more than three were
-    confirmed, the share is ``(ended + 3) / (confirmed + ended)``, an upper
-    bound of the rate at which the store's aliases changed.
+    Trust is what earlier crawls found: confirmations counted in this crawl
+    lower the share of the next one, not of this one, so a crawl after a
+    change checks every alias of an origin that had not earned trust before
+    it (a share decaying within the crawl would leave a changed alias among
+    many unchanged ones unchecked).
     """
     if trust < 0:
         return True
-    share = verification_share(max(trust, alias.confirmations + 1), floor)
-    confirmed, ended = crawl
-    if share >= 1.0 and confirmed > RULE_OF_THREE:
-        share = max(floor, min(1.0, (ended + RULE_OF_THREE) / (confirmed + ended)))
-    return verifies_by_hash(alias.source, share)
+    return verifies_by_hash(alias.source, verification_share(max(trust, alias.confirmations + 1), floor))
 
 
 def verifies_by_hash(form: str, share: float) -> bool:

@@ -173,9 +173,7 @@ class RedirectLearningMiddleware:
 
     def _alias_checked(self, alias: Alias) -> bool:
         """Whether an alias an earlier crawl learned is checked in this one (see :func:`._plan.alias_checked`)."""
-        store = self.store
-        crawl = (store.aliases_confirmed, store.aliases_ended)
-        return alias_checked(alias, store.alias_trust(alias.source), self.verify_share, crawl)
+        return alias_checked(alias, self.store.alias_trust(alias.source), self.verify_share)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

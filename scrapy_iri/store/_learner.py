@@ -200,9 +200,8 @@ class EquivalenceStore:
         self._failed: dict[str, set[str]] = {}
         self._priors: dict[tuple[str, str], int] = {}
         self._noted: set[RuleKey] = set()
-        #: aliases of earlier sessions this session found stated again, and found ended (every origin)
-        self.aliases_confirmed = 0
-        self.aliases_ended = 0
+        #: per origin: confirmations of aliases of earlier sessions counted in this session
+        self._confirmed_here: dict[str, int] = {}
 
     @property
     def policy(self) -> LearningPolicy:
@@ -523,7 +522,8 @@ class EquivalenceStore:
             confirmations = old.confirmations + again
             outcome.confirmed_alias = again
             if again:
-                self.aliases_confirmed += 1
+                origin = alias_key(src).origin
+                self._confirmed_here[origin] = self._confirmed_here.get(origin, 0) + 1
                 self._judge_aliases(src, Verdict.SUPPORT, now, f"{src} -{status}-> {tgt}")
             self.storage.set_alias(src, Alias(src, tgt, status, now, expires, confirmations))
             return
@@ -540,7 +540,6 @@ class EquivalenceStore:
         self.storage.set_alias(src, None)
         outcome.dropped_alias = True
         outcome.ended.append(alias_key(src))
-        self.aliases_ended += old.time < self.session_start
         self._judge_aliases(src, Verdict.AGAINST, self.clock(), f"{src} -{old.status}-> {old.target} ended")
         return True
 
@@ -555,8 +554,9 @@ class EquivalenceStore:
     def alias_trust(self, source: str) -> int:
         """How far the aliases of ``source``'s origin have earned trust: crawls' confirmations, -1 after one ended.
 
-        An alias of the origin ended within ``rule_ttl``: -1 (check them all);
-        else the confirmations counted in later crawls within ``rule_ttl``.
+        An alias of the origin ended within ``rule_ttl`` (in this session
+        too): -1 (check them all); else the confirmations that sessions
+        before this one counted within ``rule_ttl``.
         """
         key = alias_key(source)
         record = self.storage.rules_at(key.origin).get(key)
@@ -565,7 +565,9 @@ class EquivalenceStore:
         now = self.clock()
         if record.against and now - record.last_against <= self.policy.rule_ttl:
             return -1
-        return record.support if now - record.last_support <= self.policy.rule_ttl else 0
+        if now - record.last_support > self.policy.rule_ttl:
+            return 0
+        return max(0, record.support - self._confirmed_here.get(key.origin, 0))
 
     def _learn_response(self, url: str, status: int, context: frozenset[str], note: str) -> Outcome:
         outcome = Outcome()
