@@ -227,6 +227,7 @@ class RedirectLearningMiddleware:
         flight = Flight(dont_filter, REWRITE, rules, request.url)
         meta = {**request.meta, META_REWRITTEN_FROM: request.url, _FLIGHT: flight}
         if decision.filed:  # the dupefilter holds it under the target already: it must pass
+            self.fetched.add(decision.target)  # on its way: a request for the target meanwhile is a duplicate
             meta[META_IDENTITY] = identity.sent_as(decision.target)
             return request.replace(url=decision.target, dont_filter=True, meta=meta)
         # filed under its own URL (the store learned meanwhile): the dupefilter judges the target
