@@ -42,6 +42,18 @@ trips, zero resources missed, zero duplicate fetches beyond Scrapy's own
         [--out PATH] [--set NAME=VALUE ...]
 
 Prints the tables and writes ``benchmarks/results/protocol.json``.
+
+``--web random`` and ``--web changing`` crawl seeded webs instead (``--seeds``
+of them, ``--hosts`` hosts of ``--pages`` pages each, at every
+``--concurrency`` and ``--share``): ``random`` is ``simweb.sites.random_web``
+(small hosts with random conventions, one-off moves, sinks, chains) crawled
+cold then warm; ``changing`` is ``simweb.sites.changing`` (phase 0 cold, then
+phase 1, where redirects disappeared, moved or became pages, warm on the same
+store); each is crawled a third time (``again``, unchanged since ``warm``). Each of our crawls is compared with Scrapy's crawl of the same phase:
+round trips saved (summed over the seeds), pages missed, fetches beyond
+Scrapy's. Writes ``benchmarks/results/protocol_<web>.json``.
+
+    .venv/bin/python benchmarks/protocol_bench.py --web random --seeds 6 --hosts 8 --pages 10 --concurrency 1 8 --share 0 0.1 1
 """
 
 from __future__ import annotations
@@ -66,6 +78,7 @@ from scrapy_iri import IRIError, Rung, canonicalize
 from scrapy_iri.scrapy._settings import IRISettings, learning_policy
 from scrapy_iri.store import RuleStatus, open_store
 from scrapy_iri.store._psl import same_site
+from scrapy_iri.store._rules import ALIAS
 from simweb import SimulatedWeb, protocol_sites
 from simweb.crawl import CrawlResult, run_crawl
 
@@ -95,6 +108,10 @@ POLICIES = {
     "open_redirect_permanent": False,  # /away?to=... (301) to other sites
     "loop": False,
     "chain": False,  # 25 hops: longer than Scrapy follows
+    # the random and the changing webs (simweb.sites.random_web, simweb.sites.changing)
+    "cross_site_moves": True,  # a clean 301 to another site: an exact alias (source -> target)
+    "one_off_moves": True,
+    "maintenance": True,  # a few pages -> /maintenance (301), below the sink fan-in
 }
 SAVEABLE = [name for name, ok in POLICIES.items() if ok]
 #: why a saveable redirect was paid (protocol_probe), in the order of the tables
@@ -119,12 +136,14 @@ def cross_site_learning(store_uri: str, extra: dict[str, Any]) -> dict[str, int]
     rules = aliases = 0
     with open_store(store_uri, create=False, policy=learning_policy(Settings(extra))) as store:
         for record in store.rules():
+            if record.key.kind == ALIAS:  # an origin's aliases taken together: no rule, nothing predicted
+                continue
             if store.rule_status(record) is RuleStatus.ACTIVE and record.example:
                 source, _, target = record.example.split(" ")
                 rules += not same_site(_host(source), _host(target))
         for alias in store.aliases():
             aliases += not same_site(_host(alias.source), _host(alias.target))
-        active = sum(store.rule_status(r) is RuleStatus.ACTIVE for r in store.rules())
+        active = sum(store.rule_status(r) is RuleStatus.ACTIVE for r in store.rules() if r.key.kind != ALIAS)
     return {"rules_across_sites": rules, "aliases_across_sites": aliases, "rules_active": active}
 
 
@@ -297,8 +316,98 @@ def _print_run(run: dict[str, Any], checks: dict[str, bool]) -> None:
         print(f"{'met' if ok else 'NOT MET':>8}  {name}")
 
 
+#: the crawls of a seeded web on one store: the first, the next (on a changing web: changed), the next again
+CRAWLS = ("cold", "warm", "again")
+
+
+def crawl_phases(phases: list[list[Any]], extra: dict[str, Any]) -> list[dict[str, Any]]:
+    """Scrapy's crawl and ours of each phase (ours on one store): the figures of ours against Scrapy's."""
+    out = []
+    with tempfile.TemporaryDirectory(prefix="protocol-webs-") as workdir:
+        settings = {**ADDON, "IRI_STORE": f"sqlite:///{Path(workdir) / 'store.db'}", **extra}
+        for sites in phases:
+            with SimulatedWeb(sites) as web:
+                truth = run_crawl(web, settings={k: v for k, v in extra.items() if not k.startswith("IRI_")})
+                ours = run_crawl(web, settings=settings)
+            for result in (truth, ours):
+                if result.returncode != 0:
+                    raise SystemExit(f"protocol_bench: a crawl failed:\n{result.log[-3000:]}")
+            unknown = (set(truth.counts["redirects"]) | set(ours.counts["redirects"])) - set(POLICIES)
+            if unknown:
+                raise SystemExit(f"protocol_bench: classify the new policies {sorted(unknown)} in POLICIES")
+            reference = truth.counts["resources"]
+            out.append({
+                "scrapy_saveable": sum(n for k, n in truth.counts["redirects"].items() if POLICIES[k]),
+                "ours_saveable": sum(n for k, n in ours.counts["redirects"].items() if POLICIES[k]),
+                "scrapy_redirects": sum(truth.counts["redirects"].values()),
+                "ours_redirects": sum(ours.counts["redirects"].values()),
+                "missed": sorted(truth.resource_ids - ours.resource_ids),
+                "beyond_scrapy": sum(max(0, n - reference.get(rid, 1)) for rid, n in ours.counts["resources"].items()),
+                "errors": ours.stat("log_count/ERROR"),
+                "stats": {k: v for k, v in sorted(ours.stats.items()) if k.startswith("iri/")},
+            })
+    return out
+
+
+def main_webs(args: argparse.Namespace, extra: dict[str, Any]) -> int:
+    """``--web random`` / ``--web changing``: seeded webs, cold then warm, against Scrapy's crawl of each phase."""
+    from simweb.sites.changing import changing_web
+    from simweb.sites.random_web import random_web
+
+    hosts, pages = args.hosts, args.pages[0]
+
+    def phases(seed: int) -> list[list[Any]]:
+        if args.web == "random":
+            return [random_web(seed, hosts, pages) for _ in CRAWLS]
+        return [changing_web(seed, phase, hosts, pages) for phase in (0, 1, 1)]
+
+    rows = []
+    print(f"{args.web} webs: {args.seeds} seeds, {hosts} hosts of {pages} pages")
+    print(f"{'concurrency':>12}{'share':>7}{'scrapy saveable':>17}{'cold saved':>12}{'warm saved':>12}"
+          f"{'again saved':>13}{'missed':>8}{'beyond':>8}{'errors':>8}")
+    for concurrency in args.concurrency:
+        for share in args.share:
+            settings = {"CONCURRENT_REQUESTS": concurrency, "IRI_VERIFY_SHARE": share, **extra}
+            runs = [crawl_phases(phases(seed), settings) for seed in range(args.seeds)]
+            row: dict[str, Any] = {"concurrency": concurrency, "share": share, "seeds": args.seeds}
+            for i, name in enumerate(CRAWLS):
+                theirs = sum(r[i]["scrapy_saveable"] for r in runs)
+                ours = sum(r[i]["ours_saveable"] for r in runs)
+                row[name] = {
+                    "scrapy_saveable": theirs,
+                    "ours_saveable": ours,
+                    "saved_saveable": saved(ours, theirs),
+                    "saved_all": saved(sum(r[i]["ours_redirects"] for r in runs), sum(r[i]["scrapy_redirects"] for r in runs)),
+                    "missed": sum(len(r[i]["missed"]) for r in runs),
+                    "beyond_scrapy": sum(r[i]["beyond_scrapy"] for r in runs),
+                    "errors": sum(r[i]["errors"] for r in runs),
+                }
+            rows.append(row)
+            cold, warm, again = (row[name] for name in CRAWLS)
+            print(f"{concurrency:>12}{share:>7g}{cold['scrapy_saveable']:>8}/{warm['scrapy_saveable']:<8}"
+                  f"{cold['saved_saveable']:>12.1%}{warm['saved_saveable']:>12.1%}{again['saved_saveable']:>13.1%}"
+                  f"{sum(row[c]['missed'] for c in CRAWLS):>8}{sum(row[c]['beyond_scrapy'] for c in CRAWLS):>8}"
+                  f"{sum(row[c]['errors'] for c in CRAWLS):>8}")
+    out = args.out if args.out != RESULTS else RESULTS.with_name(f"protocol_{args.web}.json")
+    report = {
+        "benchmark": f"protocol rung on seeded {args.web} webs",
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "seeds": args.seeds, "hosts": hosts, "pages": pages, "settings": extra, "targets": TARGETS, "rows": rows,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--web", choices=("policies", "random", "changing"), default="policies",
+                        help="the redirect-policy web (default), seeded random webs, or webs that change")
+    parser.add_argument("--seeds", type=int, default=4, help="random/changing: webs crawled (seeds 0..N-1)")
+    parser.add_argument("--hosts", type=int, default=8, help="random/changing: hosts per web")
+    parser.add_argument("--share", type=float, nargs="+", default=[0.01], help="random/changing: IRI_VERIFY_SHARE values")
     parser.add_argument("--repeat", type=int, default=1, help="run the three crawls N times per size (median shown)")
     parser.add_argument(
         "--pages", type=int, nargs="+", default=list(SIZES), metavar="N",
@@ -322,6 +431,8 @@ def main(argv: list[str] | None = None) -> int:
         except json.JSONDecodeError:
             extra[name] = value
     config = IRISettings.from_settings(Settings(extra))  # a bad --set fails here, not in a crawl
+    if args.web != "policies":
+        return main_webs(args, extra)
     # the crawls import the probe from here
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
 

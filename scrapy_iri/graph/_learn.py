@@ -305,6 +305,10 @@ class LearnedStore:
 
             found = open_store("memory:")
             learn_files(found, list(self.files))
+            # the graph is the archive's as of its last capture: lifetimes and rule ages count to then
+            last = max((evidence.time for evidence in found.evidence()), default=None)
+            if last is not None:
+                found.clock = lambda: last
             _LEARNED.clear()  # one archive's store at a time per process
             _LEARNED[self.cache_key] = found
         return found

@@ -16,6 +16,13 @@ identity with the store's resolution now and decides:
   so a page fetched meanwhile is not fetched again); ``orphan`` is an older
   filing nobody may fetch now.
 
+An exact alias stated in an earlier crawl is evidence about that day:
+:func:`alias_checked` picks the aliases whose source is fetched as it is in
+this crawl (the store then merges nothing through them, for the dupefilter
+and the rewriting alike): every alias of an origin until later crawls have
+confirmed its aliases more than three times, then a share decaying as a
+rule's does, and every one again once one of them ended.
+
 Invariants this keeps (tests in ``tests/scrapy/test_request_path.py`` and the crawl
 tests): nothing filed is left unfetched, nothing fetched twice because a
 rule changed while the request was in flight.
@@ -27,7 +34,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scrapy_iri.store import Resolution, RuleKey
+from scrapy_iri.store import Alias, Resolution, RuleKey
 
 SEND = "send"
 VERIFY = "verify"
@@ -78,6 +85,30 @@ def verification_share(confirmations: int, floor: float) -> float:
     if confirmations <= RULE_OF_THREE:
         return 1.0
     return max(floor, min(1.0, RULE_OF_THREE / confirmations))
+
+
+def alias_checked(alias: Alias, trust: int, floor: float) -> bool:
+    """Whether an alias stated in an earlier crawl is checked in this one, by fetching its source.
+
+    The aliases of one origin are judged together, as a rule's predictions
+    are: ``trust`` is the number of times a later crawl found one of them
+    stated again (-1: one of them ended lately). Every alias is checked
+    until the origin's aliases have ``n`` > 3 such confirmations (or the
+    alias itself was stated in more than three crawls), then a stable share
+    ``3/n`` of them, never below ``floor`` (``IRI_VERIFY_SHARE``); after an
+    alias of the origin ended, every one is checked. A check that finds
+    anything but the same permanent redirect ends the alias, and what the
+    origin's aliases merged in this crawl is fetched again.
+
+    Trust is what earlier crawls found: confirmations counted in this crawl
+    lower the share of the next one, not of this one, so a crawl after a
+    change checks every alias of an origin that had not earned trust before
+    it (a share decaying within the crawl would leave a changed alias among
+    many unchanged ones unchecked).
+    """
+    if trust < 0:
+        return True
+    return verifies_by_hash(alias.source, verification_share(max(trust, alias.confirmations + 1), floor))
 
 
 def verifies_by_hash(form: str, share: float) -> bool:

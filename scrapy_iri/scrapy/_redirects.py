@@ -23,7 +23,13 @@ store (``IRI_STORE``) with the dupefilter and:
   than a representative it was filed under, and nothing fetched that
   representative, it is fetched on its own, so a later link to it, dropped
   as a duplicate, is never lost;
-* keeps every request a rule merged away (rewritten, or dropped by the
+* checks aliases an earlier crawl learned: the store merges nothing
+  through an alias picked by :func:`._plan.alias_checked` (every alias of an
+  origin until later crawls confirmed its aliases, then a decaying share), so its
+  source is fetched as it is; a source that answers anything but the same
+  permanent redirect ends the alias, and a redirect's stated lifetime
+  (``Cache-Control``, ``Expires``) bounds how long its alias is used;
+* keeps every request a rule (or an alias from an earlier crawl) merged away (rewritten, or dropped by the
   dupefilter as a duplicate of its predicted target) in the store and in
   memory. When a rule is contradicted those requests are scheduled again:
   a wrong rule costs fetches, never pages. A rule-rewritten request that
@@ -32,22 +38,23 @@ store (``IRI_STORE``) with the dupefilter and:
 
 Stats: ``iri/learned/exact``, ``iri/learned/rule``, ``iri/rewritten``,
 ``iri/verified``, ``iri/contradicted``, and ``iri/verify`` (verification
-fetches), ``iri/deferred``, ``iri/rescheduled``.
+fetches, alias checks included), ``iri/deferred``, ``iri/rescheduled``,
+``iri/alias/checked``, ``iri/alias/confirmed``, ``iri/alias/ended``.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from scrapy import Request, signals
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from scrapy_iri import Rung
-from scrapy_iri.store import EquivalenceStore, Outcome, RuleKey, context_flags
+from scrapy_iri.store import Alias, EquivalenceStore, Outcome, RuleKey, context_flags, stated_lifetime
 from scrapy_iri.store._forms import scheme_form
-from scrapy_iri.store._rules import REDIRECTS
+from scrapy_iri.store._rules import PERMANENT, REDIRECTS
 
 from ._identity import (
     META_IDENTITY,
@@ -57,7 +64,7 @@ from ._identity import (
     protocol_rewritable,
 )
 from ._location import redirect_target
-from ._plan import REWRITE, SEND, VERIFY, Flight, plan, verification_share, verifies_by_hash
+from ._plan import REWRITE, SEND, VERIFY, Flight, alias_checked, plan, verification_share, verifies_by_hash
 from ._settings import IRISettings
 
 if TYPE_CHECKING:
@@ -111,6 +118,20 @@ def exchange_context(request: Request, response: Response) -> frozenset[str]:
     )
 
 
+def redirect_lifetime(response: Response) -> float | None:
+    """The seconds a redirect said it stays true (``Cache-Control``, ``Expires``), ``None`` if it said nothing."""
+    headers = response.headers
+
+    def one(name: bytes) -> str | None:
+        value = headers.get(name)
+        return None if value is None else value.decode("latin-1")
+
+    cache_control = [v.decode("latin-1") for v in headers.getlist(b"Cache-Control")]
+    if not cache_control and b"Expires" not in headers:
+        return None
+    return stated_lifetime(cache_control, one(b"Expires"), one(b"Date"), one(b"Age"))
+
+
 def location_url(request: Request, location: bytes) -> str:
     """The absolute URL a Location header points to, as the crawl follows it.
 
@@ -151,6 +172,13 @@ class RedirectLearningMiddleware:
         self.held: dict[str, Request] = {}
         #: scheme forms fetched as they are, or on their way to the downloader: never twice
         self.fetched: set[str] = set()
+        #: scheme forms this middleware scheduled itself (filings, re-scheduled requests): scheduled once
+        self.queued: set[str] = set()
+        store.alias_check = self._alias_checked
+
+    def _alias_checked(self, alias: Alias) -> bool:
+        """Whether an alias an earlier crawl learned is checked in this one (see :func:`._plan.alias_checked`)."""
+        return alias_checked(alias, self.store.alias_trust(alias.source), self.verify_share)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -181,7 +209,14 @@ class RedirectLearningMiddleware:
             self._send(request, identity, Flight(dont_filter, SEND))
             return None
         filed_as = identity.representative or identity.form
-        decision = plan(identity.form, filed_as, self.store.resolve(identity.form), self._verifies)
+        now = self.store.resolve(identity.form)
+        decision = plan(identity.form, filed_as, now, self._verifies)
+        fetches = decision.target if decision.target is not None else identity.form
+        if fetches in self.fetched and not dont_filter:
+            self._drop_fetched(request, identity.form, filed_as, fetches)
+        if now.held is not None:  # what is fetched asks the server about an alias again
+            self.stats.inc_value("iri/verify")
+            self.stats.inc_value("iri/alias/checked")
         if decision.action == VERIFY:
             self.stats.inc_value("iri/verify")
             self._send(request, identity, Flight(dont_filter, VERIFY, tuple(str(r) for r in decision.rules)))
@@ -199,11 +234,24 @@ class RedirectLearningMiddleware:
         flight = Flight(dont_filter, REWRITE, rules, request.url)
         meta = {**request.meta, META_REWRITTEN_FROM: request.url, _FLIGHT: flight}
         if decision.filed:  # the dupefilter holds it under the target already: it must pass
+            self.fetched.add(decision.target)  # on its way: a request for the target meanwhile is a duplicate
             meta[META_IDENTITY] = identity.sent_as(decision.target)
             return request.replace(url=decision.target, dont_filter=True, meta=meta)
         # filed under its own URL (the store learned meanwhile): the dupefilter judges the target
         meta.pop(META_IDENTITY, None)
         return request.replace(url=decision.target, dont_filter=dont_filter, meta=meta)
+
+    def _drop_fetched(self, request: Request, form: str, filed_as: str, fetches: str) -> NoReturn:
+        """Drop a request for a URL this crawl fetched already as it is (by a request filed under another identity).
+
+        The dupefilter could not tell: the earlier request was filed under
+        what a rule or an alias predicted, and that merge fell since. What
+        this request was filed under is fetched if nothing fetched it.
+        """
+        if filed_as not in (form, fetches) and self.store.representative(filed_as) != fetches:
+            self._fetch_filing(request, filed_as)
+        self.stats.inc_value("iri/filtered/fetched")
+        raise IgnoreRequest(f"fetched already in this crawl: {fetches}")
 
     def _send(self, request: Request, identity: RequestIdentity, flight: Flight) -> None:
         request.meta[_FLIGHT] = flight
@@ -232,8 +280,9 @@ class RedirectLearningMiddleware:
         form = self.identities.of(request).sent_form  # None: not a valid IRI, nothing to learn
         if location:
             target = location_url(request, location)
+            lifetime = redirect_lifetime(response) if status in PERMANENT else None
             outcome = Outcome() if form is None else self.store.record_redirect(
-                form, status, target, context=context, location=location.decode("latin-1")
+                form, status, target, context=context, location=location.decode("latin-1"), lifetime=lifetime
             )
         elif status not in REDIRECTS and form is not None:
             outcome = self.store.record_response(form, status, context=context)
@@ -248,7 +297,7 @@ class RedirectLearningMiddleware:
                 self.stats.inc_value("iri/verified")
         if flight is not None and flight.action == REWRITE and flight.rules and status in _SUSPICIOUS:
             self._check_original(request, flight, RuleKey.parse(flight.rules[0]))
-        for rule in outcome.contradicted:
+        for rule in (*outcome.contradicted, *outcome.ended):
             self._reschedule(rule)
 
     def _honor_filings(self, request: Request) -> None:
@@ -273,9 +322,9 @@ class RedirectLearningMiddleware:
 
     def _fetch_filing(self, request: Request, filed_as: str) -> None:
         """Fetch ``filed_as``, a URL the dupefilter holds as seen for ``request``, unless already fetched."""
-        if filed_as in self.fetched:
+        if filed_as in self.fetched or filed_as in self.queued:
             return
-        self.fetched.add(filed_as)
+        self.queued.add(filed_as)
         drop = (_FLIGHT, META_REWRITTEN_FROM, META_IDENTITY, "redirect_urls", "redirect_reasons", "redirect_times")
         meta = {k: v for k, v in request.meta.items() if k not in drop}
         meta[_FLIGHT] = Flight(False)
@@ -296,6 +345,11 @@ class RedirectLearningMiddleware:
             self.stats.inc_value("iri/learned/rule", len(outcome.activated))
             for rule in outcome.activated:
                 logger.info("Learned rule %(rule)s", {"rule": str(rule)})
+        if outcome.confirmed_alias:
+            self.stats.inc_value("iri/verified")
+            self.stats.inc_value("iri/alias/confirmed")
+        if outcome.ended:
+            self.stats.inc_value("iri/alias/ended", len(outcome.ended))
         if outcome.contradicted:
             self.stats.inc_value("iri/contradicted", len(outcome.contradicted))
             for rule in outcome.contradicted:
@@ -308,10 +362,13 @@ class RedirectLearningMiddleware:
             return
         carried = rewritten.meta.get(META_IDENTITY)  # the original's, sent as its representative (filed there)
         original_form = carried.form if isinstance(carried, RequestIdentity) and carried.rewritten_to else None
+        key = original_form or scheme_form(original) or original
+        if key in self.fetched:
+            return  # fetched as it is already (re-scheduled when its rule fell, or checked)
         meta = {k: v for k, v in rewritten.meta.items() if k not in (META_REWRITTEN_FROM, META_IDENTITY)}
         meta.update({_FLIGHT: Flight(flight.dont_filter, VERIFY, (str(rule),)), "dont_redirect": True})
         self.stats.inc_value("iri/verify")
-        self.fetched.add(original_form or scheme_form(original) or original)
+        self.fetched.add(key)
         self._crawl(rewritten.replace(url=original, dont_filter=True, meta=meta))
 
     # -- requests merged away by rules -------------------------------------------
@@ -337,9 +394,9 @@ class RedirectLearningMiddleware:
             form = carried.form if isinstance(carried, RequestIdentity) and carried.url == url else scheme_form(url)
             if form is not None:
                 # Fetched (or on its way) as it is, or as what it resolves to now: done.
-                if form in self.fetched or self.store.representative(form) in self.fetched:
+                if form in self.fetched or form in self.queued or self.store.representative(form) in self.fetched:
                     continue
-                self.fetched.add(form)
+                self.queued.add(form)
             # Past the dupefilter: it filed this request already (under what the rule
             # predicted, or under its own URL before a rewrite), so it would drop it as seen.
             # Its identity is computed afresh: the rule it carried has fallen.

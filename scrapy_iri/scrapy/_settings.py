@@ -191,6 +191,7 @@ TABLE: dict[str, tuple[Any, Callable[[BaseSettings, str], Any]]] = {
     # learning from redirects (protocol rung, RedirectLearningMiddleware)
     "IRI_RULE_MIN_OBSERVATIONS": (3, _at_least(1)),
     "IRI_RULE_TTL": (30 * 86400, _seconds(positive=True)),
+    "IRI_ALIAS_TTL": (7 * 86400, _seconds(positive=True)),
     "IRI_VERIFY_SHARE": (0.01, _share),
     "IRI_VERIFY_ADAPTIVE": (True, _bool),
     "IRI_SINK_FANIN": (5, _at_least(2)),
@@ -244,6 +245,7 @@ class IRISettings:
     store_rule_cache: int = _default("IRI_STORE_RULE_CACHE")
     rule_min_observations: int = _default("IRI_RULE_MIN_OBSERVATIONS")
     rule_ttl: float = _default("IRI_RULE_TTL")
+    alias_ttl: float = _default("IRI_ALIAS_TTL")
     verify_share: float = _default("IRI_VERIFY_SHARE")
     verify_adaptive: bool = _default("IRI_VERIFY_ADAPTIVE")
     sink_fanin: int = _default("IRI_SINK_FANIN")
@@ -281,6 +283,7 @@ class IRISettings:
         return LearningPolicy(
             min_observations=self.rule_min_observations,
             rule_ttl=self.rule_ttl,
+            alias_ttl=self.alias_ttl,
             sink_fanin=self.sink_fanin,
             max_chain=self.max_alias_chain,
             cross_site_aliases=self.cross_site_aliases,

@@ -30,7 +30,7 @@ from typing import Any
 
 from ._learner import EquivalenceStore, Outcome, Resolution, Step, StoreError
 from ._report import Explanation
-from ._evidence import Alias, Evidence, context_flags
+from ._evidence import Alias, Evidence, context_flags, stated_lifetime
 from ._memory import MemoryStore
 from ._observation import LearnSummary, Observation
 from ._rules import KINDS, LearningPolicy, RuleKey, RuleRecord, RuleStatus
@@ -53,6 +53,7 @@ __all__ = [
     "Step",
     "StoreError",
     "context_flags",
+    "stated_lifetime",
     "StoreURI",
     "open_store",
     "parse_store_uri",

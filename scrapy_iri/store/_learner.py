@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._schemes import SCHEMES
@@ -29,17 +29,21 @@ from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
 from ._observation import LEARN_CHUNK, LearnSummary, Observation, batched, observation_forms, prefetch_keys
 from ._forms import has_userinfo, origin_of, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
-from ._psl import same_site
+from ._psl import same_site, site_of
 from ._report import Explanation, explanation, export, rule_label, stats
 from ._resolution import Resolution, Step
 from ._rules import (
     ANYWHERE,
+    ALIAS,
     BLOCK,
     KINDS_BY_NAME,
     DECLARED_CASE,
     PERMANENT,
+    PRIOR_KINDS,
+    PRIOR_SITES,
     REDIRECTS,
     LearningPolicy,
+    alias_key,
     RuleKey,
     RuleRecord,
     RuleStatus,
@@ -51,6 +55,9 @@ from ._rules import (
     predictions,
 )
 from ._storage import Storage
+
+#: answers that say a redirect is gone: an alias of the URL ends
+GONE = frozenset({404, 410})
 
 __all__ = ["EquivalenceStore", "Explanation", "Outcome", "Resolution", "Step", "StoreError"]
 
@@ -65,6 +72,10 @@ class Outcome:
     activated: list[RuleKey] = field(default_factory=list)
     confirmed: list[RuleKey] = field(default_factory=list)
     contradicted: list[RuleKey] = field(default_factory=list)
+    #: aliases that ended (the source answered for itself, redirected elsewhere or is gone): their keys
+    ended: list[RuleKey] = field(default_factory=list)
+    #: the server stated an alias again (its first time in this store's session)
+    confirmed_alias: bool = False
     ignored: str = ""
 
 
@@ -134,6 +145,18 @@ class EquivalenceStore:
         self.storage = storage
         self.policy = policy or LearningPolicy()
         self.clock = clock
+        #: when this session began: an alias stated before it is evidence of an earlier crawl
+        self.session_start = clock()
+        #: whether an alias from an earlier session is checked before use (the crawl's verification;
+        #: ``None``: never): a checked alias merges nothing, so its source is fetched as it is
+        self.alias_check: Callable[[Alias], bool] | None = None
+        #: per prior kind: the sites where a rule of it became active in this session, and where one fell
+        self._held: dict[str, set[str]] = {}
+        self._failed: dict[str, set[str]] = {}
+        self._priors: dict[tuple[str, str], int] = {}
+        self._noted: set[RuleKey] = set()
+        #: per origin: confirmations of aliases of earlier sessions counted in this session
+        self._confirmed_here: dict[str, int] = {}
 
     @property
     def policy(self) -> LearningPolicy:
@@ -205,7 +228,8 @@ class EquivalenceStore:
         steps: list[Step] = []
         visited = {base}
         current = base
-        while (step := self._step(current, now)) is not None:
+        held: list[Alias] = []
+        while (step := self._step(current, now, held)) is not None:
             if step.target in visited:
                 return Resolution(url, url, (*steps, step), "loop: no merge")
             if len(steps) >= self.policy.max_chain:
@@ -213,15 +237,26 @@ class EquivalenceStore:
             steps.append(step)
             visited.add(step.target)
             current = step.target
+        last = held[-1] if held and held[-1].source == current else None
         if not steps:
-            return Resolution(url, url)
-        return Resolution(url, current + fragment, tuple(steps))
+            return Resolution(url, url, held=last)
+        return Resolution(url, current + fragment, tuple(steps), held=last)
 
-    def _step(self, url: str, now: float) -> Step | None:
-        """The next hop from ``url``: its exact alias, else an active rule's prediction."""
+    def _step(self, url: str, now: float, held: list[Alias] | None = None) -> Step | None:
+        """The next hop from ``url``: its exact alias, else an active rule's prediction.
+
+        An alias past its lifetime, or picked for a check, merges nothing by
+        itself; a rule may still predict its target (and only its target:
+        a rule never overrides what the server said about this URL).
+        """
         alias = self.storage.alias(url)
+        kept: Alias | None = None
         if alias is not None and not self._is_sink(alias.target):
-            return Step(url, alias.target)
+            if self._in_force(alias, now):
+                return Step(url, alias.target, aged=alias.time < self.session_start)
+            kept = alias
+            if held is not None:
+                held.append(alias)
         origin = _origin(url)
         records = self.storage.rules_in_force(origin)
         if not records or self._blocked(records, origin, now):
@@ -229,7 +264,12 @@ class EquivalenceStore:
 
         def active(key: RuleKey) -> bool:
             record = records.get(key)
-            return record is not None and record.status(self.policy, now) is RuleStatus.ACTIVE
+            if record is None or record.status(self._judged(key), now) is not RuleStatus.ACTIVE:
+                return False
+            if key not in self._noted and record.support >= self.policy.min_observations:
+                self._noted.add(key)  # a rule of an earlier session, in force on its own evidence
+                self._note_prior(key, held=True)
+            return True
 
         def known(key: str) -> str | None:  # read only where a declared-case rule applies
             scope = path_prefix(split_form(key).path)
@@ -242,8 +282,60 @@ class EquivalenceStore:
             wide = RuleKey(origin, key.kind, generalized(key.scope)) if kind.generalizes else None
             for candidate in (wide, key):
                 if candidate is not None and active(candidate) and prediction.target != url:
+                    if kept is not None and prediction.target != kept.target:
+                        return None
                     return Step(url, prediction.target, candidate)
         return None
+
+    def prior(self, key: RuleKey) -> int:
+        """The sites other than ``key``'s where its convention became a rule in this session, none failing.
+
+        A prior across sites: for a near-universal host-wide convention
+        (:data:`~._rules.PRIOR_KINDS`) that held on :data:`~._rules.PRIOR_SITES`
+        or more other sites and fell on none, one observation on an origin
+        makes the rule there, and the other sites count as confirmations for
+        its verification share. It never makes a rule by itself: the origin's
+        own redirect is still needed, and one counterexample suspends it.
+        """
+        if key.kind not in PRIOR_KINDS or not self._held.get(key.kind) or self._failed.get(key.kind):
+            return 0
+        found = self._priors.get((key.kind, key.origin))
+        if found is None:
+            site = site_of(_host(key.origin + "/"))
+            found = len(self._held[key.kind] - {site})
+            self._priors[(key.kind, key.origin)] = found
+        return found
+
+    def _judged(self, key: RuleKey) -> LearningPolicy:
+        """The policy ``key``'s status is judged with: one observation makes it when the prior allows."""
+        if key.kind not in PRIOR_KINDS or self.prior(key) < PRIOR_SITES:
+            return self.policy
+        return self._with_prior
+
+    @property
+    def _with_prior(self) -> LearningPolicy:
+        policy = self.policy
+        cached = getattr(self, "_prior_policy", None)
+        if cached is None or cached[0] is not policy:
+            cached = (policy, replace(policy, min_observations=1))
+            self._prior_policy = cached
+        return cached[1]
+
+    def _note_prior(self, key: RuleKey, held: bool) -> None:
+        if key.kind not in PRIOR_KINDS:
+            return
+        site = site_of(_host(key.origin + "/"))
+        (self._held if held else self._failed).setdefault(key.kind, set()).add(site)
+        self._priors.clear()
+        if held:
+            self.storage.lower_force_floor(self._with_prior.min_observations)
+
+    def _in_force(self, alias: Alias, now: float) -> bool:
+        """Whether an alias merges: within its lifetime, and not picked for a check in this session."""
+        if now >= alias.stale_at(self.policy.alias_ttl):
+            return False
+        check = self.alias_check
+        return check is None or alias.time >= self.session_start or not check(alias)
 
     def _blocked(self, records: Mapping[RuleKey, RuleRecord], origin: str, now: float) -> bool:
         """Whether a sink blocks every rule of ``origin``."""
@@ -259,7 +351,7 @@ class EquivalenceStore:
         origin = record.key.origin
         if record.key.kind != BLOCK and self._blocked(self.storage.rules_at(origin), origin, now):
             return RuleStatus.SUSPENDED
-        return record.status(self.policy, now)
+        return record.status(self._judged(record.key), now)
 
     # -- recording evidence -----------------------------------------------
 
@@ -271,6 +363,7 @@ class EquivalenceStore:
         *,
         context: Iterable[str] = (),
         location: str | None = None,
+        lifetime: float | None = None,
     ) -> Outcome:
         """Learn from one redirect hop: ``source`` answered ``status`` with Location ``target``.
 
@@ -279,24 +372,35 @@ class EquivalenceStore:
         the reasons the exchange may depend on who asked (see
         :func:`.evidence.context_flags`): empty for a clean exchange. A
         :class:`~._forms.SchemeForm` is taken as it is (not canonicalized again).
+        ``lifetime`` is the seconds the redirect said it stays true
+        (:func:`.evidence.stated_lifetime`; ``None``: it said nothing, the
+        policy's ``alias_ttl`` applies; 0: it may not be reused, no alias).
         """
         if status not in REDIRECTS:
             raise ValueError(f"{status} is not a redirect status; use record_response()")
         self.storage.refresh()
-        outcome = self._learn_redirect(source, status, target, frozenset(context), location)
+        outcome = self._learn_redirect(source, status, target, frozenset(context), location, lifetime)
         return self._observed(outcome)
 
     def _learn_redirect(
-        self, source: str, status: int, target: str, context: frozenset[str], location: str | None
+        self,
+        source: str,
+        status: int,
+        target: str,
+        context: frozenset[str],
+        location: str | None,
+        lifetime: float | None = None,
     ) -> Outcome:
         src, tgt = scheme_form(source), scheme_form(target)
         if src is None or tgt is None:
             return Outcome(ignored="not a valid URL")
         if self.storage.round_trips:  # what the hop reads, in one round trip
             self.storage.prefetch(prefetch_keys([(src, tgt)]))
-        return self._learn_hop(src, status, tgt, context, location)
+        return self._learn_hop(src, status, tgt, context, location, lifetime)
 
-    def _learn_hop(self, src: str, status: int, tgt: str, context: frozenset[str], location: str | None) -> Outcome:
+    def _learn_hop(
+        self, src: str, status: int, tgt: str, context: frozenset[str], location: str | None, lifetime: float | None = None
+    ) -> Outcome:
         """Learn from one redirect hop between two scheme forms."""
         if not _host(src) or not _host(tgt):  # no site: nothing to learn about
             return Outcome(ignored="a URI without a host")
@@ -318,17 +422,16 @@ class EquivalenceStore:
 
         if status in PERMANENT and src != tgt:
             refusal = self._alias_refusal(flags, cross_site, outcome.sink)
+            if not refusal and lifetime is not None and lifetime <= 0:
+                refusal = "not to be reused (no-store, no-cache or no lifetime)"
+                if self._end_alias(src, outcome):
+                    notes.append("alias dropped: the redirect may not be reused")
             if refusal:
                 notes.append(f"no alias: {refusal}")
             else:
-                old = self.storage.alias(src)
-                if old is None or old.target != tgt:
-                    self.storage.set_alias(src, Alias(src, tgt, status, now))
-                    outcome.learned_alias = True
+                self._state_alias(src, tgt, status, now, lifetime, outcome)
         elif status not in PERMANENT:
-            if self.storage.alias(src) is not None:
-                self.storage.set_alias(src, None)
-                outcome.dropped_alias = True
+            if self._end_alias(src, outcome):
                 notes.append("alias dropped: no longer a permanent redirect")
             self.storage.answered(src)  # ends an alias another process may know and this one not yet
 
@@ -353,14 +456,84 @@ class EquivalenceStore:
         rule, and a URL that answers for itself is no longer an alias. On an
         origin that redirects case variants, a clean document also declares
         the case of its path (see :meth:`_declares_case`). Errors teach
-        nothing. A :class:`~._forms.SchemeForm` ``url`` is taken as it is.
+        nothing about rules; ``404`` and ``410`` end an alias of the URL (the
+        redirect is gone). A :class:`~._forms.SchemeForm` ``url`` is taken as it is.
         """
         if status in REDIRECTS:
             raise ValueError(f"{status} is a redirect status; use record_redirect()")
         self.storage.refresh()
+        if status in GONE:
+            return self._observed(self._learn_gone(url, status))
         if status >= 400:  # errors teach nothing
             return self._observed(Outcome())
         return self._observed(self._learn_response(url, status, frozenset(context), note))
+
+    def _learn_gone(self, url: str, status: int) -> Outcome:
+        outcome = Outcome()
+        u = scheme_form(url)
+        if u is not None and self._end_alias(u, outcome):
+            self.storage.answered(u)
+            note = f"alias dropped: the source answered {status}"
+            self.storage.add_evidence(Evidence(self.clock(), u, status, None, frozenset(), note))
+        return outcome
+
+    def _state_alias(
+        self, src: str, tgt: str, status: int, now: float, lifetime: float | None, outcome: Outcome
+    ) -> None:
+        """The server stated ``src`` -> ``tgt`` (again, or for the first time, or instead of another target)."""
+        old = self.storage.alias(src)
+        expires = None if lifetime is None else now + lifetime
+        if old is not None and old.target == tgt:
+            again = old.time < self.session_start  # one confirmation per session at most
+            confirmations = old.confirmations + again
+            outcome.confirmed_alias = again
+            if again:
+                origin = alias_key(src).origin
+                self._confirmed_here[origin] = self._confirmed_here.get(origin, 0) + 1
+                self._judge_aliases(src, Verdict.SUPPORT, now, f"{src} -{status}-> {tgt}")
+            self.storage.set_alias(src, Alias(src, tgt, status, now, expires, confirmations))
+            return
+        self.storage.set_alias(src, Alias(src, tgt, status, now, expires))
+        outcome.learned_alias = True
+        if old is not None:
+            outcome.ended.append(alias_key(src))
+
+    def _end_alias(self, src: str, outcome: Outcome) -> bool:
+        """Drop the alias of ``src``, if any; its merges, and the other merges of its origin's aliases, are to be undone."""
+        old = self.storage.alias(src)
+        if old is None:
+            return False
+        self.storage.set_alias(src, None)
+        outcome.dropped_alias = True
+        outcome.ended.append(alias_key(src))
+        self._judge_aliases(src, Verdict.AGAINST, self.clock(), f"{src} -{old.status}-> {old.target} ended")
+        return True
+
+    def _judge_aliases(self, src: str, verdict: Verdict, now: float, note: str) -> None:
+        """Count a confirmation of one of the origin's aliases in a later crawl, or an alias that ended."""
+        key = alias_key(src)
+        record = self.storage.rules_at(key.origin).get(key) or RuleRecord(key)
+        record.expire(self.policy, now)
+        record.add(verdict, now, note)
+        self.storage.set_rule(key, record)
+
+    def alias_trust(self, source: str) -> int:
+        """How far the aliases of ``source``'s origin have earned trust: crawls' confirmations, -1 after one ended.
+
+        An alias of the origin ended within ``rule_ttl`` (in this session
+        too): -1 (check them all); else the confirmations that sessions
+        before this one counted within ``rule_ttl``.
+        """
+        key = alias_key(source)
+        record = self.storage.rules_at(key.origin).get(key)
+        if record is None:
+            return 0
+        now = self.clock()
+        if record.against and now - record.last_against <= self.policy.rule_ttl:
+            return -1
+        if now - record.last_support > self.policy.rule_ttl:
+            return 0
+        return max(0, record.support - self._confirmed_here.get(key.origin, 0))
 
     def _learn_response(self, url: str, status: int, context: frozenset[str], note: str) -> Outcome:
         u = scheme_form(url)
@@ -376,9 +549,7 @@ class EquivalenceStore:
         context = context | ({USERINFO} if has_userinfo(u) else frozenset())
         now = self.clock()
         notes = [note] if note else []
-        if self.storage.alias(u) is not None:
-            self.storage.set_alias(u, None)
-            outcome.dropped_alias = True
+        if self._end_alias(u, outcome):
             notes.append("alias dropped: answered for itself")
         self.storage.answered(u)
         records = self.storage.rules_at(_origin(u))
@@ -440,7 +611,9 @@ class EquivalenceStore:
                 return "a redirect without a target"
             if src is None or tgt is None:
                 return Outcome(ignored="not a valid URL")
-            return self._learn_hop(src, obs.status, tgt, frozenset(obs.context), obs.location)
+            return self._learn_hop(src, obs.status, tgt, frozenset(obs.context), obs.location, obs.max_age)
+        if obs.status in GONE:
+            return self._learn_gone(src, obs.status) if src is not None else Outcome(ignored="not a valid URL")
         if obs.status >= 400:
             return Outcome()
         if src is None:
@@ -504,22 +677,24 @@ class EquivalenceStore:
             record = RuleRecord(key)
             was = RuleStatus.CANDIDATE
         else:
-            was = record.status(self.policy, now)
+            was = record.status(self._judged(key), now)
             record.expire(self.policy, now)
         record.add(verdict, now, note)
         self.storage.set_rule(key, record)
         if key.kind == BLOCK:
             if not blocked:  # every active rule of the origin stops at once
                 others = self.storage.rules_at(key.origin).values()
-                outcome.contradicted += [r.key for r in others if r.key.kind != BLOCK and r.status(self.policy, now) is RuleStatus.ACTIVE]
+                outcome.contradicted += [r.key for r in others if r.key.kind != BLOCK and r.status(self._judged(r.key), now) is RuleStatus.ACTIVE]
             return
         if blocked:
             return
-        now_status = record.status(self.policy, now)
+        now_status = record.status(self._judged(key), now)
         if was is RuleStatus.ACTIVE and now_status is not RuleStatus.ACTIVE:
             outcome.contradicted.append(key)
+            self._note_prior(key, held=False)
         elif was is not RuleStatus.ACTIVE and now_status is RuleStatus.ACTIVE:
             outcome.activated.append(key)
+            self._note_prior(key, held=True)
         elif was is RuleStatus.ACTIVE and verdict is Verdict.SUPPORT:
             outcome.confirmed.append(key)
         self._count_generalized(key, verdict, record.support == 1, now, note, outcome)
@@ -547,14 +722,17 @@ class EquivalenceStore:
 
     def _is_active(self, key: RuleKey, now: float) -> bool:
         record = self.storage.rules_at(key.origin).get(key)
-        return record is not None and record.status(self.policy, now) is RuleStatus.ACTIVE
+        return record is not None and record.status(self._judged(key), now) is RuleStatus.ACTIVE
 
     def confirmations(self, key: RuleKey) -> int:
-        """How many consistent observations an active rule has (0 if it is not active): what verification decays with."""
+        """How many consistent observations an active rule has (0 if it is not active): what verification decays with.
+
+        Other sites where its convention held (:meth:`prior`) count as confirmations.
+        """
         record = self.storage.rules_at(key.origin).get(key)
-        if record is None or record.status(self.policy, self.clock()) is not RuleStatus.ACTIVE:
+        if record is None or record.status(self._judged(key), self.clock()) is not RuleStatus.ACTIVE:
             return 0
-        return record.support
+        return record.support + self.prior(key)
 
     # -- deferred requests ------------------------------------------------
 
@@ -585,8 +763,8 @@ class EquivalenceStore:
         return self.storage.aliases()
 
     def rules(self) -> Iterator[RuleRecord]:
-        """Every rule record (candidates, active and suspended rules, origin blocks)."""
-        return self.storage.rules()
+        """Every rule record (candidates, active and suspended rules, origin blocks; not the origins' alias records)."""
+        return (record for record in self.storage.rules() if record.key.kind != ALIAS)
 
     def evidence(self, url: str | None = None) -> Iterator[Evidence]:
         """The evidence log, or the entries about one URL (any form)."""

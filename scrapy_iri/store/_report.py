@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from ._codec import RULE_FIELDS, rule_values
 from ._resolution import Resolution
-from ._rules import BLOCK, LearningPolicy, RuleRecord, RuleStatus
+from ._rules import ALIAS, BLOCK, LearningPolicy, RuleRecord, RuleStatus
 from ._storage import Storage
 
 
@@ -95,6 +95,9 @@ def stats(store: EquivalenceStore) -> dict[str, int]:
     counts.update(dict.fromkeys(("rules/active", "rules/candidate", "rules/suspended", "rules/refuted"), 0))
     counts["blocked_origins"] = 0
     for record in storage.rules():
+        if record.key.kind == ALIAS:
+            counts["alias_origins"] = counts.get("alias_origins", 0) + 1
+            continue
         label = rule_label(store, record)
         if label == "blocked":
             counts["blocked_origins"] += 1
@@ -112,6 +115,16 @@ def export(store: EquivalenceStore, *, evidence: bool = False) -> Iterator[dict[
     for alias in storage.aliases():
         yield {"type": "alias", **alias.as_dict()}
     for record in storage.rules():
+        if record.key.kind == ALIAS:  # an origin's aliases taken together: confirmed in later crawls, ended
+            yield {
+                "type": "alias-origin",
+                "origin": record.key.origin,
+                "confirmations": record.support,
+                "ended": record.against,
+                "last_confirmed": record.last_support,
+                "last_ended": record.last_against,
+            }
+            continue
         yield {
             "type": "rule",
             "rule": str(record.key),

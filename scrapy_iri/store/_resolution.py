@@ -4,15 +4,21 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ._rules import RuleKey
+from ._evidence import Alias
+from ._rules import RuleKey, alias_key
 
 
 class Step(NamedTuple):
-    """One hop of a resolution: an exact alias (``rule is None``) or a rule's prediction."""
+    """One hop of a resolution: an exact alias (``rule is None``) or a rule's prediction.
+
+    ``aged`` marks an exact alias the server stated before this store was
+    opened (an earlier crawl): a merge through it may have to be undone.
+    """
 
     source: str
     target: str
     rule: RuleKey | None = None
+    aged: bool = False
 
 
 class Resolution(NamedTuple):
@@ -20,13 +26,16 @@ class Resolution(NamedTuple):
 
     ``steps`` are the hops followed; when they end in a loop or exceed the
     policy's ``max_chain`` the representative is the URL itself and
-    ``note`` says why.
+    ``note`` says why. ``held`` is the alias of the representative that
+    merged nothing (past its lifetime, or picked for a check): fetching the
+    representative asks its server again.
     """
 
     url: str
     representative: str
     steps: tuple[Step, ...] = ()
     note: str = ""
+    held: Alias | None = None
 
     @property
     def merged(self) -> bool:
@@ -35,7 +44,11 @@ class Resolution(NamedTuple):
 
     @property
     def rules(self) -> tuple[RuleKey, ...]:
-        """The rules a merge relies on (a merge they make may be wrong)."""
+        """What a merge relies on that may turn out wrong: rules, and aliases stated in an earlier crawl (:func:`~._rules.alias_key`)."""
         if not self.merged:
             return ()
-        return tuple(step.rule for step in self.steps if step.rule is not None)
+        return tuple(
+            step.rule if step.rule is not None else alias_key(step.source)
+            for step in self.steps
+            if step.rule is not None or step.aged
+        )

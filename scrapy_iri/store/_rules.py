@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
-from ._forms import Form, split_form
+from ._forms import Form, origin_of, split_form
 from ._psl import WWW, is_ip_host, www_partner
 
 #: statuses that make the source an exact alias of the target (RFC 9110 15.4)
@@ -66,6 +66,8 @@ _SCHEMES = frozenset({"http", "https"})
 
 #: the kind name that blocks every rule of an origin (a sink was seen there)
 BLOCK = "*"
+#: the kind name of the key of an origin's exact aliases taken together (see :func:`alias_key`)
+ALIAS = "alias"
 #: the kind name of the rule that predicts the case a server declared (see :func:`_declared_case`)
 DECLARED_CASE = "declared-case"
 
@@ -275,6 +277,11 @@ KINDS: tuple[RuleKind, ...] = (
 )
 KINDS_BY_NAME = {kind.name: kind for kind in KINDS}
 
+#: near-universal host-wide conventions: once a crawl has seen one hold on :data:`PRIOR_SITES` other
+#: sites (registrable domains) and fail on none, one observation makes its rule on a new origin
+PRIOR_KINDS = frozenset({"http-to-https", "www-to-apex", "apex-to-www", "add-slash", "index-to-directory"})
+PRIOR_SITES = 2
+
 
 _KIND_INDEX = {kind.name: i for i, kind in enumerate(KINDS)}
 
@@ -300,6 +307,17 @@ class RuleKey(NamedTuple):
         origin, _, rest = text.partition(" ")
         kind, _, scope = rest.partition(" ")
         return cls(origin, kind, scope)
+
+
+def alias_key(source: str) -> RuleKey:
+    """The key of the aliases of ``source``'s origin, taken together.
+
+    Its record counts the crawls' confirmations of the origin's aliases
+    (support) and the aliases that ended (counterexamples); the requests
+    that aliases of an earlier crawl merged are kept under it, and scheduled
+    again when one of the origin's aliases ends.
+    """
+    return RuleKey(origin_of(source), ALIAS, ANYWHERE)
 
 
 class Prediction(NamedTuple):
@@ -382,6 +400,9 @@ class LearningPolicy:
     #: whether a clean permanent redirect to another registrable domain is an exact alias
     #: (source -> target only; rules never cross registrable domains)
     cross_site_aliases: bool = True
+    #: seconds an exact alias is used after the server last stated it, when the redirect
+    #: stated no lifetime of its own (``Cache-Control: max-age``, ``Expires``)
+    alias_ttl: float = 7 * 86400.0
 
     def __post_init__(self) -> None:
         if self.min_observations < 1:
@@ -392,6 +413,8 @@ class LearningPolicy:
             raise ValueError("max_chain must be at least 1")
         if self.rule_ttl <= 0:
             raise ValueError("rule_ttl must be positive")
+        if self.alias_ttl <= 0:
+            raise ValueError("alias_ttl must be positive")
 
 
 @dataclass

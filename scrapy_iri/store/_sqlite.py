@@ -69,6 +69,7 @@ from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord
 from ._sqlite_schema import (
     ALIAS,
     ALIAS_AND_NEXT,
+    ALIAS_FIELDS,
     EVIDENCE,
     EVIDENCE_COLUMNS,
     MIGRATIONS,
@@ -848,16 +849,19 @@ class SQLiteStorage(Storage):
     def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         return self._rule_cache.get(origin) or _EMPTY
 
+    def forget_in_force(self) -> None:
+        self._in_force.clear()
+
     def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         held = self._rule_cache.peek(origin)
         if isinstance(held, OriginRules):
             if not (held.forced or held.complete):
                 rows = self._in_force_rows(origin)
                 if rows is None:  # locked: what is held here, no more (read again next time)
-                    return held.in_force(self.policy.min_observations) or _EMPTY
+                    return held.in_force(self.force_floor) or _EMPTY
                 held.learned(rows)  # those held here stay: they may hold counts not written yet
                 held.forced = True
-            return held.in_force(self.policy.min_observations) or _EMPTY
+            return held.in_force(self.force_floor) or _EMPTY
         if held is not None:
             return held
         view = self._in_force.get(origin)
@@ -872,7 +876,7 @@ class SQLiteStorage(Storage):
         """The records of ``origin`` a lookup may need, from the file (``None``: locked)."""
         rows = self._read(
             f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ? AND (kind = ? OR support >= ?)",
-            (origin, BLOCK, self.policy.min_observations),
+            (origin, BLOCK, self.force_floor),
         )
         if rows is None:
             return None

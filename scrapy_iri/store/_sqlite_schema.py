@@ -11,10 +11,11 @@ from ._codec import RULE_FIELDS
 from ._evidence import Alias, Evidence
 from ._rules import alias_case_key, case_key
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS alias (
-    source TEXT PRIMARY KEY, target TEXT NOT NULL, status INTEGER NOT NULL, time REAL NOT NULL, case_key TEXT
+    source TEXT PRIMARY KEY, target TEXT NOT NULL, status INTEGER NOT NULL, time REAL NOT NULL, case_key TEXT,
+    expires REAL, confirmations INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS alias_case ON alias (case_key) WHERE case_key IS NOT NULL;
 CREATE TABLE IF NOT EXISTS rule (
@@ -44,7 +45,7 @@ EVIDENCE_COLUMNS = "time, url, status, target, context, note, location"
 EVIDENCE = f"INSERT INTO evidence ({EVIDENCE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
 #: the alias codec, the one place that names an alias's stored fields: the columns after ``source``
 #: (:func:`alias_row` writes them and the case key, :func:`alias_of` reads them back)
-ALIAS_FIELDS = ("target", "status", "time")
+ALIAS_FIELDS = ("target", "status", "time", "expires", "confirmations")
 ALIAS_COLUMNS = "source, " + ", ".join(ALIAS_FIELDS)
 _ROW = ", ".join(f"?{i}" for i in range(1, len(ALIAS_FIELDS) + 3))  # source, fields, case key
 _TIME = f"?{2 + ALIAS_FIELDS.index('time')}"
@@ -150,7 +151,13 @@ def _to_5(db: sqlite3.Connection) -> None:
     db.execute("INSERT INTO sink SELECT target, count(*) FROM fanin GROUP BY target HAVING count(*) >= 2")
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_2, 2: _to_3, 3: _to_4, 4: _to_5}
+def _to_6(db: sqlite3.Connection) -> None:
+    """An alias's stated lifetime and its confirmations (aliases from before: no lifetime stated, none)."""
+    db.execute("ALTER TABLE alias ADD COLUMN expires REAL")
+    db.execute("ALTER TABLE alias ADD COLUMN confirmations INTEGER NOT NULL DEFAULT 0")
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_2, 2: _to_3, 3: _to_4, 4: _to_5, 5: _to_6}
 
 
 def create_schema(db: sqlite3.Connection) -> None:

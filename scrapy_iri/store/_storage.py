@@ -76,6 +76,9 @@ class Storage(ABC):
 
     #: the learner's policy (set by the learner): what expiry a merge of counts applies
     policy: LearningPolicy = LearningPolicy()
+    #: the support from which a record may be active, when the learner lowered it below the
+    #: policy's ``min_observations`` (a prior across sites: see :meth:`lower_force_floor`)
+    lowered_floor: int | None = None
     #: the time writes are stamped with (while learning recorded observations: each one's own)
     clock: Callable[[], float] = staticmethod(time.time)
     #: whether :meth:`prefetch` reads anything (a storage in memory has nothing to read ahead)
@@ -104,6 +107,21 @@ class Storage(ABC):
         ``min_observations`` or more) and the origin's block; the same objects :meth:`rules_at` gives
         while the origin is held. A storage may keep these for many more origins than whole ones."""
         return self.rules_at(origin)
+
+    @property
+    def force_floor(self) -> int:
+        """The support from which a rule record may be active (what :meth:`rules_in_force` holds)."""
+        floor = self.policy.min_observations
+        return floor if self.lowered_floor is None else min(floor, self.lowered_floor)
+
+    def lower_force_floor(self, support: int) -> None:
+        """Let records with ``support`` or more be active; views read with a higher floor are read again."""
+        if support < self.force_floor:
+            self.lowered_floor = support
+            self.forget_in_force()
+
+    def forget_in_force(self) -> None:
+        """Drop the views of records in force held for origins not held whole."""
 
     @abstractmethod
     def is_sink(self, url: str, cap: int) -> bool:

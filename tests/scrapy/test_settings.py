@@ -32,6 +32,7 @@ def test_the_defaults() -> None:
     assert (config.verify_share, config.rewrite) == (DEFAULTS["IRI_VERIFY_SHARE"], DEFAULTS["IRI_REWRITE"])
     assert LearningPolicy().min_observations == DEFAULTS["IRI_RULE_MIN_OBSERVATIONS"] == 3
     assert LearningPolicy().rule_ttl == DEFAULTS["IRI_RULE_TTL"]
+    assert LearningPolicy().alias_ttl == DEFAULTS["IRI_ALIAS_TTL"] == 7 * 86400
     assert LearningPolicy().sink_fanin == DEFAULTS["IRI_SINK_FANIN"]
     assert LearningPolicy().max_chain == DEFAULTS["IRI_MAX_ALIAS_CHAIN"]
     assert LearningPolicy().cross_site_aliases is DEFAULTS["IRI_CROSS_SITE_ALIASES"]
@@ -67,6 +68,8 @@ def test_values_as_settings_files_and_the_command_line_give_them() -> None:
         ("IRI_RULE_TTL", -1, "IRI_RULE_TTL must be positive"),
         ("IRI_RULE_TTL", "a month", "IRI_RULE_TTL: expected a number, got 'a month'"),
         ("IRI_RULE_TTL", float("nan"), "IRI_RULE_TTL must be positive"),
+        ("IRI_ALIAS_TTL", 0, "IRI_ALIAS_TTL must be positive, got 0"),
+        ("IRI_ALIAS_TTL", "a week", "IRI_ALIAS_TTL: expected a number, got 'a week'"),
         ("IRI_VERIFY_SHARE", 1.5, "IRI_VERIFY_SHARE must be between 0 and 1, got 1.5"),
         ("IRI_VERIFY_SHARE", -0.1, "IRI_VERIFY_SHARE must be between 0 and 1"),
         ("IRI_VERIFY_SHARE", "10%", "IRI_VERIFY_SHARE: expected a number"),
@@ -89,9 +92,9 @@ def test_a_bad_value_stops_the_crawl_at_start_naming_the_setting(name: str, valu
 
 def test_the_store_has_the_crawl_policy_from_its_first_use() -> None:
     """The fingerprinter opens the store before the middleware exists: it already has the crawl's policy."""
-    c = crawler(IRI_RULE_MIN_OBSERVATIONS=2, IRI_SINK_FANIN=9, IRI_RULE_TTL=60)
+    c = crawler(IRI_RULE_MIN_OBSERVATIONS=2, IRI_SINK_FANIN=9, IRI_RULE_TTL=60, IRI_ALIAS_TTL=3600)
     store = crawler_store(c)
-    expected = LearningPolicy(min_observations=2, sink_fanin=9, rule_ttl=60)
+    expected = LearningPolicy(min_observations=2, sink_fanin=9, rule_ttl=60, alias_ttl=3600)
     assert store.policy == expected
     # two observations make a rule at once, for every user of the store
     for i in range(1, 3):

@@ -294,3 +294,29 @@ class CookieRedirect(Policy):
         if self.vary:
             extra.append(("Vary", self.vary))
         return Redirect(answer.status, answer.location, answer.headers + tuple(extra))
+
+
+@dataclass(frozen=True)
+class Stated(Policy):
+    """Another policy's redirects, with headers that state their lifetime (``Cache-Control``, ``Expires``)."""
+
+    inner: Policy = field(default_factory=SlashRedirect)
+    headers: tuple[tuple[str, str], ...] = (("Cache-Control", "max-age=3600"),)
+    kind: ClassVar[str] = "stated"
+
+    @property
+    def stage(self) -> str:  # type: ignore[override]
+        return self.inner.stage
+
+    @property
+    def name(self) -> str:
+        return self.label or self.inner.name
+
+    def alias_hosts(self, host: str) -> tuple[str, ...]:
+        return self.inner.alias_hosts(host)
+
+    def redirect(self, ctx: Context) -> Redirect | None:
+        answer = self.inner.redirect(ctx)
+        if answer is None:
+            return None
+        return Redirect(answer.status, answer.location, answer.headers + self.headers)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 import pytest
@@ -17,7 +18,7 @@ class Clock:
     """A settable monotonic clock."""
 
     def __init__(self) -> None:
-        self.now = 1000.0
+        self.now = time.time()  # stores opened without this clock judge ages at the same time
 
     def __call__(self) -> float:
         return self.now

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -218,7 +219,7 @@ def test_an_old_layout_store_is_migrated(tmp_path: Path, version: int) -> None:
             assert store.storage.case_target("http://iis.example/docs/page-7") == "http://iis.example/Docs/Page-7"  # type: ignore[attr-defined]
         assert store.stats()["aliases"] == 4
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     keys = dict(db.execute("SELECT source, case_key FROM alias"))
     db.close()
     assert keys["http://iis.example/docs/page-1"] == "http://iis.example/docs/page-1"
@@ -350,7 +351,7 @@ def test_a_rule_suspended_by_another_process_stops_here_without_a_write(tmp_path
 def test_the_alias_cache_is_bounded_and_remembers_misses(tmp_path: Path) -> None:
     path = tmp_path / "store.db"
     with open_store(uri(path)) as store:
-        n = store.bulk_aliases(Alias(f"http://b.example/p{i}", f"http://b.example/q{i}", 301, 1.0) for i in range(2000))
+        n = store.bulk_aliases(Alias(f"http://b.example/p{i}", f"http://b.example/q{i}", 301, time.time()) for i in range(2000))
         assert n == 2000
     with open_store(uri(path), cache_size=100) as store:
         assert store.storage._rule_cache.origins == {}  # type: ignore[attr-defined]  # nothing is loaded at open

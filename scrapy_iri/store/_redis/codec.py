@@ -25,16 +25,21 @@ def text(value: bytes | str) -> str:
 
 
 def alias_value(alias: Alias) -> str:
-    """An alias: JSON ``[target, status, time]`` (the time last: what newer-wins compares)."""
-    return json.dumps([alias.target, alias.status, alias.time], ensure_ascii=False)
+    """An alias: JSON ``[target, status, expires, confirmations, time]`` (the time last: what newer-wins compares)."""
+    return json.dumps([alias.target, alias.status, alias.expires, alias.confirmations, alias.time], ensure_ascii=False)
 
 
 def alias_of(source: str, raw: bytes | str) -> Alias | None:
-    """The alias stored for ``source``, or None for a tombstone (a drop, kept so an older write cannot undo it)."""
-    target, status, time_ = json.loads(raw)
+    """The alias stored for ``source``, or None for a tombstone (a drop, kept so an older write cannot undo it).
+
+    Values written before aliases had a lifetime (``[target, status, time]``) read as stating none.
+    """
+    value = json.loads(raw)
+    target, status, time_ = value[0], value[1], value[-1]
     if not target:
         return None
-    return Alias(source, target, int(status), float(time_))
+    expires, confirmations = (value[2], value[3]) if len(value) == 5 else (None, 0)
+    return Alias(source, target, int(status), float(time_), None if expires is None else float(expires), int(confirmations))
 
 
 def tombstone(time_: float) -> str:

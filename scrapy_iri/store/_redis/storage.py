@@ -238,16 +238,19 @@ class RedisStorage(Storage):
     def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         return self.image.rules.get(origin) or _EMPTY
 
+    def forget_in_force(self) -> None:
+        self.image.in_force.clear()
+
     def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
         held = self.image.rules.peek(origin)
         if isinstance(held, OriginRules):
             if not (held.forced or held.complete):
                 rows = self._in_force_rows(origin)
                 if rows is None:  # unreachable: what is held here, no more (read again next time)
-                    return held.in_force(self.policy.min_observations) or _EMPTY
+                    return held.in_force(self.force_floor) or _EMPTY
                 held.learned(rows)  # those held here stay: they may hold counts Redis has not got yet
                 held.forced = True
-            return held.in_force(self.policy.min_observations) or _EMPTY
+            return held.in_force(self.force_floor) or _EMPTY
         if held is not None:
             return held
         view = self.image.in_force.get(origin)
@@ -266,7 +269,7 @@ class RedisStorage(Storage):
         view: dict[RuleKey, RuleRecord | None] = {}
         for field, raw in fields.items():
             record = rule_of(origin, field, raw)
-            if record.key.kind == BLOCK or record.support >= self.policy.min_observations:
+            if record.key.kind == BLOCK or record.support >= self.force_floor:
                 view[record.key] = record
         return view
 
