@@ -200,7 +200,8 @@ class RedirectLearningMiddleware:
         flight = request.meta.get(_FLIGHT)
         identity = self.identities.of(request)
         if isinstance(flight, Flight) and flight.action:
-            self.fetched.add(identity.sent_form or request.url)
+            if not flight.dont_filter:  # a dont_filter request makes no later one a duplicate, as in Scrapy
+                self.fetched.add(identity.sent_form or request.url)
             return None  # planned already (a rewritten request, a check, a retry)
         if identity.form is None:  # an invalid URL: compared as given, never merged
             return None
@@ -255,7 +256,7 @@ class RedirectLearningMiddleware:
 
     def _send(self, request: Request, identity: RequestIdentity, flight: Flight) -> None:
         request.meta[_FLIGHT] = flight
-        if identity.form is not None:
+        if identity.form is not None and not flight.dont_filter:
             self.fetched.add(identity.form)
 
     def _verifies(self, form: str, rule: RuleKey) -> bool:

@@ -244,7 +244,16 @@ def test_captures_are_learned_in_date_order_with_their_context(tmp_path):
     def merged(a: str, b: str) -> bool:
         return canonicalize(a, "protocol", store=store) == canonicalize(b, "protocol", store=store)
 
+    # today, a redirect stated in 2021 with no lifetime of its own is past IRI_ALIAS_TTL: asked again, not merged
+    assert not merged("http://a.test/moved", "http://a.test/here")
+    # as of the archive's last capture (as graph judges an archive's own store), it holds
+    store.clock = lambda: 1704067200.0  # 2024-01-01T00:00:00Z
+    assert not merged("http://a.test/moved", "http://a.test/here")  # three years: past the default lifetime too
+    store.clock = lambda: 1609459200.0 + 3600  # an hour after the 2021 captures
     assert merged("http://a.test/moved", "http://a.test/here")
+    assert not merged("http://a.test/cached", "http://a.test/k2")  # its stated lifetime (60 s) is over
+    store.clock = lambda: 1609459200.0 + 30
+    assert merged("http://a.test/cached", "http://a.test/k2")  # within its stated lifetime
     assert not merged("http://a.test/old", "http://a.test/new")  # contradicted later
     assert not merged("http://a.test/cookie", "http://a.test/c2")  # Set-Cookie: not clean
     assert not merged("http://a.test/vary", "http://a.test/v2")  # Vary: Cookie: not clean
