@@ -129,3 +129,22 @@ def to_iri(uri: str) -> str:
             _to_iri_component(ref.fragment, "fragment"),
         )
     )
+
+
+def query_in_charset(query: str, charset: str) -> str:
+    """3987bis 3.5: non-ASCII query characters as percent-encoded ``charset`` octets (a form
+    submitted from a document in that charset).
+
+    A character the charset cannot encode is submitted as browsers do: as
+    a numeric character reference, ``%26%2312354%3B`` (``&#12354;``).
+    """
+    out = []
+    for char in query:
+        if char.isascii():
+            out.append(char)
+            continue
+        try:
+            out.append("".join(f"%{octet:02X}" for octet in char.encode(charset)))
+        except UnicodeEncodeError:
+            out.append(f"%26%23{ord(char)}%3B")
+    return "".join(out)

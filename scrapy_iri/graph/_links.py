@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from .._mapping import query_in_charset
 from .._parse import parse, recompose
 from .._resolve import keep_apart_from_authority, remove_dot_segments, resolve_components
 from ..errors import GraphError, IRIError
@@ -78,21 +79,6 @@ def charset_of(body: bytes, declared: str | None) -> str:
 def _meta_charset(body: bytes) -> str | None:
     found = _META_CHARSET.search(body[:1024])
     return found.group(1).decode("ascii") if found else None
-
-
-def query_in_charset(query: str, charset: str) -> str:
-    """3987bis 3.5: non-ASCII query characters as percent-encoded ``charset`` octets; one the
-    charset cannot encode as a numeric character reference (``%26%2312354%3B``), as browsers do."""
-    out = []
-    for char in query:
-        if char.isascii():
-            out.append(char)
-            continue
-        try:
-            out.append("".join(f"%{octet:02X}" for octet in char.encode(charset)))
-        except UnicodeEncodeError:
-            out.append(f"%26%23{ord(char)}%3B")
-    return "".join(out)
 
 
 # A reference of these characters only (ASCII, no space, no backslash, no "%") is one that lenient

@@ -32,6 +32,7 @@ from w3lib.html import strip_html5_whitespace
 from w3lib.url import safe_url_string
 
 from scrapy_iri import IRIError, IRIReference, Rung, canonicalize, parse, resolve, to_uri
+from scrapy_iri._mapping import query_in_charset
 
 from ._verbatim import remember
 
@@ -54,24 +55,6 @@ _UNICODE_CHARSETS = frozenset(
 
 
 # -- IRI -> the URI a request should carry
-
-
-def _query_in_charset(query: str, charset: str) -> str:
-    """3987bis 3.5: non-ASCII query characters as percent-encoded ``charset`` octets.
-
-    A character the charset cannot encode is submitted as browsers do: as
-    a numeric character reference, ``%26%2312354%3B`` (``&#12354;``).
-    """
-    out = []
-    for char in query:
-        if char.isascii():
-            out.append(char)
-            continue
-        try:
-            out.append("".join(f"%{octet:02X}" for octet in char.encode(charset)))
-        except UnicodeEncodeError:
-            out.append(f"%26%23{ord(char)}%3B")
-    return "".join(out)
 
 
 def _is_unicode_charset(charset: str | None) -> bool:
@@ -116,7 +99,7 @@ def request_url(iri: str, *, encoding: str | None = None, lenient: bool = True) 
         and ref.scheme.lower() in ("http", "https")
         and not _is_unicode_charset(encoding)
     ):
-        ref = ref._replace(query=_query_in_charset(ref.query, encoding or "utf-8"))
+        ref = ref._replace(query=query_in_charset(ref.query, encoding or "utf-8"))
     if not ref.host and ref.scheme.lower() in _NEEDS_HOST:
         raise IRIError(f"a {ref.scheme.lower()} URL needs a host", "host", len(ref.scheme) + 1)
     if ref.scheme != ref.scheme.lower():  # schemes are case-insensitive; Scrapy filters on lowercase
