@@ -115,7 +115,7 @@ POLICIES = {
 }
 SAVEABLE = [name for name, ok in POLICIES.items() if ok]
 #: why a saveable redirect was paid (protocol_probe), in the order of the tables
-REASONS = ("unpredicted", "learning", "verification", "in_flight", "refuted")
+REASONS = ("unpredicted", "learning", "verification", "alias_check", "alias_stale", "in_flight", "refuted")
 TARGETS = {"cold": 0.80, "warm": 0.97}
 CONCURRENCY = (1, 8)
 
@@ -324,8 +324,12 @@ def crawl_phases(phases: list[list[Any]], extra: dict[str, Any]) -> list[dict[st
     """Scrapy's crawl and ours of each phase (ours on one store): the figures of ours against Scrapy's."""
     out = []
     with tempfile.TemporaryDirectory(prefix="protocol-webs-") as workdir:
-        settings = {**ADDON, "IRI_STORE": f"sqlite:///{Path(workdir) / 'store.db'}", **extra}
-        for sites in phases:
+        for n, sites in enumerate(phases):
+            probe = Path(workdir) / f"probe-{n}.jsonl"
+            settings = {
+                **ADDON, **PROBE, "PROTOCOL_PROBE_FILE": str(probe),
+                "IRI_STORE": f"sqlite:///{Path(workdir) / 'store.db'}", **extra,
+            }
             with SimulatedWeb(sites) as web:
                 truth = run_crawl(web, settings={k: v for k, v in extra.items() if not k.startswith("IRI_")})
                 ours = run_crawl(web, settings=settings)
@@ -345,8 +349,18 @@ def crawl_phases(phases: list[list[Any]], extra: dict[str, Any]) -> list[dict[st
                 "beyond_scrapy": sum(max(0, n - reference.get(rid, 1)) for rid, n in ours.counts["resources"].items()),
                 "errors": ours.stat("log_count/ERROR"),
                 "stats": {k: v for k, v in sorted(ours.stats.items()) if k.startswith("iri/")},
+                "why": {k: v for k, v in reasons(ours, probe).items() if v},
             })
     return out
+
+
+def _sum_why(tables: Any) -> dict[str, dict[str, int]]:
+    """Policy -> reason -> redirects paid, summed over runs."""
+    out: dict[str, Counter[str]] = {}
+    for table in tables:
+        for policy, counts in table.items():
+            out.setdefault(policy, Counter()).update(counts)
+    return {policy: dict(counts) for policy, counts in sorted(out.items())}
 
 
 def main_webs(args: argparse.Namespace, extra: dict[str, Any]) -> int:
@@ -355,6 +369,8 @@ def main_webs(args: argparse.Namespace, extra: dict[str, Any]) -> int:
     from simweb.sites.random_web import random_web
 
     hosts, pages = args.hosts, args.pages[0]
+    # the crawls import the probe from here
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
 
     def phases(seed: int) -> list[list[Any]]:
         if args.web == "random":
@@ -381,6 +397,11 @@ def main_webs(args: argparse.Namespace, extra: dict[str, Any]) -> int:
                     "missed": sum(len(r[i]["missed"]) for r in runs),
                     "beyond_scrapy": sum(r[i]["beyond_scrapy"] for r in runs),
                     "errors": sum(r[i]["errors"] for r in runs),
+                    "why": _sum_why(r[i]["why"] for r in runs),
+                    "aliases": {
+                        part: sum(r[i]["stats"].get(f"iri/alias/{part}", 0) for r in runs)
+                        for part in ("checked", "confirmed", "ended")
+                    },
                 }
             rows.append(row)
             cold, warm, again = (row[name] for name in CRAWLS)
@@ -388,6 +409,16 @@ def main_webs(args: argparse.Namespace, extra: dict[str, Any]) -> int:
                   f"{cold['saved_saveable']:>12.1%}{warm['saved_saveable']:>12.1%}{again['saved_saveable']:>13.1%}"
                   f"{sum(row[c]['missed'] for c in CRAWLS):>8}{sum(row[c]['beyond_scrapy'] for c in CRAWLS):>8}"
                   f"{sum(row[c]['errors'] for c in CRAWLS):>8}")
+            for name in CRAWLS:
+                why = row[name]["why"]
+                total = sum((Counter(c) for c in why.values()), Counter())
+                aliases = row[name]["aliases"]
+                print(f"{'':>12}{name:>6} paid {row[name]['ours_saveable']:>4}: "
+                      + ", ".join(f"{r} {total[r]}" for r in REASONS if total.get(r))
+                      + f" (earlier crawls' aliases: checked {aliases['checked']},"
+                      f" confirmed {aliases['confirmed']}, ended {aliases['ended']})")
+                for policy, counts in sorted(why.items()):
+                    print(f"{'':>24}{policy:>18}: " + ", ".join(f"{r} {counts[r]}" for r in REASONS if counts.get(r)))
     out = args.out if args.out != RESULTS else RESULTS.with_name(f"protocol_{args.web}.json")
     report = {
         "benchmark": f"protocol rung on seeded {args.web} webs",

@@ -11,6 +11,9 @@ line ``{"url", "status", "why"}`` to the file named by the
   (adaptive verification above ``IRI_VERIFY_SHARE``, or a suspicious landing);
 * ``in_flight``: the store already merged the URL when the answer came: it
   learned the alias or the rule while the request was on its way;
+* ``alias_check``: the store holds an alias of the URL from an earlier
+  crawl, picked for this crawl's check (it merges nothing until confirmed);
+* ``alias_stale``: the store holds an alias of the URL past its lifetime;
 * ``learning``: a rule not yet active (fewer than ``IRI_RULE_MIN_OBSERVATIONS``
   observations) predicts exactly this redirect: one of the K observations
   that make it;
@@ -34,7 +37,7 @@ from scrapy_iri import IRIError, Rung, canonicalize
 from scrapy_iri.scrapy._plan import VERIFY, Flight
 from scrapy_iri.scrapy._redirects import _FLIGHT, ORDER, location_url
 from scrapy_iri.scrapy._crawl import crawler_store
-from scrapy_iri.store import RuleStatus
+from scrapy_iri.store import RuleKey, RuleStatus
 from scrapy_iri.store._rules import REDIRECTS, predictions
 
 if TYPE_CHECKING:
@@ -75,7 +78,13 @@ class RedirectProbe:
         if response.status not in REDIRECTS or not location:
             return
         why = self.why(request, location_url(request, location))
-        self.out.write(json.dumps({"url": request.url, "status": response.status, "why": why}) + "\n")
+        line: dict[str, Any] = {"url": request.url, "status": response.status, "why": why}
+        flight = request.meta.get(_FLIGHT)
+        if why == "verification" and isinstance(flight, Flight) and flight.rules:
+            rule = RuleKey.parse(flight.rules[0])
+            line["rule"] = str(rule)
+            line["confirmations"] = self.store.confirmations(rule)
+        self.out.write(json.dumps(line) + "\n")
 
     def why(self, request: Request, target: str) -> str:
         flight = request.meta.get(_FLIGHT)
@@ -84,9 +93,14 @@ class RedirectProbe:
         source, destination = _form(request.url), _form(target)
         if source is None or destination is None:
             return "unpredicted"
-        if self.store.resolve(source).merged:
-            return "in_flight"
         store = self.store
+        if store.resolve(source).merged:
+            return "in_flight"
+        alias = store.storage.alias(source)
+        if alias is not None and alias.target == destination:
+            if store.clock() >= alias.stale_at(store.policy.alias_ttl):
+                return "alias_stale"
+            return "alias_check"
         whys = set()
         for prediction in predictions(source, store.storage.case_target):
             if prediction.target == destination:
