@@ -51,7 +51,11 @@ cold then warm; ``changing`` is ``simweb.sites.changing`` (phase 0 cold, then
 phase 1, where redirects disappeared, moved or became pages, warm on the same
 store); each is crawled a third time (``again``, unchanged since ``warm``). Each of our crawls is compared with Scrapy's crawl of the same phase:
 round trips saved (summed over the seeds), pages missed, fetches beyond
-Scrapy's. Writes ``benchmarks/results/protocol_<web>.json``.
+Scrapy's, and where the saveable round trips still paid went, by policy and
+reason (the probe's reasons above, and ``alias_check``: an alias of an
+earlier crawl checked by fetching its source; ``alias_stale``: one past its
+lifetime), with the earlier crawls' aliases checked, confirmed and ended.
+Writes ``benchmarks/results/protocol_<web>.json``.
 
     .venv/bin/python benchmarks/protocol_bench.py --web random --seeds 6 --hosts 8 --pages 10 --concurrency 1 8 --share 0 0.1 1
 """
