@@ -29,7 +29,7 @@ from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
 from ._observation import LEARN_CHUNK, LearnSummary, Observation, batched, observation_forms, prefetch_keys
 from ._forms import has_userinfo, origin_of, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
-from ._psl import same_site, site_of
+from ._psl import same_site, site_of, www_partner
 from ._report import Explanation, explanation, export, rule_label, stats
 from ._resolution import Resolution, Step
 from ._rules import (
@@ -129,6 +129,13 @@ def _origin(url: str) -> str:
     return origin_of(url)
 
 
+def _site_and_family(origin: str) -> tuple[str, str]:
+    """An origin's site (registrable domain) and host family (its host without a ``www.`` that has an apex partner)."""
+    host = _host(origin + "/")
+    partner = www_partner(host) if host.startswith("www.") else None
+    return site_of(host), partner or host
+
+
 class EquivalenceStore:
     """The learner: evidence, exact aliases and rules, and the representative of a URL.
 
@@ -151,9 +158,12 @@ class EquivalenceStore:
         #: ``None``: never): a checked alias merges nothing, so its source is fetched as it is
         self.alias_check: Callable[[Alias], bool] | None = None
         #: per prior kind: the sites where a rule of it became active in this session, and where one fell
-        self._held: dict[str, set[str]] = {}
+        self._held: dict[str, dict[str, tuple[str, str, int]]] = {}  # kind -> origin -> (site, family, support)
         self._failed: dict[str, set[str]] = {}
         self._priors: dict[tuple[str, str], int] = {}
+        self._prior_supports: dict[tuple[str, str], int] = {}
+        #: per prior kind: the rules in force in this session with fewer than K supports of their own
+        self._leaning: dict[str, set[RuleKey]] = {}
         self._noted: set[RuleKey] = set()
         #: per origin: confirmations of aliases of earlier sessions counted in this session
         self._confirmed_here: dict[str, int] = {}
@@ -266,9 +276,12 @@ class EquivalenceStore:
             record = records.get(key)
             if record is None or record.status(self._judged(key), now) is not RuleStatus.ACTIVE:
                 return False
-            if key not in self._noted and record.support >= self.policy.min_observations:
-                self._noted.add(key)  # a rule of an earlier session, in force on its own evidence
-                self._note_prior(key, held=True)
+            if key not in self._noted:
+                self._noted.add(key)
+                if record.support >= self.policy.min_observations:  # in force on its own evidence
+                    self._note_prior(key, held=True, support=record.support)
+                else:  # in force on the prior: its merges are undone when the prior ends
+                    self._leaning.setdefault(key.kind, set()).add(key)
             return True
 
         def known(key: str) -> str | None:  # read only where a declared-case rule applies
@@ -288,47 +301,108 @@ class EquivalenceStore:
         return None
 
     def prior(self, key: RuleKey) -> int:
-        """The sites other than ``key``'s where its convention became a rule in this session, none failing.
+        """How far this session's evidence elsewhere supports ``key``'s convention, none failing.
 
         A prior across sites: for a near-universal host-wide convention
-        (:data:`~._rules.PRIOR_KINDS`) that held on :data:`~._rules.PRIOR_SITES`
-        or more other sites and fell on none, one observation on an origin
-        makes the rule there, and the other sites count as confirmations for
-        its verification share. It never makes a rule by itself: the origin's
-        own redirect is still needed, and one counterexample suspends it.
+        (:data:`~._rules.PRIOR_KINDS`), each other site (registrable domain)
+        where it became a rule in this session counts one, and so does a
+        partner origin of ``key``'s own host (its other scheme, its ``www.``
+        or apex partner) where it became a rule. Each one lowers the
+        observations the rule needs by one, down to a single one from
+        :data:`~._rules.PRIOR_SITES` on (see :meth:`_judged`). It never makes
+        a rule by itself: the origin's own redirect is still needed, and one
+        counterexample suspends it; one fall of the convention anywhere in
+        the session ends the prior for its kind.
         """
         if key.kind not in PRIOR_KINDS or not self._held.get(key.kind) or self._failed.get(key.kind):
             return 0
         found = self._priors.get((key.kind, key.origin))
         if found is None:
-            site = site_of(_host(key.origin + "/"))
-            found = len(self._held[key.kind] - {site})
+            site, family = _site_and_family(key.origin)
+            held = self._held[key.kind]
+            found = len({s for s, _, _ in held.values() if s != site})
+            found += any(f == family and o != key.origin for o, (_, f, _) in held.items())
             self._priors[(key.kind, key.origin)] = found
         return found
 
     def _judged(self, key: RuleKey) -> LearningPolicy:
-        """The policy ``key``'s status is judged with: one observation makes it when the prior allows."""
-        if key.kind not in PRIOR_KINDS or self.prior(key) < PRIOR_SITES:
+        """The policy ``key``'s status is judged with: fewer observations make it as the prior grows."""
+        if key.kind not in PRIOR_KINDS:
             return self.policy
-        return self._with_prior
+        prior = self.prior(key)
+        if not prior:
+            return self.policy
+        needed = 1 if prior >= PRIOR_SITES else max(1, self.policy.min_observations - prior)
+        return self._policy_needing(needed)
 
-    @property
-    def _with_prior(self) -> LearningPolicy:
+    def _policy_needing(self, needed: int) -> LearningPolicy:
+        """The policy with ``min_observations`` lowered to ``needed`` (cached per policy)."""
         policy = self.policy
-        cached = getattr(self, "_prior_policy", None)
+        if needed >= policy.min_observations:
+            return policy
+        cached = getattr(self, "_prior_policies", None)
         if cached is None or cached[0] is not policy:
-            cached = (policy, replace(policy, min_observations=1))
-            self._prior_policy = cached
-        return cached[1]
+            cached = (policy, {})
+            self._prior_policies = cached
+        found = cached[1].get(needed)
+        if found is None:
+            found = cached[1][needed] = replace(policy, min_observations=needed)
+        return found
 
-    def _note_prior(self, key: RuleKey, held: bool) -> None:
+    def prior_support(self, key: RuleKey) -> int:
+        """The confirmations ``key``'s convention earned in this session where :meth:`prior` counts it.
+
+        The most any one rule of the kind has on each other site, and on the
+        partner origins of ``key``'s host; 0 when the prior is 0.
+        """
+        if not self.prior(key):
+            return 0
+        found = self._prior_supports.get((key.kind, key.origin))
+        if found is None:
+            site, family = _site_and_family(key.origin)
+            best: dict[str, int] = {}
+            for origin, (s, f, support) in self._held[key.kind].items():
+                if origin == key.origin or (s == site and f != family):
+                    continue
+                place = s if s != site else ""
+                best[place] = max(best.get(place, 0), support)
+            found = self._prior_supports[(key.kind, key.origin)] = sum(best.values())
+        return found
+
+    def _note_prior(self, key: RuleKey, held: bool, support: int = 0) -> None:
         if key.kind not in PRIOR_KINDS:
             return
-        site = site_of(_host(key.origin + "/"))
-        (self._held if held else self._failed).setdefault(key.kind, set()).add(site)
+        self._prior_supports.clear()
+        known = self._held.setdefault(key.kind, {})
+        before = known.get(key.origin)
+        if held and before is not None:  # a confirmation: the prior's extent is the same
+            known[key.origin] = (before[0], before[1], max(support, before[2]))
+            return
+        site, family = _site_and_family(key.origin)
+        if held:
+            known[key.origin] = (site, family, support)
+        else:
+            self._failed.setdefault(key.kind, set()).add(site)
         self._priors.clear()
         if held:
-            self.storage.lower_force_floor(self._with_prior.min_observations)
+            self.storage.lower_force_floor(1)
+
+    def _prior_ended(self, key: RuleKey, outcome: Outcome) -> None:
+        """The prior of ``key``'s kind fell: the rules in force on it alone fall with it, reported as contradicted.
+
+        Their merges (the requests they deferred) are then scheduled again,
+        as a counterexample of their own would have them.
+        """
+        leaning = self._leaning.pop(key.kind, None)
+        if not leaning:
+            return
+        now = self.clock()
+        for other in sorted(leaning - {key}):
+            record = self.storage.rules_at(other.origin).get(other)
+            if record is None or record.status(self._judged(other), now) is not RuleStatus.ACTIVE:
+                if other not in outcome.contradicted:
+                    outcome.contradicted.append(other)
+                self._noted.discard(other)
 
     def _in_force(self, alias: Alias, now: float) -> bool:
         """Whether an alias merges: within its lifetime, and not picked for a check in this session."""
@@ -692,11 +766,15 @@ class EquivalenceStore:
         if was is RuleStatus.ACTIVE and now_status is not RuleStatus.ACTIVE:
             outcome.contradicted.append(key)
             self._note_prior(key, held=False)
+            self._prior_ended(key, outcome)
         elif was is not RuleStatus.ACTIVE and now_status is RuleStatus.ACTIVE:
             outcome.activated.append(key)
-            self._note_prior(key, held=True)
+            self._note_prior(key, held=True, support=record.support)
+            if record.support < self.policy.min_observations and key.kind in PRIOR_KINDS:
+                self._leaning.setdefault(key.kind, set()).add(key)
         elif was is RuleStatus.ACTIVE and verdict is Verdict.SUPPORT:
             outcome.confirmed.append(key)
+            self._note_prior(key, held=True, support=record.support)
         self._count_generalized(key, verdict, record.support == 1, now, note, outcome)
 
     def _count_generalized(
@@ -727,12 +805,14 @@ class EquivalenceStore:
     def confirmations(self, key: RuleKey) -> int:
         """How many consistent observations an active rule has (0 if it is not active): what verification decays with.
 
-        Other sites where its convention held (:meth:`prior`) count as confirmations.
+        The confirmations its convention earned on the other sites, and the
+        partner origins, where it held in this session (:meth:`prior_support`)
+        count too.
         """
         record = self.storage.rules_at(key.origin).get(key)
         if record is None or record.status(self._judged(key), self.clock()) is not RuleStatus.ACTIVE:
             return 0
-        return record.support + self.prior(key)
+        return record.support + self.prior_support(key)
 
     # -- deferred requests ------------------------------------------------
 

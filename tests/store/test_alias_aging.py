@@ -304,7 +304,8 @@ def test_a_prior_across_sites_makes_a_host_wide_rule_from_one_observation(opener
     assert outcome.activated  # one observation on c, with the prior
     assert store.representative("http://c.example/p-9") == "https://c.example/p-9"
     key = RuleKey("http://c.example", "http-to-https", "/")
-    assert store.confirmations(key) == 1 + 2  # its own support, and the two sites where it held
+    assert store.prior(key) == 2  # the two sites where it held
+    assert store.confirmations(key) == 1 + 3 + 3  # its own support, and the confirmations it earned there
     # never across sites: nothing on d.example, and a counterexample on c stops c's rule at once
     assert store.representative("http://d.example/p-9") == "http://d.example/p-9"
     outcome = store.record_response("http://c.example/p-2", 200)
@@ -323,3 +324,24 @@ def test_conventions_that_are_not_host_wide_get_no_prior(opener) -> None:  # typ
             store.record_redirect(f"http://{site}/Doc-{k}", 301, f"http://{site}/doc-{k}")  # case: per directory
     store.record_redirect("http://d.example/Doc-1", 301, "http://d.example/doc-1")
     assert store.representative("http://d.example/Doc-9") == "http://d.example/Doc-9"
+
+
+def test_rules_in_force_on_the_prior_alone_fall_with_it(opener) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    store = opener(clock)
+    for site in ("a.example", "b.example"):  # http -> https held on two sites (three observations each)
+        for k in (1, 2, 3):
+            store.record_redirect(f"http://{site}/p-{k}", 301, f"https://{site}/p-{k}")
+    assert store.record_redirect("http://c.example/p-1", 301, "https://c.example/p-1").activated
+    assert store.representative("http://c.example/p-9") == "https://c.example/p-9"
+    c_rules = [r.key for r in store.rules() if r.key.origin == "http://c.example" and r.key.kind == "http-to-https"]
+    for key in c_rules:
+        store.defer("http://c.example/p-9", [key])  # merged away by c's rule
+    # the convention falls on a.example: the prior ends, and c's rule (one observation of its own) with it
+    outcome = store.record_response("http://a.example/p-4", 200)
+    assert set(c_rules) <= set(outcome.contradicted)  # reported: what it merged is scheduled again
+    assert store.representative("http://c.example/p-9") == "http://c.example/p-9"
+    assert all(store.take_deferred(key) == ["http://c.example/p-9"] for key in c_rules)
+    # b.example's rule stands on its own evidence: it stays, and is not reported
+    assert store.representative("http://b.example/p-9") == "https://b.example/p-9"
+    assert not any(key.origin == "http://b.example" for key in outcome.contradicted)
