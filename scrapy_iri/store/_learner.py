@@ -20,6 +20,7 @@ Redis) does. Safety properties, each with a test in ``tests/store`` and
 from __future__ import annotations
 
 import time
+from functools import lru_cache
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -58,6 +59,8 @@ from ._storage import Storage
 
 #: answers that say a redirect is gone: an alias of the URL ends
 GONE = frozenset({404, 410})
+#: rule kind -> whether it is a server-wide convention (see :meth:`EquivalenceStore._count_rule`)
+_GENERALIZES = {kind: rule_kind.generalizes for kind, rule_kind in KINDS_BY_NAME.items()}
 
 __all__ = ["EquivalenceStore", "Explanation", "Outcome", "Resolution", "Step", "StoreError"]
 
@@ -127,6 +130,24 @@ def _authority_matcher(given: str) -> Callable[[str], bool]:
 
 def _origin(url: str) -> str:
     return origin_of(url)
+
+
+#: whether two hosts are one site, asked for every redirect learned
+_same_site = lru_cache(maxsize=1 << 14)(same_site)
+
+
+class _At:
+    """The clock of a bulk learning run: each observation's own time, else the given clock's."""
+
+    __slots__ = ("clock", "time")
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.time: float | None = None
+
+    def __call__(self) -> float:
+        when = self.time
+        return self.clock() if when is None else when
 
 
 class EquivalenceStore:
@@ -402,7 +423,8 @@ class EquivalenceStore:
         self, src: str, status: int, tgt: str, context: frozenset[str], location: str | None, lifetime: float | None = None
     ) -> Outcome:
         """Learn from one redirect hop between two scheme forms."""
-        if not _host(src) or not _host(tgt):  # no site: nothing to learn about
+        src_host, tgt_host = _host(src), _host(tgt)
+        if not src_host or not tgt_host:  # no site: nothing to learn about
             return Outcome(ignored="a URI without a host")
         flags = context
         if has_userinfo(src) or has_userinfo(tgt):  # credentials in the URL: who asked matters, always
@@ -418,7 +440,7 @@ class EquivalenceStore:
         else:
             sources = self.storage.add_fanin(sink_key(tgt), source_key(src), self.policy.sink_fanin)
         outcome.sink = len(sources) >= self.policy.sink_fanin
-        cross_site = not same_site(_host(src), _host(tgt))
+        cross_site = not _same_site(src_host, tgt_host)
 
         if status in PERMANENT and src != tgt:
             refusal = self._alias_refusal(flags, cross_site, outcome.sink)
@@ -437,10 +459,13 @@ class EquivalenceStore:
 
         trusted = not flags and not outcome.sink and not cross_site
         hop = f"{src} -{status}-> {tgt}"
+        judged = []
         for prediction in predictions(src, self.storage.case_target):
             verdict = judge(prediction.target, status, tgt, trusted=trusted)
             if verdict is not Verdict.NEUTRAL:
-                self._count(prediction.key, verdict, now, hop, outcome)
+                judged.append((prediction.key, verdict))
+        if judged:
+            self._count_all(_origin(src), judged, now, hop, outcome)
         if outcome.sink:
             notes.append(f"sink: {len(sources)}+ sources redirect to {sink_key(tgt)}")
             for origin in {_origin(src), *(_origin(s) for s in sources)}:
@@ -554,10 +579,13 @@ class EquivalenceStore:
         self.storage.answered(u)
         records = self.storage.rules_at(_origin(u))
         known = False
+        judged = []
         for prediction in predictions(u, self.storage.case_target):
             record = records.get(prediction.key)
             known = known or (record is not None and record.support > 0)
-            self._count(prediction.key, Verdict.AGAINST, now, f"{u} answered {status}", outcome)
+            judged.append((prediction.key, Verdict.AGAINST))
+        if judged:
+            self._count_all(_origin(u), judged, now, f"{u} answered {status}", outcome)
         if known or outcome.dropped_alias:
             self.storage.add_evidence(Evidence(now, u, status, None, frozenset(context), "; ".join(notes)))
         if not context and self._declares_case(u, now):
@@ -583,6 +611,7 @@ class EquivalenceStore:
         summary = LearnSummary()
         storage = self.storage
         clock, storage_clock = self.clock, storage.clock
+        at = _At(clock)
         done = 0
         try:
             for batch in batched(observations, max(1, chunk)):
@@ -590,11 +619,12 @@ class EquivalenceStore:
                 storage.refresh()
                 if storage.reads_ahead:
                     storage.prefetch(prefetch_keys(forms))
+                self.clock = storage.clock = at
                 storage.recorded_time = True
+                add, learn_one = summary.add, self._learn_observation
                 for obs, (src, tgt) in zip(batch, forms):
-                    when = obs.time
-                    self.clock = storage.clock = clock if when is None else (lambda when=when: when)
-                    summary.add(self._learn_observation(obs, src, tgt))
+                    at.time = obs.time
+                    add(learn_one(obs, src, tgt))
                 self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
                 summary.rules_contradicted += len(self._observed(Outcome()).contradicted)
                 done += len(batch)
@@ -672,6 +702,28 @@ class EquivalenceStore:
         """Add one judged observation to a rule and report the rules whose status it changed."""
         records = self.storage.rules_at(key.origin)
         blocked = self._blocked(records, key.origin, now)
+        if key.kind == BLOCK:
+            self._count_record(records, key, verdict, now, note)
+            if not blocked:  # every active rule of the origin stops at once
+                others = self.storage.rules_at(key.origin).values()
+                outcome.contradicted += [r.key for r in others if r.key.kind != BLOCK and r.status(self._judged(r.key), now) is RuleStatus.ACTIVE]
+            return
+        self._count_rule(records, blocked, key, verdict, now, note, outcome)
+
+    def _count_all(
+        self, origin: str, judged: list[tuple[RuleKey, Verdict]], now: float, note: str, outcome: Outcome
+    ) -> None:
+        """:meth:`_count` for the rules (none a block) one observation judged, in order: the origin's
+        records and block read once (only a sink's block count, made after them, changes the block)."""
+        records = self.storage.rules_at(origin)
+        blocked = self._blocked(records, origin, now)
+        for key, verdict in judged:
+            self._count_rule(records, blocked, key, verdict, now, note, outcome)
+
+    def _count_record(
+        self, records: Mapping[RuleKey, RuleRecord], key: RuleKey, verdict: Verdict, now: float, note: str
+    ) -> tuple[RuleRecord, RuleStatus]:
+        """Add one judged observation to ``key``'s record, stored; the record, and its status before."""
         record = records.get(key)
         if record is None:
             record = RuleRecord(key)
@@ -681,11 +733,20 @@ class EquivalenceStore:
             record.expire(self.policy, now)
         record.add(verdict, now, note)
         self.storage.set_rule(key, record)
-        if key.kind == BLOCK:
-            if not blocked:  # every active rule of the origin stops at once
-                others = self.storage.rules_at(key.origin).values()
-                outcome.contradicted += [r.key for r in others if r.key.kind != BLOCK and r.status(self._judged(r.key), now) is RuleStatus.ACTIVE]
-            return
+        return record, was
+
+    def _count_rule(
+        self,
+        records: Mapping[RuleKey, RuleRecord],
+        blocked: bool,
+        key: RuleKey,
+        verdict: Verdict,
+        now: float,
+        note: str,
+        outcome: Outcome,
+    ) -> None:
+        """Count one observation for a rule (not a block) of an origin whose records are ``records``."""
+        record, was = self._count_record(records, key, verdict, now, note)
         if blocked:
             return
         now_status = record.status(self._judged(key), now)
@@ -697,28 +758,15 @@ class EquivalenceStore:
             self._note_prior(key, held=True)
         elif was is RuleStatus.ACTIVE and verdict is Verdict.SUPPORT:
             outcome.confirmed.append(key)
-        self._count_generalized(key, verdict, record.support == 1, now, note, outcome)
-
-    def _count_generalized(
-        self, key: RuleKey, verdict: Verdict, first: bool, now: float, note: str, outcome: Outcome
-    ) -> None:
-        """A directory's rule of a server-wide kind speaks for the origin-wide rule too.
-
-        The origin-wide rule (scope :data:`~._rules.ANYWHERE`) gains one
-        support from the first support under each first-level directory
-        (``first``), and every counterexample under any directory counts
-        against it: it applies everywhere once ``min_observations``
-        directories have supported it and none has refuted it. Once active,
-        every confirmation under any directory counts for it.
-        """
-        kind = KINDS_BY_NAME.get(key.kind)
-        if kind is None or not kind.generalizes or key.scope.startswith(ANYWHERE):
-            return
-        wide = RuleKey(key.origin, key.kind, generalized(key.scope))
-        if verdict is Verdict.AGAINST:
-            self._count(wide, Verdict.AGAINST, now, note, outcome)
-        elif verdict is Verdict.SUPPORT and (first or self._is_active(wide, now)):
-            self._count(wide, Verdict.SUPPORT, now, note, outcome)
+        # A directory's rule of a server-wide kind speaks for the origin-wide rule too (scope
+        # ANYWHERE): it gains one support from the first support under each first-level directory,
+        # and every counterexample under any directory counts against it, so it applies everywhere
+        # once min_observations directories have supported it and none has refuted it. Once
+        # active, every confirmation under any directory counts for it.
+        if _GENERALIZES.get(key.kind) and not key.scope.startswith(ANYWHERE):
+            wide = RuleKey(key.origin, key.kind, generalized(key.scope))
+            if verdict is Verdict.AGAINST or (verdict is Verdict.SUPPORT and (record.support == 1 or self._is_active(wide, now))):
+                self._count_rule(records, blocked, wide, verdict, now, note, outcome)
 
     def _is_active(self, key: RuleKey, now: float) -> bool:
         record = self.storage.rules_at(key.origin).get(key)
