@@ -19,6 +19,7 @@ Redis) does. Safety properties, each with a test in ``tests/store`` and
 
 from __future__ import annotations
 
+import gc
 import time
 from functools import lru_cache
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -329,8 +330,8 @@ class EquivalenceStore:
 
     def _judged(self, key: RuleKey) -> LearningPolicy:
         """The policy ``key``'s status is judged with: one observation makes it when the prior allows."""
-        if key.kind not in PRIOR_KINDS or self.prior(key) < PRIOR_SITES:
-            return self.policy
+        if key.kind not in PRIOR_KINDS or not self._held.get(key.kind) or self.prior(key) < PRIOR_SITES:
+            return self._policy
         return self._with_prior
 
     @property
@@ -361,7 +362,7 @@ class EquivalenceStore:
     def _blocked(self, records: Mapping[RuleKey, RuleRecord], origin: str, now: float) -> bool:
         """Whether a sink blocks every rule of ``origin``."""
         block = records.get(RuleKey(origin, BLOCK))
-        return block is not None and block.status(self.policy, now) is RuleStatus.SUSPENDED
+        return block is not None and block.status(self._policy, now) is RuleStatus.SUSPENDED
 
     def _is_sink(self, target: str) -> bool:
         return self.storage.is_sink(target, self.policy.sink_fanin)
@@ -438,8 +439,8 @@ class EquivalenceStore:
         if spelling_key(src) == spelling_key(tgt):
             sources = []
         else:
-            sources = self.storage.add_fanin(sink_key(tgt), source_key(src), self.policy.sink_fanin)
-        outcome.sink = len(sources) >= self.policy.sink_fanin
+            sources = self.storage.add_fanin(sink_key(tgt), source_key(src), self._policy.sink_fanin)
+        outcome.sink = len(sources) >= self._policy.sink_fanin
         cross_site = not _same_site(src_host, tgt_host)
 
         if status in PERMANENT and src != tgt:
@@ -613,8 +614,13 @@ class EquivalenceStore:
         clock, storage_clock = self.clock, storage.clock
         at = _At(clock)
         done = 0
+        # what was allocated before a chunk is kept out of the collector's passes during it (a
+        # collection then scans the chunk's objects, not the whole heap), and given back at the end
+        freeze = gc.isenabled() and not gc.get_freeze_count()
         try:
             for batch in batched(observations, max(1, chunk)):
+                if freeze:
+                    gc.freeze()
                 forms = [observation_forms(obs) for obs in batch]
                 storage.refresh()
                 if storage.reads_ahead:
@@ -632,6 +638,8 @@ class EquivalenceStore:
                     progress(done)
         finally:
             self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
+            if freeze:
+                gc.unfreeze()
         return summary
 
     def _learn_observation(self, obs: Observation, src: str | None, tgt: str | None) -> Outcome | str:
@@ -730,7 +738,7 @@ class EquivalenceStore:
             was = RuleStatus.CANDIDATE
         else:
             was = record.status(self._judged(key), now)
-            record.expire(self.policy, now)
+            record.expire(self._policy, now)
         record.add(verdict, now, note)
         self.storage.set_rule(key, record)
         return record, was
