@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import gc
 import time
-from functools import lru_cache
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -30,8 +29,8 @@ from .._schemes import SCHEMES
 from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
 from ._observation import LEARN_CHUNK, LearnSummary, Observation, batched, observation_forms, prefetch_keys
-from ._forms import has_userinfo, origin_of, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
-from ._psl import same_site, site_of
+from ._forms import has_userinfo, short_cache, origin_of, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
+from ._psl import site_of
 from ._report import Explanation, explanation, export, rule_label, stats
 from ._resolution import Resolution, Step
 from ._rules import (
@@ -133,8 +132,13 @@ def _origin(url: str) -> str:
     return origin_of(url)
 
 
-#: whether two hosts are one site, asked for every redirect learned
-_same_site = lru_cache(maxsize=1 << 14)(same_site)
+#: the site of a host, asked twice for every redirect learned
+_site = short_cache(1 << 14)(site_of)
+
+
+def _same_site(a: str, b: str) -> bool:
+    """:func:`._psl.same_site`, each host's site remembered."""
+    return bool(a) and bool(b) and _site(a) == _site(b)
 
 
 class _At:
@@ -614,13 +618,16 @@ class EquivalenceStore:
         clock, storage_clock = self.clock, storage.clock
         at = _At(clock)
         done = 0
-        # what was allocated before a chunk is kept out of the collector's passes during it (a
-        # collection then scans the chunk's objects, not the whole heap), and given back at the end
-        freeze = gc.isenabled() and not gc.get_freeze_count()
+        # the cyclic collector waits while a chunk is learned (its objects form no cycles), and
+        # what was allocated before is kept out of its passes (given back at the end)
+        collecting = gc.isenabled()
+        freeze = collecting and not gc.get_freeze_count()
         try:
             for batch in batched(observations, max(1, chunk)):
                 if freeze:
                     gc.freeze()
+                if collecting:
+                    gc.disable()
                 forms = [observation_forms(obs) for obs in batch]
                 storage.refresh()
                 if storage.reads_ahead:
@@ -633,11 +640,15 @@ class EquivalenceStore:
                     add(learn_one(obs, src, tgt))
                 self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
                 summary.rules_contradicted += len(self._observed(Outcome()).contradicted)
+                if collecting:
+                    gc.enable()
                 done += len(batch)
                 if progress is not None:
                     progress(done)
         finally:
             self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
+            if collecting:
+                gc.enable()
             if freeze:
                 gc.unfreeze()
         return summary

@@ -29,7 +29,7 @@ from enum import Enum
 from functools import lru_cache
 from typing import NamedTuple
 
-from ._forms import Form, origin_of, split_form
+from ._forms import Form, origin_of, short_cache, split_form
 from ._psl import WWW, is_ip_host, www_partner
 
 #: statuses that make the source an exact alias of the target (RFC 9110 15.4)
@@ -81,8 +81,12 @@ def _nothing(key: str) -> str | None:
     return None
 
 
+
+
+@short_cache(1 << 13)
 def case_key(url: str) -> str:
-    """A URL with its path case-folded: what a case-insensitive server cannot tell apart."""
+    """A URL with its path case-folded: what a case-insensitive server cannot tell apart (learning
+    asks twice per URL: read ahead, then the declared case)."""
     form = split_form(url)
     return form._replace(path=form.path.lower()).unsplit()
 
@@ -193,7 +197,7 @@ def _http_to_https(f: Form, known: Known) -> tuple[str, Form] | None:
 
 
 #: a host's ``www.`` partner, asked for every URL learned on it
-_partner = lru_cache(maxsize=1 << 14)(www_partner)
+_partner = short_cache(1 << 14)(www_partner)
 
 
 def _www_to_apex(f: Form, known: Known) -> tuple[str, Form] | None:
@@ -226,7 +230,7 @@ def _declared_case(f: Form, known: Known) -> tuple[str, Form] | None:
     if known is _nothing:
         return None
     url = f.unsplit()
-    declared = known(_with_path(f, f.path.lower()).unsplit())  # case_key(url), from the parts at hand
+    declared = known(case_key(url))
     if declared is None or declared == url:
         return None
     return _scoped(f.path.lower()), split_form(declared)
@@ -360,10 +364,10 @@ def _covered_host(authority: str) -> bool:
     return not is_ip_host(host)
 
 
-_covered = lru_cache(maxsize=1 << 14)(_covered_host)
+_covered = short_cache(1 << 14)(_covered_host)
 
 
-@lru_cache(maxsize=1 << 13)
+@short_cache(1 << 13)
 def _known_free(url: str) -> tuple[tuple[Prediction, ...], tuple[Prediction, ...]] | None:
     """The predictions of ``url`` that need nothing known (those tried before the declared case, and
     after it); ``None`` when no rule covers it. Learning asks twice per URL (read ahead, then count)."""
