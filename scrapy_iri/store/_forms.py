@@ -33,6 +33,8 @@ def short_cache(size: int) -> Callable[[Callable[[str], _T]], Callable[[str], _T
             return cached(text) if len(text) <= CACHED_LENGTH else function(text)
 
         lookup.__doc__ = function.__doc__
+        lookup.cache_info = cached.cache_info  # type: ignore[attr-defined]
+        lookup.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
         return lookup
 
     return wrap
