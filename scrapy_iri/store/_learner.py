@@ -768,7 +768,8 @@ class EquivalenceStore:
         record, was = self._count_record(records, key, verdict, now, note)
         if blocked:
             return
-        now_status = record.status(self._judged(key), now)
+        # a counterexample just counted suspends the rule: only an active one changes status
+        now_status = RuleStatus.SUSPENDED if verdict is Verdict.AGAINST else record.status(self._judged(key), now)
         if was is RuleStatus.ACTIVE and now_status is not RuleStatus.ACTIVE:
             outcome.contradicted.append(key)
             self._note_prior(key, held=False)
@@ -784,11 +785,11 @@ class EquivalenceStore:
         # active, every confirmation under any directory counts for it.
         if _GENERALIZES.get(key.kind) and not key.scope.startswith(ANYWHERE):
             wide = RuleKey(key.origin, key.kind, generalized(key.scope))
-            if verdict is Verdict.AGAINST or (verdict is Verdict.SUPPORT and (record.support == 1 or self._is_active(wide, now))):
+            if verdict is Verdict.AGAINST or (verdict is Verdict.SUPPORT and (record.support == 1 or self._is_active(wide, now, records))):
                 self._count_rule(records, blocked, wide, verdict, now, note, outcome)
 
-    def _is_active(self, key: RuleKey, now: float) -> bool:
-        record = self.storage.rules_at(key.origin).get(key)
+    def _is_active(self, key: RuleKey, now: float, records: Mapping[RuleKey, RuleRecord] | None = None) -> bool:
+        record = (self.storage.rules_at(key.origin) if records is None else records).get(key)
         return record is not None and record.status(self._judged(key), now) is RuleStatus.ACTIVE
 
     def confirmations(self, key: RuleKey) -> int:
