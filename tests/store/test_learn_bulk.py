@@ -273,3 +273,33 @@ def test_an_archive_older_than_any_horizon_is_learned(kind: str, tmp_path: Path,
         assert [(a.source, a.target) for a in store.aliases()] == [("http://a.example/old", "http://a.example/new")]
     finally:
         made.close()
+
+
+def _lengthened(obs: Observation, padding: str) -> Observation:
+    def longer(url: str | None) -> str | None:
+        return None if url is None else url.replace("/item-", f"/{padding}/item-").replace("/Docs/", f"/Docs/{padding}/")
+
+    return replace(obs, url=longer(obs.url), target=longer(obs.target))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_learn_equals_one_at_a_time_past_the_cache_length(seed: int) -> None:
+    """URLs longer than the learner's caches keep (a hostile size) are learned alike, bulk or one at a time."""
+    from scrapy_iri.store._forms import CACHED_LENGTH
+
+    padding = "p" * (CACHED_LENGTH + 1)
+    observations = [_lengthened(obs, padding) for obs in stream(seed, 300)]
+    assert sum(len(obs.url) > CACHED_LENGTH for obs in observations) > 20
+    end = observations[-1].time + 1.0  # type: ignore[operator]
+    urls = [u.replace("/item-", f"/{padding}/item-") for u in universe()]
+
+    reference_clock = Clock(T0)
+    reference = MemoryStore(POLICY, clock=reference_clock)
+    expected_totals = record_one_at_a_time(reference, reference_clock, observations)
+    reference_clock.now = end
+    expected = state(reference, end, urls)
+    assert any(len(source) > CACHED_LENGTH for source, *_ in expected["aliases"])
+
+    learner = MemoryStore(POLICY, clock=Clock(end))
+    assert summary_totals(learner.learn(observations, chunk=64)) == expected_totals
+    assert state(learner, end, urls) == expected
