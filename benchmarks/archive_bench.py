@@ -19,7 +19,7 @@ Figures, all CPU time of this process (``time.process_time``), in one run:
 each per link (the links ``graph`` reads). ``--memory`` runs ``graph`` as
 a subprocess on 1x, 4x and 16x the archive (copies concatenated) and
 reports the peak RSS. ``--learn N`` times ``store learn`` on N synthetic
-301 records in one WARC (wall and CPU): reading them alone, then learning
+301 records over ``--hosts`` hosts (997) in one WARC (wall and CPU): reading them alone, then learning
 into memory and into SQLite (``--redis``: into a private ``redis-server``
 too); the archive is not built for ``--learn`` with ``--no-per-link``. ``--nodes`` gives the
 nodes per document at the scheme and protocol rungs (ground truth: the
@@ -28,7 +28,7 @@ copies of the archive with each engine and reports the CPU of each job's
 process tree per WARC record (``graph_bench.measure``) and whether the
 outputs are identical.
 
-    nice .venv/bin/python benchmarks/archive_bench.py [--dir DIR] [--memory [--copies 1,4,16]] [--learn N [--redis]]
+    nice .venv/bin/python benchmarks/archive_bench.py [--dir DIR] [--memory [--copies 1,4,16]] [--learn N [--redis] [--hosts H]]
                                                       [--nodes] [--no-per-link] [--json PATH]
 """
 
@@ -190,19 +190,19 @@ def engines(path: Path, directory: Path, copies: int) -> dict[str, float]:
     return found
 
 
-def redirect_warc(path: str, count: int) -> None:
-    """``count`` 301 response records (997 hosts, one second apart), one gzip member each."""
+def redirect_warc(path: str, count: int, hosts: int = 997) -> None:
+    """``count`` 301 response records (over ``hosts`` hosts, one second apart), one gzip member each."""
     with open(path, "wb") as f:
         for i in range(count):
-            block = (f"HTTP/1.1 301 Moved Permanently\r\nLocation: http://h{i % 997}.test/new/{i}\r\n"
+            block = (f"HTTP/1.1 301 Moved Permanently\r\nLocation: http://h{i % hosts}.test/new/{i}\r\n"
                      "Content-Length: 0\r\n\r\n").encode()
-            head = (f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://h{i % 997}.test/old/{i}\r\n"
+            head = (f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://h{i % hosts}.test/old/{i}\r\n"
                     f"WARC-Date: 2024-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z\r\n"
                     f"Content-Length: {len(block)}\r\n\r\n").encode()
             f.write(gzip.compress(head + block + b"\r\n\r\n", compresslevel=1))
 
 
-def learn(count: int, redis: bool = False) -> dict[str, float]:
+def learn(count: int, redis: bool = False, hosts: int = 997) -> dict[str, float]:
     """``store learn`` on ``count`` redirect records: reading alone, then into memory, SQLite (and Redis)."""
     from scrapy_iri.graph._learn import Reading, learn_files, observations
     from scrapy_iri.store import open_store
@@ -210,7 +210,7 @@ def learn(count: int, redis: bool = False) -> dict[str, float]:
     found = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "redirects.warc.gz")
-        redirect_warc(path, count)
+        redirect_warc(path, count, hosts)
         started, cpu = time.perf_counter(), time.process_time()
         observations([path], Reading())
         found["reading alone redirects/s"] = count / (time.perf_counter() - started)
@@ -265,6 +265,7 @@ def main() -> int:
     parser.add_argument("--no-per-link", action="store_true", help="skip the per-link figures")
     parser.add_argument("--learn", type=int, default=0, metavar="N", help="store learn on N redirect records")
     parser.add_argument("--redis", action="store_true", help="--learn: into a private redis-server too")
+    parser.add_argument("--hosts", type=int, default=997, help="--learn: the hosts the redirects are spread over")
     parser.add_argument("--nodes", action="store_true")
     parser.add_argument("--engines", type=int, default=0, metavar="COPIES",
                         help="local, Dask and Spark on COPIES copies of the archive")
@@ -279,7 +280,7 @@ def main() -> int:
     if args.memory:
         figures.update(memory(path, args.dir, [int(n) for n in args.copies.split(",")]))
     if args.learn:
-        figures.update(learn(args.learn, args.redis))
+        figures.update(learn(args.learn, args.redis, args.hosts))
     if args.nodes:
         figures.update(nodes(path))
     if args.engines:
