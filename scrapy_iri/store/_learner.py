@@ -183,6 +183,10 @@ class EquivalenceStore:
         self._noted: set[RuleKey] = set()
         #: per origin: confirmations of aliases of earlier sessions counted in this session
         self._confirmed_here: dict[str, int] = {}
+        #: while a bulk chunk is learned: rule records counted since their last write (``None``:
+        #: not learning in bulk, every count is written at once), and those written in the chunk
+        self._unwritten: dict[RuleKey, RuleRecord] | None = None
+        self._written: set[RuleKey] = set()
 
     @property
     def policy(self) -> LearningPolicy:
@@ -634,10 +638,13 @@ class EquivalenceStore:
                     storage.prefetch(prefetch_keys(forms))
                 self.clock = storage.clock = at
                 storage.recorded_time = True
+                self._unwritten = {}
                 add, learn_one = summary.add, self._learn_observation
                 for obs, (src, tgt) in zip(batch, forms):
                     at.time = obs.time
                     add(learn_one(obs, src, tgt))
+                self._write_unwritten()
+                self._unwritten = None
                 self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
                 summary.rules_contradicted += len(self._observed(Outcome()).contradicted)
                 if collecting:
@@ -646,6 +653,9 @@ class EquivalenceStore:
                 if progress is not None:
                     progress(done)
         finally:
+            if self._unwritten is not None:
+                self._write_unwritten()
+                self._unwritten = None
             self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
             if collecting:
                 gc.enable()
@@ -744,15 +754,41 @@ class EquivalenceStore:
     ) -> tuple[RuleRecord, RuleStatus]:
         """Add one judged observation to ``key``'s record, stored; the record, and its status before."""
         record = records.get(key)
+        forgot = False
         if record is None:
             record = RuleRecord(key)
             was = RuleStatus.CANDIDATE
         else:
             was = record.status(self._judged(key), now)
+            forgot = record.stale(self._policy, now)
+            if forgot and self._unwritten and key in self._unwritten:  # what it held, as recording one at a time wrote it
+                self.storage.set_rule(key, self._unwritten.pop(key))
             record.expire(self._policy, now)
         record.add(verdict, now, note)
-        self.storage.set_rule(key, record)
+        self._write_rule(key, record, forgot)
         return record, was
+
+    def _write_rule(self, key: RuleKey, record: RuleRecord, forgot: bool) -> None:
+        """Store a counted record; in a bulk chunk, a record already written in it is written again
+        at the chunk's end (it is the same object the storage holds), unless its counts just fell."""
+        unwritten = self._unwritten
+        if unwritten is None:
+            self.storage.set_rule(key, record)
+        elif forgot or key not in self._written:
+            self.storage.set_rule(key, record)  # the first write of a chunk holds the origin's records
+            self._written.add(key)
+            unwritten.pop(key, None)
+        else:
+            unwritten[key] = record
+
+    def _write_unwritten(self) -> None:
+        """Write the records counted again since their last write in this chunk."""
+        unwritten = self._unwritten
+        if unwritten:
+            for key, record in unwritten.items():
+                self.storage.set_rule(key, record)
+            unwritten.clear()
+        self._written.clear()
 
     def _count_rule(
         self,

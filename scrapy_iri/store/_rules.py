@@ -485,6 +485,12 @@ class RuleRecord:
             return RuleStatus.ACTIVE
         return RuleStatus.CANDIDATE
 
+    def stale(self, policy: LearningPolicy, now: float) -> bool:
+        """Whether :meth:`expire` would forget a count now."""
+        return bool(self.against and now - self.last_against > policy.rule_ttl) or bool(
+            self.support and now - self.last_support > policy.rule_ttl
+        )
+
     def expire(self, policy: LearningPolicy, now: float) -> None:
         """Forget evidence older than the TTL (a suspended rule starts learning afresh)."""
         if self.against and now - self.last_against > policy.rule_ttl:

@@ -303,3 +303,35 @@ def test_learn_equals_one_at_a_time_past_the_cache_length(seed: int) -> None:
     learner = MemoryStore(POLICY, clock=Clock(end))
     assert summary_totals(learner.learn(observations, chunk=64)) == expected_totals
     assert state(learner, end, urls) == expected
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 5000])
+def test_rules_written_once_a_chunk_give_the_sqlite_merge_the_same_counts(
+    chunk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rule record counted again in a chunk is written once more at its end: at every commit the
+    SQLite storage holds the counts to merge (what another process's rows get added) that writing
+    every count at once gives it, the counts a TTL forgot included."""
+    from scrapy_iri.store import _sqlite
+    from scrapy_iri.store._learner import EquivalenceStore
+
+    commits: list[Any] = []
+    commit = _sqlite.SQLiteStorage._commit
+
+    def noting(storage: Any) -> None:
+        commits.append({key: (delta, storage._rule_seen.get(key)) for key, delta in storage._rule_delta.items()})
+        commit(storage)
+
+    monkeypatch.setattr(_sqlite.SQLiteStorage, "_commit", noting)
+    runs = []
+    for deferred in (True, False):
+        if not deferred:
+            monkeypatch.setattr(EquivalenceStore, "_write_rule", lambda self, key, record, forgot: self.storage.set_rule(key, record))
+        commits.clear()
+        for seed in range(4):
+            store = open_store(f"sqlite:///{tmp_path}/{deferred}-{seed}.db", policy=POLICY, clock=Clock(T0))
+            store.learn(stream(seed, 600), chunk=chunk)
+            store.close()
+        runs.append(list(commits))
+    assert runs[0] == runs[1]
+    assert sum(len(c) for c in runs[0]) > 100
