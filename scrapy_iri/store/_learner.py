@@ -29,7 +29,7 @@ from .._schemes import SCHEMES
 from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
 from ._observation import LEARN_CHUNK, LearnSummary, Observation, batched, observation_forms, prefetch_keys
-from ._forms import has_userinfo, short_cache, origin_of, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
+from ._forms import has_userinfo, origin_of, scheme_form, short_cache, sink_key, source_key, spelling_key, split_form, split_fragment
 from ._psl import site_of
 from ._report import Explanation, explanation, export, rule_label, stats
 from ._resolution import Resolution, Step

@@ -26,7 +26,6 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
-from functools import lru_cache
 from typing import NamedTuple
 
 from ._forms import Form, origin_of, short_cache, split_form
@@ -345,9 +344,10 @@ def predictions(url: str, known: Known = _nothing) -> Iterator[Prediction]:
     before, after = found
     yield from before
     if known is not _nothing:
-        declared = _declared_case(split_form(url), known)
+        form = split_form(url)
+        declared = _declared_case(form, known)
         if declared is not None:
-            yield Prediction(RuleKey(origin_of(url), DECLARED_CASE, declared[0]), declared[1].unsplit())
+            yield Prediction(RuleKey(form.origin, DECLARED_CASE, declared[0]), declared[1].unsplit())
     yield from after
 
 
