@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import tempfile
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -171,9 +172,12 @@ class _Run:
         started = time.perf_counter()
         try:
             with ExitStack() as stack:
-                store = self._store(stack, fmt)
-                normalizer = self._normalizer(store)
-                source = open_input(self.src, fmt, self.hooks.stdin, stack, redirects=options.redirects)
+                if fmt in ARCHIVE_FORMATS and options.engine != "local":
+                    store, normalizer, source = self._split(stack)
+                else:
+                    store = self._store(stack, fmt)
+                    normalizer = self._normalizer(store)
+                    source = open_input(self.src, fmt, self.hooks.stdin, stack, redirects=options.redirects)
                 self._merge(source, normalizer, store, stack)
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:  # a truncated or corrupt gzip stream
             raise GraphError(f"{self.name}: {exc}") from exc
@@ -205,6 +209,33 @@ class _Run:
             return opened
         return store
 
+    def _split(self, stack: ExitStack) -> tuple[Any, GraphNormalizer, GraphInput]:
+        """Archives on Dask or Spark: in pieces, each read, parsed and canonicalized on a worker; the
+        protocol rung without a store learned first from the pieces' captures."""
+        from . import _split
+        from ._archive import archive_files
+        from ._engines import start
+        from ._links import _lxml
+
+        options, stage = self.options, self.hooks.on_stage or (lambda text: None)
+        _lxml()  # a clear error when the parser is missing
+        files = archive_files(self.src)
+        runner = start(options.engine, options.workers, stage)
+        stack.callback(runner.close)
+        stage(f"finding record boundaries in {len(files):,} archive file{'s' if len(files) != 1 else ''}")
+        found = _split.pieces(files, _split.PIECE_BYTES)
+        stage(f"{len(found):,} pieces on {options.engine}")
+        store = options.store
+        if options.rung is Rung.PROTOCOL and store is None:
+            stage(f"learning the protocol rung from the captures in {self.src}, on {options.engine}")
+            directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="scrapy-iri-learned-"))
+            store = _split.learned_file(runner, options.engine, found, directory)
+        normalizer = self._normalizer(store)
+        stage(f"reading, parsing and canonicalizing on {options.engine}")
+        source = _split.split_input(runner, options.engine, found, normalizer.node, redirects=options.redirects,
+                                    options=self._engine_options(store))
+        return store, normalizer, source
+
     def _normalizer(self, store: Any) -> GraphNormalizer:
         options = self.options
         lookup = None
@@ -226,7 +257,15 @@ class _Run:
     def _engine_items(self, rows: Any, normalizer: GraphNormalizer, store: Any) -> Iterator[tuple[Any, Any, Any]]:
         """(row, source node, target node): nodes the engine made (None for a row the reader found bad)."""
         options = self.options
-        engine_options = {
+        return engine_rows(
+            options.engine, iter(rows), normalizer.node, workers=options.workers, options=self._engine_options(store),
+            cache_size=options.cache_size, on_stage=self.hooks.on_stage,
+        )
+
+    def _engine_options(self, store: Any) -> dict[str, Any]:
+        """What a worker's kernel is made with (:func:`scrapy_iri.graph._arrow._kernel`)."""
+        options = self.options
+        return {
             "rung": options.rung,
             "keep_fragment": options.keep_fragment,
             "lenient": options.lenient,
@@ -235,10 +274,6 @@ class _Run:
             "cache_size": options.cache_size or 0,
             "identity": options.identity,
         }
-        return engine_rows(
-            options.engine, iter(rows), normalizer.node, workers=options.workers, options=engine_options,
-            cache_size=options.cache_size, on_stage=self.hooks.on_stage,
-        )
 
     def _write_aliases(self, normalizer: GraphNormalizer, stack: ExitStack) -> None:
         options = self.options
@@ -291,7 +326,8 @@ class _Run:
                     bad(row, row[4])
         else:
             add_nodes = normalizer.add_nodes
-            for row, s, t in self._engine_items(counted, normalizer, store):
+            items = counted if source.made else self._engine_items(counted, normalizer, store)
+            for row, s, t in items:
                 if row[4] is None:
                     try:
                         pair = add_nodes(row[1], row[2], s, t)

@@ -76,6 +76,11 @@ def _value_job(spark: Any, values: pa.Array, options: dict[str, Any]) -> pa.Tabl
         ).toArrow()
 
 
+def _task(spark: Any, function: Any, args: tuple[Any, ...]) -> Any:
+    """``function(*args)`` in a Python worker of ``spark``: a job of one task."""
+    return spark.sparkContext.parallelize([args], 1).map(lambda given: function(*given)).collect()[0]
+
+
 def rows_schema(df: Any, source: str, target: str, keep: Sequence[str]) -> Any:
     """The schema of :func:`scrapy_iri.arrow.canonicalize_edges`'s rows for ``df``."""
     from pyspark.sql.types import StringType, StructField, StructType

@@ -181,15 +181,18 @@ def test_progress_says_when_the_engine_takes_over(client, capsys, tmp_path):
     assert "scrapy-iri: graph: 100 rows, " in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("rung, chunk_rows", [("scheme", 250_000), ("protocol", 500)])
+@pytest.mark.parametrize("rung, piece_bytes", [("scheme", 64 << 20), ("protocol", 20_000), ("scheme", 50_000)])
 def test_cli_dask_on_archives_equals_local_byte_for_byte(client, capsys, tmp_path, monkeypatch, wget_archive,
-                                                         rung, chunk_rows):
+                                                         rung, piece_bytes):
+    """Workers read pieces (whole files, or runs of records inside one), parse and canonicalize them."""
     from _messy import archive_directory, run_archive_cli
 
-    from scrapy_iri.graph import _engines
+    from scrapy_iri.graph import _split
 
-    monkeypatch.setattr(_engines, "CHUNK_ROWS", chunk_rows)
+    monkeypatch.setattr(_split, "PIECE_BYTES", piece_bytes)
     archives = archive_directory(wget_archive, tmp_path)
+    files = sorted(str(path) for path in archives.iterdir())
+    assert len(_split.pieces(files, piece_bytes)) > (len(files) if piece_bytes < 1 << 20 else len(files) - 1)
     local = run_archive_cli(capsys, tmp_path, "local", archives, "--rung", rung)
     on_dask = run_archive_cli(capsys, tmp_path, "dask", archives, "--rung", rung, "--engine", "dask", "--workers", "2")
     assert local["code"] == on_dask["code"] == 1  # the damaged copy's bad records

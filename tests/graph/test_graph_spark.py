@@ -91,9 +91,16 @@ def test_the_spark_example_of_the_docs(spark, tmp_path):
         run_python(block, tmp_path)
 
 
-def test_cli_spark_on_archives_at_the_protocol_rung_equals_local(spark, capsys, tmp_path, wget_archive):
+@pytest.mark.parametrize("piece_bytes", [64 << 20, 30_000])
+def test_cli_spark_on_archives_at_the_protocol_rung_equals_local(spark, capsys, tmp_path, wget_archive, monkeypatch,
+                                                                 piece_bytes):
+    """Python workers read pieces (whole files, or runs of records inside one), parse and canonicalize them;
+    the captures they find are learned here, in date order, first."""
     from _messy import archive_directory, run_archive_cli
 
+    from scrapy_iri.graph import _split
+
+    monkeypatch.setattr(_split, "PIECE_BYTES", piece_bytes)
     archives = archive_directory(wget_archive, tmp_path)
     local = run_archive_cli(capsys, tmp_path, "local", archives, "--rung", "protocol")
     on_spark = run_archive_cli(capsys, tmp_path, "spark", archives, "--rung", "protocol", "--engine", "spark",
