@@ -232,8 +232,11 @@ class _Run:
             store = _split.learned_file(runner, options.engine, found, directory)
         normalizer = self._normalizer(store)
         stage(f"reading, parsing and canonicalizing on {options.engine}")
+        def on_repeated(count: int) -> None:
+            normalizer.edges_in += count
+
         source = _split.split_input(runner, options.engine, found, normalizer.node, redirects=options.redirects,
-                                    options=self._engine_options(store))
+                                    options=self._engine_options(store), on_repeated=on_repeated)
         return store, normalizer, source
 
     def _normalizer(self, store: Any) -> GraphNormalizer:

@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 
 from ._warc import _GZIP, _VERSION, MAX_HEADER, BadRecord, Record, _headers, records
 
-PIECE_BYTES = 64 << 20
+PIECE_BYTES = 8 << 20
 """The bytes of archive a piece holds, at least (a file smaller than twice this is one piece)."""
 
 _READ = 1 << 20
@@ -179,10 +179,23 @@ def span_records(file: BinaryIO, start: int, end: int) -> Iterator[Record | BadR
 # --- the work on a piece, in a worker ----------------------------------------------------
 
 
-def piece_links(piece: Piece, redirects: str, options: dict[str, Any]) -> tuple[list[tuple[Any, ...]],
-                                                                            dict[str, Any], dict[str, int]]:
-    """The link rows of a piece (as the local engine reads them), the canonical form or error of each
-    distinct end of its good rows, and the records it skipped (by why)."""
+@dataclass
+class PieceLinks:
+    """What a worker makes of a piece: its link rows as the local engine reads them (but for
+    ``repeated``), the canonical form or error of each distinct end, the records skipped (by why).
+
+    A valid row whose canonical edge and both original ends came earlier in the piece changes
+    nothing but the count of edges read: such rows are only counted, in ``repeated``.
+    """
+
+    rows: list[tuple[Any, ...]]
+    forms: dict[str, tuple[str | None, str | None]]
+    skipped: dict[str, int]
+    repeated: int
+
+
+def piece_links(piece: Piece, redirects: str, options: dict[str, Any]) -> PieceLinks:
+    """The links of ``piece``, read, parsed and canonicalized (with the kernel ``options``: see ``_arrow``)."""
     from .._ladder import Rung
     from ._archive import ArchiveRows
     from ._arrow import _kernel
@@ -191,14 +204,26 @@ def piece_links(piece: Piece, redirects: str, options: dict[str, Any]) -> tuple[
                   options["store"], options.get("aliases"), int(options.get("cache_size") or 0),
                   bool(options.get("identity")))
     reader = ArchiveRows([piece.path], redirects, [piece])
-    rows = list(reader)
+    rows: list[tuple[Any, ...]] = []
     forms: dict[str, Any] = {}
-    for row in rows:
+    edges: set[tuple[str, str]] = set()
+    ends: set[str] = set()
+    repeated = 0
+    for row in reader:
         if row[4] is None:
-            for value in (row[1], row[2]):
-                if value not in forms:
-                    forms[value] = one(value)
-    return rows, forms, dict(reader.skipped)
+            source, target = row[1], row[2]
+            s = forms.get(source) or forms.setdefault(source, one(source))
+            t = forms.get(target) or forms.setdefault(target, one(target))
+            if s[0] is not None and t[0] is not None:
+                edge = (s[0], t[0])
+                if edge in edges and source in ends and target in ends:
+                    repeated += 1
+                    continue
+                edges.add(edge)
+                ends.add(source)
+                ends.add(target)
+        rows.append(row)
+    return PieceLinks(rows, forms, dict(reader.skipped), repeated)
 
 
 def piece_captures(piece: Piece) -> list[Any]:
@@ -265,10 +290,12 @@ def learned_file(runner: Any, engine: str, found: list[Piece], directory: str) -
 
 
 def split_input(
-    runner: Any, engine: str, found: list[Piece], make: Any, *, redirects: str, options: dict[str, Any]
+    runner: Any, engine: str, found: list[Piece], make: Any, *, redirects: str, options: dict[str, Any],
+    on_repeated: Any,
 ) -> Any:
     """The second pass: every piece's rows read, parsed and canonicalized on the engine, as
-    (row, source node, target node) in the local engine's order; nodes made here by ``make``."""
+    (row, source node, target node) in the local engine's order; nodes made here by ``make``,
+    the rows a piece only counted given to ``on_repeated(count)``."""
     from collections import Counter
 
     from ._archive import BAD_HEADER, _reject
@@ -279,15 +306,16 @@ def split_input(
     done = [0]
 
     def items() -> Iterator[tuple[Any, Any, Any]]:
-        for piece, (rows, forms, counts) in in_order(runner, engine, piece_links, found, redirects, options):
-            nodes = {value: make(*form) for value, form in forms.items()}
-            skipped.update(counts)
+        for piece, links in in_order(runner, engine, piece_links, found, redirects, options):
+            nodes = {value: make(*form) for value, form in links.forms.items()}
+            skipped.update(links.skipped)
             done[0] += piece.end - piece.start
-            for row in rows:
+            for row in links.rows:
                 if row[4] is None:
                     yield row, nodes[row[1]], nodes[row[2]]
                 else:
                     yield row, None, None
+            on_repeated(links.repeated)
 
     total = sum(piece.end - piece.start for piece in found)
     return GraphInput(items(), BAD_HEADER, _reject, ARCHIVE_COLUMNS, lambda: done[0], total, skipped, made=True)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import gzip
-from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
+from _archive_checks import Hrefs, cdx_lines, read_csv
 from _archive_web import HOST, TEMPORARY, WWW
 
 from scrapy_iri import canonicalize
@@ -16,38 +15,6 @@ from scrapy_iri._cli import main
 from scrapy_iri.graph import normalize_graph_file
 from scrapy_iri.graph._learn import LearnedStore
 from scrapy_iri.store import open_store
-
-LINKS = {"a": "href", "link": "href", "img": "src", "script": "src", "iframe": "src", "form": "action"}
-
-
-class _Hrefs(HTMLParser):
-    """The reference reading of a served page: Python's own HTML parser, urljoin."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.url, self.links = url, []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        wanted = LINKS.get(tag)
-        for name, value in attrs:
-            if name == wanted and value is not None:
-                self.links.append(urljoin(self.url, value.strip()))
-
-
-def cdx_lines(archive: Path) -> list[dict[str, str]]:
-    """wget's CDX (columns ``a b a m s k r M V g u``): url, timestamp, status, redirect."""
-    rows = []
-    for line in archive.with_suffix("").with_suffix(".cdx").read_text().splitlines()[1:]:
-        f = line.split(" ")
-        redirect = f[6].replace("%3A//", "://", 1) if f[6] != "-" else None
-        rows.append({"url": f[0], "time": f[1], "status": f[4], "redirect": redirect})
-    return rows
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
-
 
 @pytest.fixture(scope="module")
 def learned(wget_archive):
@@ -120,7 +87,7 @@ def test_no_edge_of_the_true_graph_is_missing(wget_archive, outputs, docs_site):
     truth = set()
     for url, document in served.items():
         page = document.read_bytes().replace(b"</body>", docs_site.footer(urlsplit(url).path) + b"</body>", 1)
-        parser = _Hrefs(url)
+        parser = Hrefs(url)
         parser.feed(page.decode("utf-8"))
         for link in parser.links:
             target = docs_site.document(link)

@@ -1,0 +1,125 @@
+"""Link graphs from archives wget wrote of Debian's nginx serving python3-doc: checked against the served files.
+
+nginx (started by the test, its own configuration; see ``_nginx_web``)
+makes the aliases itself: http -> https, www -> apex, a 302 host,
+directory slashes, ``index.html`` -> directory. wget crawls it through
+its proxies, writing ``--warc-file`` and ``--warc-cdx``.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import pytest
+from _archive_checks import Hrefs, cdx_lines, read_csv
+from _nginx_web import HOST, TEMPORARY, WWW, NginxSite, available, document, footer
+
+from scrapy_iri import canonicalize
+from scrapy_iri.graph import normalize_graph_file
+from scrapy_iri.graph._learn import LearnedStore
+
+RUNGS = ("string", "syntax", "scheme", "protocol")
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    why = available()
+    if why is not None:
+        pytest.skip(why)
+    directory = tmp_path_factory.mktemp("nginx")
+    with NginxSite(directory) as site:
+        return site.crawl(directory, "nginx")
+
+
+@pytest.fixture(scope="module")
+def learned(archive):
+    return LearnedStore([str(archive)])
+
+
+@pytest.fixture(scope="module")
+def outputs(archive, tmp_path_factory):
+    """The graph of the archive at every rung (protocol: learned from the archive's own redirects)."""
+    out = tmp_path_factory.mktemp("nginx-graphs")
+    found = {}
+    for rung in RUNGS:
+        summary = normalize_graph_file(archive, out / f"{rung}.csv", rung, bad_rows=out / f"{rung}-bad.csv")
+        found[rung] = (read_csv(out / f"{rung}.csv"), summary)
+    return found
+
+
+def scheme_of(url: str) -> str:
+    return url.partition(":")[0]
+
+
+def test_wget_recorded_the_conventions_nginx_made(archive):
+    rows = cdx_lines(archive)
+    seen = {(urlsplit(r["url"]).hostname, scheme_of(r["url"]), r["status"]) for r in rows}
+    assert {(WWW, "http", "301"), (WWW, "https", "301"), (TEMPORARY, "http", "302"), (HOST, "http", "301"),
+            (HOST, "https", "200")} <= seen
+    redirects = [r for r in rows if r["redirect"]]
+    assert all(scheme_of(r["redirect"]) == "https" for r in redirects)  # every alias ends on https
+    assert any(r["url"].endswith("/index.html") and urlsplit(r["url"]).hostname == HOST for r in redirects)
+    assert any(r["redirect"] == r["url"] + "/" for r in redirects)  # nginx's own directory slash
+
+
+@pytest.mark.parametrize("rung", RUNGS)
+def test_no_node_denotes_two_documents(outputs, learned, rung):
+    rows, summary = outputs[rung]
+    assert summary.bad_rows == 0 and summary.edges_out == len(rows) > 100
+    store = learned if rung == "protocol" else None
+    documents: dict[str, set] = {}
+    for row in rows:
+        for end in ("source", "target"):
+            original = row[f"{end}_original"]
+            assert canonicalize(original, rung, keep_fragment=False, lenient=True, store=store) == row[end]
+            found = document(original)
+            if found is not None:
+                documents.setdefault(row[end], set()).add(found)
+    assert documents and all(len(found) == 1 for found in documents.values())
+
+
+def test_every_clean_301_is_merged_and_no_302_at_the_protocol_rung(archive, learned):
+    lines = cdx_lines(archive)
+    answered = {(row["url"], row["time"]) for row in lines if row["status"] == "200"}
+    permanent = temporary = 0
+    for row in lines:
+        if not row["redirect"]:
+            continue
+        contradicted = any(url == row["url"] and time > row["time"] for url, time in answered)
+        source = canonicalize(row["url"], "protocol", store=learned)
+        target = canonicalize(row["redirect"], "protocol", store=learned)
+        if row["status"] in ("301", "308") and not contradicted:
+            permanent += 1
+            assert source == target, row
+        elif row["status"] in ("302", "303", "307"):
+            temporary += 1
+            assert source != target, row
+    assert permanent >= 30 and temporary >= 10
+
+
+def test_no_edge_of_the_true_graph_is_missing(archive, outputs):
+    served = {row["url"]: document(row["url"]) for row in cdx_lines(archive)
+              if row["status"] == "200" and urlsplit(row["url"]).hostname == HOST}
+    truth = set()
+    for url, page in served.items():
+        if page is None or page.suffix != ".html":
+            continue
+        parser = Hrefs(url)  # the page as nginx served it: the file, and the footer its sub_filter adds
+        parser.feed(page.read_text(encoding="utf-8").replace("</body>", footer(url), 1))
+        truth.update((page, document(link)) for link in parser.links if document(link) is not None)
+    assert len(truth) > 100
+    for rung in ("scheme", "protocol"):
+        rows, _ = outputs[rung]
+        found = {(document(row["source_original"]), document(row["target_original"])) for row in rows}
+        assert truth <= found, sorted(truth - found)[:5]
+
+
+def test_the_protocol_rung_folds_every_alias_but_the_temporary_host(outputs):
+    rows, _ = outputs["protocol"]
+    nodes = {row[end]: document(row[f"{end}_original"]) for row in rows for end in ("source", "target")}
+    kept = [page for node, page in nodes.items() if page is not None and urlsplit(node).hostname != TEMPORARY]
+    assert len(kept) == len(set(kept))  # one node per document: https, apex, slash, no index.html
+    assert any(urlsplit(node).hostname == TEMPORARY for node in nodes)  # the 302 host stays apart
+    scheme_rows, _ = outputs["scheme"]
+    scheme_nodes = {row[end] for row in scheme_rows for end in ("source", "target")}
+    assert len(scheme_nodes) > len(nodes)
