@@ -24,11 +24,18 @@ from ._inputs import FORMATS, detect_format
 from ._learn import LearnedStore, learn_files
 from ._normalize import DEFAULT_CACHE_SIZE, GraphNormalizer, GraphSummary, normalize_graph
 from ._run import GraphOptions, normalize_graph_file
+from ._split import ROW_COLUMNS, Piece, archive_pieces, learn_captures, piece_captures, piece_rows
 
 __all__ = [
     "BadEdge",
     "LearnedStore",
+    "Piece",
+    "ROW_COLUMNS",
     "archive_links",
+    "archive_pieces",
+    "learn_captures",
+    "piece_captures",
+    "piece_rows",
     "learn_files",
     "GraphError",
     "GraphNormalizer",

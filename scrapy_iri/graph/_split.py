@@ -42,6 +42,14 @@ class Piece:
     end: int
 
 
+def archive_pieces(*names: str, piece_bytes: int | None = None) -> list[Piece]:
+    """The pieces of the archives ``names`` name (files, directories, globs), in the command's order."""
+    from ._archive import archive_files
+
+    files = [path for name in names for path in archive_files(name)]
+    return pieces(files, PIECE_BYTES if piece_bytes is None else piece_bytes)
+
+
 def pieces(files: list[str], piece_bytes: int = PIECE_BYTES) -> list[Piece]:
     """The pieces of ``files``, in file and offset order (the order the local engine reads them)."""
     found = []
@@ -226,6 +234,47 @@ def piece_links(piece: Piece, redirects: str, options: dict[str, Any]) -> PieceL
     return PieceLinks(rows, forms, dict(reader.skipped), repeated)
 
 
+ROW_COLUMNS = ("source", "target", "path", "date", "source_original", "target_original", "where", "reason")
+
+
+def piece_rows(
+    piece: Piece,
+    rung: Any = "scheme",
+    *,
+    store: Any = None,
+    redirects: str = "skip",
+    keep_fragment: bool = False,
+    lenient: bool = True,
+    cache_size: int | None = None,
+) -> Iterator[tuple[str | None, ...]]:
+    """Every link row of ``piece``, canonicalized at ``rung`` (columns :data:`ROW_COLUMNS`).
+
+    ``source`` and ``target`` are null and ``reason`` says why in a bad row
+    (a bad record, a link that is no IRI reference, an end with no canonical
+    form: the reasons of ``--bad-rows``); ``where`` is ``file:offset``.
+    Nothing is de-duplicated. The protocol rung takes ``store``: a store URI
+    every worker can open, or what :func:`learn_captures` returns.
+    """
+    from .._ladder import Rung
+    from ._archive import ArchiveRows
+    from ._arrow import CACHE_SIZE, _kernel
+
+    one = _kernel(Rung.parse(rung), keep_fragment, lenient, store, None,
+                  CACHE_SIZE if cache_size is None else cache_size)
+    for where, source, target, _, problem, path, date in ArchiveRows([piece.path], redirects, [piece]):
+        if problem is not None:
+            yield None, None, path, date, source, target, where, problem
+            continue
+        s, source_error = one(source)
+        t, target_error = one(target)
+        reason = None
+        if source_error is not None or target_error is not None:
+            reason = "; ".join(f"{end}: {error}" for end, error in (("source", source_error),
+                                                                     ("target", target_error)) if error)
+            s = t = None
+        yield s, t, path, date, source, target, where, reason
+
+
 def piece_captures(piece: Piece) -> list[Any]:
     """The HTTP captures of a piece's records (:class:`~scrapy_iri.graph._learn.Capture`), file order."""
     from ._learn import Reading, warc_captures
@@ -263,7 +312,8 @@ class LearnedFile:
 
 
 def learn_captures(captures: list[Any], uri: str) -> LearnedFile:
-    """Learn the store at ``uri`` from ``captures`` (file order), in date order, as the local engine does."""
+    """Learn the store at ``uri`` (a new file every worker can read) from ``captures`` (file order), in date
+    order, as the local engine does; the store every worker then opens for the protocol rung."""
     from ..store import Observation, open_store
 
     ordered = sorted(captures, key=lambda capture: capture.time)

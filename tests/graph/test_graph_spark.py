@@ -107,3 +107,20 @@ def test_cli_spark_on_archives_at_the_protocol_rung_equals_local(spark, capsys, 
                                "--workers", "2")
     assert local["code"] == on_spark["code"] == 1
     assert on_spark == local
+
+
+def test_archive_rows_in_your_own_spark_job_give_the_commands_edges(spark, capsys, tmp_path, wget_archive):
+    """``scrapy_iri.spark.archive_rows``: pieces read on the workers, the protocol rung learned first."""
+    from _archive_checks import read_csv
+    from _messy import archive_directory, run_archive_cli
+
+    from scrapy_iri.spark import archive_rows
+
+    archives = archive_directory(wget_archive, tmp_path)
+    run_archive_cli(capsys, tmp_path, "local", archives, "--rung", "protocol")
+    rows = archive_rows(spark, str(archives), rung="protocol", piece_bytes=30_000).cache()
+    edges = {(r.source, r.target) for r in rows.where("reason is null").select("source", "target").collect()}
+    assert edges == {(r["source"], r["target"]) for r in read_csv(tmp_path / "local-out.csv")}
+    bad = {(r.where, r.reason) for r in rows.where("reason is not null").collect()}
+    expected = {(f"{r['file']}:{r['offset']}", r["reason"]) for r in read_csv(tmp_path / "local-bad.csv")}
+    assert len(bad) > 2 and bad == expected
