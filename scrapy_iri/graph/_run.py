@@ -314,36 +314,36 @@ class _Run:
                 raise GraphError(f"{where}: stopped at the first bad row (--fail-fast)")
 
         if options.engine == "local":
-            add_edge = normalizer.add_edge
-            for row in counted:
-                if row[4] is None:
-                    try:
-                        pair = add_edge(row[1], row[2])
-                    except BadEdge as exc:
-                        bad(row, str(exc))
-                    else:
-                        if pair is not None:
-                            write_edge(row, *pair)
-                else:
-                    normalizer.bad_rows += 1
-                    bad(row, row[4])
+            items: Iterator[tuple[Any, Any, Any]] = _local_items(counted, normalizer)
+        elif source.made:
+            items = iter(counted)
         else:
-            add_nodes = normalizer.add_nodes
-            items = counted if source.made else self._engine_items(counted, normalizer, store)
-            for row, s, t in items:
-                if row[4] is None:
-                    try:
-                        pair = add_nodes(row[1], row[2], s, t)
-                    except BadEdge as exc:
-                        bad(row, str(exc))
-                    else:
-                        if pair is not None:
-                            write_edge(row, *pair)
+            items = self._engine_items(counted, normalizer, store)
+        add_nodes = normalizer.add_nodes
+        for row, s, t in items:
+            if row[4] is None:
+                try:
+                    pair = add_nodes(row[1], row[2], s, t)
+                except BadEdge as exc:
+                    bad(row, str(exc))
                 else:
-                    normalizer.bad_rows += 1
-                    bad(row, row[4])
+                    if pair is not None:
+                        write_edge(row, *pair)
+            else:
+                normalizer.bad_rows += 1
+                bad(row, row[4])
         if hooks.progress is not None:
             hooks.progress(counted.rows, source.tell(), source.total)
+
+
+def _local_items(rows: Any, normalizer: GraphNormalizer) -> Iterator[tuple[Any, Any, Any]]:
+    """(row, source node, target node), the nodes looked up here (None for a row the reader found bad)."""
+    node = normalizer.node_of
+    for row in rows:
+        if row[4] is None:
+            yield row, node(row[1]), node(row[2])
+        else:
+            yield row, None, None
 
 
 def _identity(raw: str) -> tuple[str | None, str | None]:

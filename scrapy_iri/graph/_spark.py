@@ -163,20 +163,9 @@ def canonical_rows(
         )
 
 
-def normalize_graph(
-    df: Any,
-    source: str = "source",
-    target: str = "target",
-    *,
-    rung: Rung | str = Rung.SCHEME,
-    keep_fragment: bool = False,
-    lenient: bool = True,
-    store: str | None = None,
-    aliases: Any = None,
-    keep: Sequence[str] = (),
-    cache_size: int = CACHE_SIZE,
-) -> tuple[Any, Any]:
-    """(edges, bad_rows), two lazy Spark DataFrames.
+def normalize_graph(df: Any, source: str = "source", target: str = "target", **options: Any) -> tuple[Any, Any]:
+    """(edges, bad_rows), two lazy Spark DataFrames; ``options`` are :func:`canonical_rows`'s
+    (``rung``, ``keep_fragment``, ``lenient``, ``store``, ``aliases``, ``keep``, ``cache_size``).
 
     ``edges`` holds each distinct canonical edge once (``source`` and
     ``target``, named as in ``df``); ``bad_rows`` every row with an end that
@@ -188,10 +177,8 @@ def normalize_graph(
     """
     from pyspark.sql import functions as F
 
-    rows = canonical_rows(
-        df, source, target, rung=rung, keep_fragment=keep_fragment, lenient=lenient, store=store,
-        aliases=aliases, keep=keep, cache_size=cache_size,
-    )
+    rows = canonical_rows(df, source, target, **options)
+    keep = tuple(options.get("keep", ()))
     edges = rows.where(F.col("reason").isNull()).select(source, target).dropDuplicates()
     bad = rows.where(F.col("reason").isNotNull()).select(
         F.col(f"{source}_original").alias(source), F.col(f"{target}_original").alias(target), *keep, "reason"

@@ -204,13 +204,10 @@ class PieceLinks:
 
 def piece_links(piece: Piece, redirects: str, options: dict[str, Any]) -> PieceLinks:
     """The links of ``piece``, read, parsed and canonicalized (with the kernel ``options``: see ``_arrow``)."""
-    from .._ladder import Rung
     from ._archive import ArchiveRows
-    from ._arrow import _kernel
+    from ._arrow import kernel_of
 
-    one = _kernel(Rung.parse(options["rung"]), bool(options["keep_fragment"]), bool(options["lenient"]),
-                  options["store"], options.get("aliases"), int(options.get("cache_size") or 0),
-                  bool(options.get("identity")))
+    one = kernel_of(options)
     reader = ArchiveRows([piece.path], redirects, [piece])
     rows: list[tuple[Any, ...]] = []
     forms: dict[str, Any] = {}
@@ -255,12 +252,10 @@ def piece_rows(
     Nothing is de-duplicated. The protocol rung takes ``store``: a store URI
     every worker can open, or what :func:`learn_captures` returns.
     """
-    from .._ladder import Rung
     from ._archive import ArchiveRows
-    from ._arrow import CACHE_SIZE, _kernel
+    from ._arrow import kernel_of
 
-    one = _kernel(Rung.parse(rung), keep_fragment, lenient, store, None,
-                  CACHE_SIZE if cache_size is None else cache_size)
+    one = kernel_of(dict(rung=rung, keep_fragment=keep_fragment, lenient=lenient, store=store), cache_size)
     for where, source, target, _, problem, path, date in ArchiveRows([piece.path], redirects, [piece]):
         if problem is not None:
             yield None, None, path, date, source, target, where, problem

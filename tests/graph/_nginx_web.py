@@ -24,7 +24,6 @@ import shutil
 import socket
 import socketserver
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
