@@ -229,7 +229,7 @@ class _Run:
         if options.rung is Rung.PROTOCOL and store is None:
             stage(f"learning the protocol rung from the captures in {self.src}, on {options.engine}")
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="scrapy-iri-learned-"))
-            store = _split.learned_file(runner, options.engine, found, directory)
+            store = _split.learned_file(runner, options.engine, found, directory, self.hooks.progress)
         normalizer = self._normalizer(store)
         stage(f"reading, parsing and canonicalizing on {options.engine}")
         def on_repeated(count: int) -> None:

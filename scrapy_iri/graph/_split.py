@@ -324,13 +324,18 @@ def learn_captures(captures: list[Any], uri: str) -> LearnedFile:
     return LearnedFile(uri, last)
 
 
-def learned_file(runner: Any, engine: str, found: list[Piece], directory: str) -> LearnedFile:
-    """The first pass: the pieces' captures, read on the engine, learned here into a SQLite file."""
+def learned_file(runner: Any, engine: str, found: list[Piece], directory: str, progress: Any = None) -> LearnedFile:
+    """The first pass: the pieces' captures, read on the engine, learned here into a SQLite file;
+    ``progress(0, bytes read, bytes in all)`` after each piece."""
     from ._engines import in_order
 
     captures: list[Any] = []
-    for _, got in in_order(runner, engine, piece_captures, found):
+    done, total = 0, sum(piece.end - piece.start for piece in found)
+    for piece, got in in_order(runner, engine, piece_captures, found):
         captures.extend(got)
+        done += piece.end - piece.start
+        if progress is not None:
+            progress(0, done, total)
     return learn_captures(captures, f"sqlite:///{os.path.join(directory, 'learned.sqlite')}")
 
 

@@ -198,3 +198,21 @@ def test_cli_dask_on_archives_equals_local_byte_for_byte(client, capsys, tmp_pat
     assert local["code"] == on_dask["code"] == 1  # the damaged copy's bad records
     assert on_dask == local
     assert local["out"].count(b"\n") > 300 and b"lies" in local["bad"] and b"cut off" in local["bad"]
+
+
+def test_progress_on_archives_names_each_pass_and_the_bytes_read(client, capsys, tmp_path, monkeypatch, wget_archive):
+    from scrapy_iri._cli import main
+    from scrapy_iri.graph import _split
+
+    monkeypatch.setattr(_split, "PIECE_BYTES", 100_000)
+    code = main(["graph", str(wget_archive), str(tmp_path / "out.csv"), "--rung", "protocol", "--engine", "dask",
+                 "--progress"])
+    err = capsys.readouterr().err
+    assert code == 0 and "Traceback" not in err
+    stages = [line for line in err.splitlines() if line.startswith("scrapy-iri: graph: ")]
+    assert any(" pieces on dask" in line for line in stages)
+    learning = next(i for i, line in enumerate(stages) if "learning the protocol rung" in line)
+    reading = next(i for i, line in enumerate(stages) if "reading, parsing and canonicalizing on dask" in line)
+    assert learning < reading
+    assert any("MB read" in line for line in stages[learning:reading])  # the first pass's progress
+    assert any("MB read (100%)" in line for line in stages[reading:])
