@@ -202,7 +202,7 @@ class ArchiveRows:
             from ._split import span_records
 
             for piece in self.pieces:
-                with open(piece.path, "rb") as file:
+                with open(piece.location, "rb") as file:
                     self.current, self.start = file, piece.start
                     for record in span_records(file, piece.start, piece.end):
                         yield from self._rows(piece.path, record)

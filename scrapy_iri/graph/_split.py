@@ -35,11 +35,20 @@ _OUT = 1 << 20  # decompressed bytes at a time while a member is walked
 
 @dataclass(frozen=True)
 class Piece:
-    """Bytes ``start`` to ``end`` (exclusive) of the archive file ``path``: whole records."""
+    """Bytes ``start`` to ``end`` (exclusive) of the archive file ``path``: whole records.
+
+    ``path`` is the name rows report (as given); ``location`` the absolute
+    path a worker opens, whatever its working directory.
+    """
 
     path: str
     start: int
     end: int
+    location: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.location:
+            object.__setattr__(self, "location", os.path.abspath(self.path))
 
 
 def archive_pieces(*names: str, piece_bytes: int | None = None) -> list[Piece]:
@@ -274,7 +283,7 @@ def piece_captures(piece: Piece) -> list[Any]:
     """The HTTP captures of a piece's records (:class:`~scrapy_iri.graph._learn.Capture`), file order."""
     from ._learn import Reading, warc_captures
 
-    return list(warc_captures(piece.path, Reading(), (piece.start, piece.end)))
+    return list(warc_captures(piece.location, Reading(), (piece.start, piece.end)))
 
 
 # --- this process: the protocol rung learned from the pieces' captures ---------------------

@@ -216,3 +216,19 @@ def test_progress_on_archives_names_each_pass_and_the_bytes_read(client, capsys,
     assert learning < reading
     assert any("MB read" in line for line in stages[learning:reading])  # the first pass's progress
     assert any("MB read (100%)" in line for line in stages[reading:])
+
+
+def test_a_relative_archive_name_is_read_by_workers_in_another_directory(client, capsys, tmp_path, monkeypatch,
+                                                                          wget_archive):
+    from _messy import run_archive_cli
+
+    from scrapy_iri.graph import _split
+
+    monkeypatch.setattr(_split, "PIECE_BYTES", 100_000)
+    (tmp_path / "crawl").mkdir()
+    (tmp_path / "crawl" / "a.warc.gz").write_bytes(wget_archive.read_bytes())
+    monkeypatch.chdir(tmp_path)  # the workers were started elsewhere
+    local = run_archive_cli(capsys, tmp_path, "local", "crawl/a.warc.gz")
+    on_dask = run_archive_cli(capsys, tmp_path, "dask", "crawl/a.warc.gz", "--engine", "dask")
+    assert local["code"] == on_dask["code"] == 0
+    assert on_dask == local and local["out"].count(b"\n") > 300
