@@ -6,7 +6,8 @@ import gzip
 from urllib.parse import urlsplit
 
 import pytest
-from _archive_checks import Hrefs, cdx_lines, read_csv
+from _archive_checks import (Hrefs, cdx_lines, documents_of_nodes, graphs_at_every_rung, read_csv,
+                             redirects_as_learned)
 from _archive_web import HOST, TEMPORARY, WWW
 
 from scrapy_iri import canonicalize
@@ -14,6 +15,7 @@ from scrapy_iri._cli import main
 from scrapy_iri.graph import normalize_graph_file
 from scrapy_iri.graph._learn import LearnedStore
 from scrapy_iri.store import open_store
+
 
 @pytest.fixture(scope="module")
 def learned(wget_archive):
@@ -23,13 +25,7 @@ def learned(wget_archive):
 @pytest.fixture(scope="module")
 def outputs(wget_archive, tmp_path_factory):
     """The graph of the archive at every rung (protocol: learned from the archive itself)."""
-    out = tmp_path_factory.mktemp("graphs")
-    found = {}
-    for rung in ("string", "syntax", "scheme", "protocol"):
-        path = out / f"{rung}.csv"
-        summary = normalize_graph_file(wget_archive, path, rung, bad_rows=out / f"{rung}-bad.csv")
-        found[rung] = (read_csv(path), summary)
-    return found
+    return graphs_at_every_rung(wget_archive, tmp_path_factory.mktemp("graphs"))
 
 
 def test_wget_recorded_every_alias_convention(wget_archive):
@@ -46,33 +42,12 @@ def test_no_node_denotes_two_documents(outputs, docs_site, learned, rung):
     rows, summary = outputs[rung]
     assert summary.bad_rows == 0 and summary.edges_out == len(rows)
     store = learned if rung == "protocol" else None
-    documents: dict[str, set] = {}
-    for row in rows:
-        for end in ("source", "target"):
-            original = row[f"{end}_original"]
-            assert canonicalize(original, rung, keep_fragment=False, lenient=True, store=store) == row[end]
-            document = docs_site.document(original)
-            if document is not None:
-                documents.setdefault(row[end], set()).add(document)
+    documents = documents_of_nodes(rows, rung, store, docs_site.document)
     assert documents and all(len(found) == 1 for found in documents.values())
 
 
 def test_every_clean_301_is_merged_and_no_302_at_the_protocol_rung(wget_archive, learned):
-    lines = cdx_lines(wget_archive)
-    answered_later = {(row["url"], row["time"]) for row in lines if row["status"] == "200"}
-    permanent = temporary = 0
-    for row in lines:
-        if not row["redirect"]:
-            continue
-        contradicted = any(url == row["url"] and time > row["time"] for url, time in answered_later)
-        source = canonicalize(row["url"], "protocol", store=learned)
-        target = canonicalize(row["redirect"], "protocol", store=learned)
-        if row["status"] in ("301", "308") and not contradicted:
-            permanent += 1
-            assert source == target, row
-        elif row["status"] in ("302", "303", "307"):
-            temporary += 1
-            assert source != target, row
+    permanent, temporary = redirects_as_learned(wget_archive, learned)
     assert permanent >= 10 and temporary >= 5
 
 

@@ -11,11 +11,9 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import pytest
-from _archive_checks import Hrefs, cdx_lines, read_csv
+from _archive_checks import Hrefs, cdx_lines, documents_of_nodes, graphs_at_every_rung, redirects_as_learned
 from _nginx_web import HOST, TEMPORARY, WWW, NginxSite, available, document, footer
 
-from scrapy_iri import canonicalize
-from scrapy_iri.graph import normalize_graph_file
 from scrapy_iri.graph._learn import LearnedStore
 
 RUNGS = ("string", "syntax", "scheme", "protocol")
@@ -38,13 +36,8 @@ def learned(archive):
 
 @pytest.fixture(scope="module")
 def outputs(archive, tmp_path_factory):
-    """The graph of the archive at every rung (protocol: learned from the archive's own redirects)."""
-    out = tmp_path_factory.mktemp("nginx-graphs")
-    found = {}
-    for rung in RUNGS:
-        summary = normalize_graph_file(archive, out / f"{rung}.csv", rung, bad_rows=out / f"{rung}-bad.csv")
-        found[rung] = (read_csv(out / f"{rung}.csv"), summary)
-    return found
+    """The graph of the archive at every rung (protocol: learned from the archive itself)."""
+    return graphs_at_every_rung(archive, tmp_path_factory.mktemp("nginx-graphs"))
 
 
 def scheme_of(url: str) -> str:
@@ -67,33 +60,12 @@ def test_no_node_denotes_two_documents(outputs, learned, rung):
     rows, summary = outputs[rung]
     assert summary.bad_rows == 0 and summary.edges_out == len(rows) > 100
     store = learned if rung == "protocol" else None
-    documents: dict[str, set] = {}
-    for row in rows:
-        for end in ("source", "target"):
-            original = row[f"{end}_original"]
-            assert canonicalize(original, rung, keep_fragment=False, lenient=True, store=store) == row[end]
-            found = document(original)
-            if found is not None:
-                documents.setdefault(row[end], set()).add(found)
+    documents = documents_of_nodes(rows, rung, store, document)
     assert documents and all(len(found) == 1 for found in documents.values())
 
 
 def test_every_clean_301_is_merged_and_no_302_at_the_protocol_rung(archive, learned):
-    lines = cdx_lines(archive)
-    answered = {(row["url"], row["time"]) for row in lines if row["status"] == "200"}
-    permanent = temporary = 0
-    for row in lines:
-        if not row["redirect"]:
-            continue
-        contradicted = any(url == row["url"] and time > row["time"] for url, time in answered)
-        source = canonicalize(row["url"], "protocol", store=learned)
-        target = canonicalize(row["redirect"], "protocol", store=learned)
-        if row["status"] in ("301", "308") and not contradicted:
-            permanent += 1
-            assert source == target, row
-        elif row["status"] in ("302", "303", "307"):
-            temporary += 1
-            assert source != target, row
+    permanent, temporary = redirects_as_learned(archive, learned)
     assert permanent >= 30 and temporary >= 10
 
 
