@@ -1,9 +1,13 @@
-"""``scrapy-iri graph --engine dask|spark``: canonicalization on an engine, merging here.
+"""``scrapy-iri graph --engine dask|spark``: the engines behind one :class:`Runner`, merging here.
 
-This project's reader reads IN (so bad rows are found, with their line
-numbers, the same way on every engine) and the rows are merged here,
-exactly as the local engine merges them: same edges, same order, same
-summary. The engine canonicalizes: the rows come in chunks, each chunk's
+A :class:`Runner` (Dask's cluster, Spark's session) runs a function of
+this package on a worker (:meth:`Runner.run`, :meth:`Runner.wait`;
+:func:`in_order` keeps a few on the engine at a time and gives the
+results in order): web archives are read that way, a piece per task (see
+``_split``). For edge files, this project's reader reads IN (so bad
+rows are found, with their line numbers, the same way on every engine)
+and the rows are merged here, exactly as the local engine merges them:
+same edges, same order, same summary. The engine canonicalizes: the rows come in chunks, each chunk's
 distinct values that this process holds no node for go to the engine as
 one Arrow array, their canonical forms and errors come back, and the
 chunk is merged once they are in (a few chunks are on the engine at a
