@@ -199,7 +199,7 @@ class ArchiveRows:
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
         if self.pieces is not None:
-            from ._split import span_records
+            from ._pieces import span_records
 
             for piece in self.pieces:
                 with open(piece.location, "rb") as file:

@@ -118,7 +118,7 @@ def _capture(url: str, when: float, status: int, headers: dict[str, list[str]]) 
 
 def warc_captures(path: str, reading: Reading, span: tuple[int, int] | None = None) -> Iterator[Capture]:
     """The HTTP captures of a WARC or WAT file (of bytes ``span`` of it: whole records)."""
-    from ._split import span_records
+    from ._pieces import span_records
 
     with open(path, "rb") as file:
         for record in records(file) if span is None else span_records(file, *span):

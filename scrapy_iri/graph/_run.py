@@ -214,29 +214,33 @@ class _Run:
         protocol rung without a store learned first from the pieces' captures."""
         from . import _split
         from ._archive import archive_files
-        from ._engines import start
+        from ._engines import in_order, start
         from ._links import _lxml
 
         options, stage = self.options, self.hooks.on_stage or (lambda text: None)
+        engine = options.engine
         _lxml()  # a clear error when the parser is missing
         files = archive_files(self.src)
-        runner = start(options.engine, options.workers, stage)
+        runner = start(engine, options.workers, stage)
         stack.callback(runner.close)
         stage(f"finding record boundaries in {len(files):,} archive file{'s' if len(files) != 1 else ''}")
         found = _split.pieces(files, _split.PIECE_BYTES)
-        stage(f"{len(found):,} pieces on {options.engine}")
+        total = sum(piece.end - piece.start for piece in found)
+        stage(f"{len(found):,} pieces on {engine}")
         store = options.store
         if options.rung is Rung.PROTOCOL and store is None:
-            stage(f"learning the protocol rung from the captures in {self.src}, on {options.engine}")
+            stage(f"learning the protocol rung from the captures in {self.src}, on {engine}")
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="scrapy-iri-learned-"))
-            store = _split.learned_file(runner, options.engine, found, directory, self.hooks.progress)
+            captures = in_order(runner, engine, _split.piece_captures, found)
+            store = _split.learned_file(captures, total, directory, self.hooks.progress)
         normalizer = self._normalizer(store)
-        stage(f"reading, parsing and canonicalizing on {options.engine}")
+        stage(f"reading, parsing and canonicalizing on {engine}")
+
         def on_repeated(count: int) -> None:
             normalizer.edges_in += count
 
-        source = _split.split_input(runner, options.engine, found, normalizer.node, redirects=options.redirects,
-                                    options=self._engine_options(store), on_repeated=on_repeated)
+        links = in_order(runner, engine, _split.piece_links, found, options.redirects, self._engine_options(store))
+        source = _split.split_input(links, found, normalizer.node, on_repeated)
         return store, normalizer, source
 
     def _normalizer(self, store: Any) -> GraphNormalizer:
