@@ -95,3 +95,18 @@ def test_the_protocol_rung_folds_every_alias_but_the_temporary_host(outputs):
     scheme_rows, _ = outputs["scheme"]
     scheme_nodes = {row[end] for row in scheme_rows for end in ("source", "target")}
     assert len(scheme_nodes) > len(nodes)
+
+
+def test_dask_reads_the_nginx_archive_in_pieces_as_the_local_engine_does(archive, capsys, tmp_path, monkeypatch):
+    pytest.importorskip("distributed")
+    from _messy import run_archive_cli
+
+    from scrapy_iri.graph import _split
+
+    monkeypatch.setattr(_split, "PIECE_BYTES", 50_000)
+    assert len(_split.pieces([str(archive)], 50_000)) > 5
+    local = run_archive_cli(capsys, tmp_path, "local", archive, "--rung", "protocol")
+    on_dask = run_archive_cli(capsys, tmp_path, "dask", archive, "--rung", "protocol", "--engine", "dask",
+                              "--workers", "2")
+    assert local["code"] == on_dask["code"] == 0
+    assert on_dask == local
