@@ -186,7 +186,7 @@ class ArchiveRows:
         self.files = files
         self.redirects = redirects == "edges"
         self.skipped: Counter[str] = Counter()
-        self.pieces = pieces  # :class:`~scrapy_iri.graph._split.Piece` s of the files, when not whole
+        self.pieces = pieces  # the files' pieces (:class:`~scrapy_iri.graph._pieces.Piece`), when not read whole
         self.total = (sum(os.path.getsize(path) for path in files) if pieces is None
                       else sum(piece.end - piece.start for piece in pieces))
         self.done = 0
