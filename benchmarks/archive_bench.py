@@ -29,7 +29,8 @@ process tree per WARC record (``graph_bench.measure``) and whether the
 outputs are identical.
 
     nice .venv/bin/python benchmarks/archive_bench.py [--dir DIR] [--memory [--copies 1,4,16]] [--learn N [--redis] [--hosts H]]
-                                                      [--nodes] [--no-per-link] [--json PATH]
+                                                      [--nodes] [--engines COPIES [--rung RUNG] [--parallel]]
+                                                      [--no-per-link] [--json PATH]
 """
 
 from __future__ import annotations
@@ -159,8 +160,9 @@ def memory(path: Path, directory: Path, sizes: list[int]) -> dict[str, float]:
     return found
 
 
-def engines(path: Path, directory: Path, copies: int) -> dict[str, float]:
-    """``scrapy-iri graph`` on ``copies`` copies of the archive, on each engine (process-tree CPU)."""
+def engines(path: Path, directory: Path, copies: int, rung: str = "scheme", parallel: bool = False) -> dict[str, float]:
+    """``scrapy-iri graph --rung RUNG`` on ``copies`` copies of the archive (one file), on each engine
+    (process-tree CPU; Dask and Spark workers read pieces of the file: see ``graph._split``)."""
     import hashlib
 
     from graph_bench import measure
@@ -176,15 +178,29 @@ def engines(path: Path, directory: Path, copies: int) -> dict[str, float]:
     with open(big, "rb") as f:
         count = sum(1 for _ in records(f))
     found: dict[str, float] = {f"engines: records in {copies}x": count}
-    digests = set()
     script = str(Path(sys.executable).with_name("scrapy-iri"))
-    for label, options in (("local", []), ("dask 2 workers", ["--engine", "dask", "--workers", "2"]),
-                           ("spark local[2]", ["--engine", "spark", "--workers", "2"])):
+    jobs = (("local", []), ("dask 2 workers", ["--engine", "dask", "--workers", "2"]),
+            ("spark local[2]", ["--engine", "spark", "--workers", "2"]))
+
+    def run(job: tuple[str, list[str]]) -> tuple[str, dict[str, float], str]:
+        label, options = job
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "out.csv")
-            figures = measure([script, "graph", str(big), out, "-q", *options])
-            digests.add(hashlib.sha256(Path(out).read_bytes()).hexdigest())
+            figures = measure([script, "graph", str(big), out, "-q", "--rung", rung, *options])
+            return label, figures, hashlib.sha256(Path(out).read_bytes()).hexdigest()
+
+    if parallel:  # at the same time: on a shared machine, a share of its cores for each
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            results = list(pool.map(run, jobs))
+    else:
+        results = [run(job) for job in jobs]
+    digests = set()
+    for label, figures, digest in results:
+        digests.add(digest)
         found[f"{label}: CPU us per record"] = 1e6 * figures["cpu_s"] / count
+        found[f"{label}: wall s"] = figures["wall_s"]
         found[f"{label}: peak RSS MB"] = figures["peak_rss_mb"]
     found["engines: outputs identical"] = float(len(digests) == 1)
     return found
@@ -269,6 +285,8 @@ def main() -> int:
     parser.add_argument("--nodes", action="store_true")
     parser.add_argument("--engines", type=int, default=0, metavar="COPIES",
                         help="local, Dask and Spark on COPIES copies of the archive")
+    parser.add_argument("--rung", default="scheme", help="--engines: the rung (protocol: two passes)")
+    parser.add_argument("--parallel", action="store_true", help="--engines: run the three engines at the same time")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
@@ -284,7 +302,7 @@ def main() -> int:
     if args.nodes:
         figures.update(nodes(path))
     if args.engines:
-        figures.update(engines(path, args.dir, args.engines))
+        figures.update(engines(path, args.dir, args.engines, args.rung, args.parallel))
     for name, value in figures.items():
         print(f"{name:<40}{value:>14,.2f}")
     if args.json:

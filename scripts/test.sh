@@ -22,10 +22,13 @@ if ! command -v java >/dev/null 2>&1; then
   fi
 fi
 
-# The archive tests (tests/graph) crawl Debian's Python documentation with Debian's wget.
+# The archive tests (tests/graph) crawl Debian's Python documentation with Debian's wget, served by
+# a test server and by Debian's nginx (started by the test on loopback, with a self-signed certificate).
 missing=()
 command -v wget >/dev/null 2>&1 || missing+=(wget)
 [ -f /usr/share/doc/python3-doc/html/tutorial/index.html ] || missing+=(python3-doc)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "installing ${missing[*]} (Debian packages) for the archive tests" >&2
