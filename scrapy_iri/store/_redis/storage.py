@@ -42,7 +42,7 @@ from .codec import (
 from .connection import UNAVAILABLE, Outage, RedisKeys, RedisUnavailable, check_reachable, describe, drop_stale_connections
 from .journal import ANSWERED, DROP, PUT, REPUBLISHED, Journal, rule_op, saved_batches
 from .ledger import Ledger, default_ledger_path
-from .scripts import ALIAS, BATCH, SAVE_FILTER, TAKE
+from .scripts import ALIAS, BATCH, COMPACT, SAVE_FILTER, TAKE
 from .sync import Follower, Image
 
 logger = logging.getLogger("scrapy_iri.store._redis")
@@ -50,6 +50,10 @@ logger = logging.getLogger("scrapy_iri.store._redis")
 #: the id of a batch or a take: a uuid4 hex
 _BATCH_ID = re.compile(r"[0-9a-f]{32}")
 _EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
+#: batches between two compactions of expired rule records (a process's first batch compacts too)
+COMPACT_EVERY = 16
+#: origins whose rule records one compaction looks at (in turn: every origin is visited over time)
+COMPACT_ORIGINS = 64
 
 
 class RedisStorage(Storage):
@@ -117,6 +121,9 @@ class RedisStorage(Storage):
         #: the batch being sent, its id, and the rules' records it counted up to (kept until applied)
         self._unacked: tuple[dict[str, list[Any]], str, dict[RuleKey, RuleRecord | None]] | None = None
         self._take = client.register_script(TAKE)
+        self._compact_script = client.register_script(COMPACT)
+        self._batches = 0
+        self._next_compaction = 1
         self._save_filter_script = client.register_script(SAVE_FILTER)
         #: what this machine's processes ended or suspended, and the newest batch they applied (see :mod:`.ledger`)
         self.ledger = Ledger(ledger_path if ledger_path is not None else default_ledger_path(self.where, namespace))
@@ -682,7 +689,7 @@ class RedisStorage(Storage):
         def run() -> None:
             k = self.keys
             keys = [k.epoch, k.version, k.changes, k.history, k.aliases, k.cases, k.case_aliases, k.alias_case, k.sinks]
-            keys += [k.store + "answered", k.origins, k.fanins, k.evidence, k.deferreds, k.filter, k.filter_state]
+            keys += [k.store + "answered", k.store + "compacted", k.origins, k.fanins, k.evidence, k.deferreds, k.filter, k.filter_state]
             # sub-keys by the sets that list them, not by a SCAN pattern: a namespace may
             # extend another one's key names ("a" vs "a:store:rules:x"), never its sets
             for members, key_of in ((k.origins, k.rules), (k.fanins, k.fanin), (k.deferreds, k.deferred)):
@@ -864,6 +871,20 @@ class RedisStorage(Storage):
             self._unacked = None
             self._acknowledged(part, sent)
         self.image.rules.trim()  # what was pinned by counts not sent is not any more
+        self._batches += len(parts)
+        if self._batches >= self._next_compaction:
+            self._next_compaction = self._batches + COMPACT_EVERY
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop the rule records of a few origins whose every count is older than the rule TTL
+        (they mean nothing any more), as the SQLite storage does at its commits; the origins
+        changed reach every process, this one included, through the change log."""
+        dropped, _ = self._compact_script(
+            args=[self.keys.store, self.clock(), self.policy.rule_ttl, COMPACT_ORIGINS, self.changes_max]
+        )
+        if int(dropped):
+            self._tally("compacted", int(dropped))
 
     def _rule_image(self, key: RuleKey) -> RuleRecord | None:
         record = self._held(key)
