@@ -55,20 +55,20 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from ..errors import StoreError
-from ._codec import copy_counts, policy_from_text, policy_text, rule_record, rule_values
+from ._cached import CachedReads
+from ._codec import policy_from_text, policy_text, rule_record, rule_values
 from ._evidence import Alias, Evidence
 from ._filter import KeyFilter
-from ._observation import Prefetch
-from ._forms import sink_key
 from ._learner import EquivalenceStore
-from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord
+from ._observation import Prefetch
+from ._rules import LearningPolicy, RuleKey, RuleRecord
+from ._sqlite_port import SQLitePort
 from ._sqlite_schema import (
     ALIAS,
-    ALIAS_AND_NEXT,
+    ALIAS_COLUMNS,
     ALIAS_FIELDS,
     EVIDENCE,
     EVIDENCE_COLUMNS,
@@ -76,8 +76,6 @@ from ._sqlite_schema import (
     RULE_COLUMNS,
     SCHEMA_VERSION,
     WRITES,
-    ALIAS_COLUMNS,
-    ALIAS_FIELDS,
     alias_of,
     alias_row,
     create_schema,
@@ -90,14 +88,9 @@ from ._storage import (
     DEFAULT_RULE_CACHE,
     EVIDENCE_MAX,
     EVIDENCE_MAX_AGE,
-    LRU,
     MISSING,
-    OriginRules,
     PendingCases,
-    RuleCache,
     Storage,
-    held_keys,
-    held_record,
 )
 
 logger = logging.getLogger(__name__)
@@ -112,7 +105,6 @@ CHANGES_MAX = 100_000
 #: commits between two saves of the alias filter (and at close)
 FILTER_SAVE_EVERY = 256
 
-_EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
 #: the pending write of a rule: its row is read off the image when the batch commits
 _WRITTEN: tuple[Any, ...] = ()
 
@@ -172,24 +164,11 @@ class SQLiteStorage(Storage):
             self._db.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
-        # bounded caches of what is on disk
-        self._rule_cache = RuleCache(
-            rule_cache, self._read_rules, self._pinned_origins, self._rules_evicted, lazy=self._origin_rules
-        )
-        #: for origins not held whole: the records a lookup may need (few), for many more origins
-        self._in_force = LRU(max(1024, rule_cache // 4))
-        #: the targets with at least ``_sink_cap`` sources (read when a lookup first asks with that cap)
-        self._sinks: set[str] = set()
-        self._sink_cap = 0
-        self._aliases = LRU(cache_size)
-        self._cases = LRU(cache_size // 4)
         # the pending batch: (table, key) -> row (None: a delete), latest write last
         self._pending: dict[tuple[str, Any], tuple[Any, ...] | None] = {}
         self._pending_evidence: list[tuple[Any, ...]] = []
-        self._pending_cases = PendingCases()
+        self.pending_cases = PendingCases()
         self._pending_fanin: dict[str, list[str]] = {}
-        #: fan-in records read ahead for a chunk of observations (pending sources included)
-        self._fanin_known: dict[str, list[str]] = {}
         self._dropped_fanin: set[str] = set()
         self._pending_changes: dict[tuple[str, str], None] = {}
         #: per rule: (support, against) as last written to the image, and the observations
@@ -206,13 +185,14 @@ class SQLiteStorage(Storage):
         #: after a commit found the file locked: when to try again, and how long the last wait was
         self._retry_at = 0.0
         self._lock_backoff = 0.0
+        #: bounded caches of what is on disk, the pending batch read over them
+        self.cached = CachedReads(SQLitePort(self._read), self, cache_size, rule_cache, lambda: self.force_floor)
         try:
             self._data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
             self._change_id = self._db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()[0]
-            self._load_rules()
             #: the change the filter took in every change up to (besides those the syncs read)
             self._filter_change_id = 0
-            self._filter = self._load_filter()
+            self.cached.filter = self._load_filter()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
 
@@ -261,6 +241,14 @@ class SQLiteStorage(Storage):
                 MIGRATIONS[version](db)
                 version += 1
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @property
+    def _filter(self) -> KeyFilter:
+        """The filter of alias sources (built at open: a SQLite storage always has one)."""
+        found = self.cached.filter
+        if found is None:
+            found = self.cached.filter = self._build_filter()
+        return found
 
     def _connection(self) -> sqlite3.Connection:
         if self._db is None:
@@ -380,7 +368,7 @@ class SQLiteStorage(Storage):
             if alone and not self._rule_dropped and not self._must_merge:
                 # nobody else committed since this process last looked: the rows on disk are
                 # what it read or wrote, so its image is the merge (no read back)
-                image = [self._image(rule) for written in rules.values() for rule, row in written if row is not None]
+                image = [self.cached.held(rule) for written in rules.values() for rule, row in written if row is not None]
                 db.executemany(upsert, [(*record.key, *rule_values(record)) for record in image])
                 db.executemany(delete, [tuple(rule) for written in rules.values() for rule, row in written if row is None])
                 rules = {}
@@ -405,13 +393,13 @@ class SQLiteStorage(Storage):
             self._commits += 1
             self._prune(db)
         for origin, records in fresh.items():  # the image follows the disk
-            self._set_rules(origin, records)
+            self.cached.set_rules(origin, records)
         self._rule_delta.clear()
         self._must_merge = False
-        self._rule_cache.trim()  # nothing is pinned now
+        self.cached.rules.trim()  # nothing is pinned now
         self._rule_dropped.clear()
         self._pending, self._pending_evidence = {}, []
-        self._pending_cases.clear()
+        self.pending_cases.clear()
         self._pending_fanin.clear()
         self._dropped_fanin.clear()
         self._pending_changes.clear()
@@ -419,7 +407,7 @@ class SQLiteStorage(Storage):
         self._retry_at = 0.0
         self._lock_backoff = 0.0
         if self._filter.full:
-            self._filter = self._build_filter()
+            self.cached.filter = self._build_filter()
             self._save_filter()
         elif self._commits % FILTER_SAVE_EVERY == 0:
             self._save_filter()
@@ -448,7 +436,7 @@ class SQLiteStorage(Storage):
 
     def _merged_rule(self, key: RuleKey, on_disk: RuleRecord | None) -> RuleRecord:
         """The row on disk plus what this process observed since its last commit."""
-        image = self._image(key) or RuleRecord(key)
+        image = self.cached.held(key) or RuleRecord(key)
         disk = on_disk if on_disk is not None else RuleRecord(key)
         disk.expire(self.policy, self.clock())
         support, against = self._rule_delta.get(key, (0, 0))
@@ -488,161 +476,87 @@ class SQLiteStorage(Storage):
                 raise StoreError(f"{self.path}: {exc}") from exc
             return  # the next look will do
         self._data_version = version
-        self._fanin_known.clear()
+        cached = self.cached
+        cached.fanins.clear()
         if (low is not None and low > self._change_id + 1) or any(kind == "*" for _, kind, _ in rows):
             # fell behind the log, or a bulk write: start afresh
             self._must_merge = True
-            self._aliases.clear()
-            self._cases.clear()
-            self._load_rules()
-            self._sink_cap = 0  # read again when next asked
-            self._filter = self._build_filter()
+            cached.forget_cached()
+            cached.filter = self._build_filter()
         else:
             for _, kind, name in rows:
                 if kind == "a":
-                    self._aliases.pop(name)
+                    cached.aliases.pop(name)
                     self._filter.add(name)
                 elif kind == "c":
-                    self._cases.pop(name)
+                    cached.cases.pop(name)
                 elif kind == "r":
                     if any(key.origin == name for key in self._rule_delta):
                         self._must_merge = True  # rules written here meanwhile are read back at the commit
-                    else:
-                        self._reload_rules(name)
-                elif kind == "s" and ("sink", name) not in self._pending and self._sink_cap:
+                    elif not cached.reload_origin(name):
+                        cached.rules.clear()  # locked: read again when used
+                elif kind == "s" and ("sink", name) not in self._pending and cached.sink_cap:
                     row = db.execute("SELECT sources FROM sink WHERE target = ?", (name,)).fetchone()
-                    if row is not None and row[0] >= self._sink_cap:
-                        self._sinks.add(name)
+                    if row is not None and row[0] >= cached.sink_cap:
+                        cached.sinks.add(name)
                     else:
-                        self._sinks.discard(name)
+                        cached.sinks.discard(name)
         if rows:
             self._change_id = rows[-1][0]
 
-    def _load_rules(self) -> None:
-        """Forget every origin's rules but those with counts not committed yet (read again when used)."""
-        self._rule_cache.clear()
-        self._in_force.clear()
+    # -- reads: the pending batch, then the caches, then the file (see :mod:`._cached`) ----------
 
-    def _read_rules(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
-        """The rows of one origin's rules (``None`` when the file is locked: nothing is cached then)."""
-        rows = self._read(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,))
-        if rows is None:
-            return None
-        self._in_force.pop(origin)  # held whole from now on
-        records = {}
-        for row in rows:
-            key = RuleKey(origin, row[0], row[1])
-            records[key] = record = rule_record(key, row[2:])
-            self._rule_seen[key] = (record.support, record.against)
-        return records
+    def alias(self, source: str) -> Alias | None:
+        return self.cached.alias(source)
 
-    def _pinned_origins(self) -> set[str]:
-        """Origins whose records hold counts not committed yet: never evicted."""
-        return {key.origin for key in (*self._rule_delta, *self._rule_dropped)}
+    def case_target(self, key: str) -> str | None:
+        return self.cached.case_target(key)
 
-    def _rules_evicted(self, origin: str, keys: list[RuleKey]) -> None:
-        for key in keys:
-            self._rule_seen.pop(key, None)
+    def declared_case(self, key: str) -> str | None:
+        return self.cached.declared_case(key)
 
-    def _origin_rules(self, origin: str, grew: Callable[[int], None]) -> OriginRules:
-        """An origin's records, read one at a time as the learner asks for them."""
-        self._in_force.pop(origin)  # held from now on
-        return OriginRules(origin, self._read_rule, self._rule_rows, grew, self._seen)
+    def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
+        return self.cached.rules_at(origin)
 
-    def _seen(self, record: RuleRecord) -> None:
-        self._rule_seen[record.key] = (record.support, record.against)
+    def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
+        return self.cached.rules_in_force(origin)
 
-    def _read_rule(self, key: RuleKey) -> RuleRecord | None:
-        rows = self._read(f"SELECT {RULE_COLUMNS} FROM rule WHERE origin = ? AND kind = ? AND scope = ?", tuple(key), one=True)
-        if rows is None:
-            return MISSING  # type: ignore[no-any-return]
-        return rule_record(key, rows[0]) if rows else None
+    def forget_in_force(self) -> None:
+        self.cached.in_force.clear()
 
-    def _rule_rows(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
-        rows = self._read(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,))
-        if rows is None:
-            return None
-        return {(key := RuleKey(origin, row[0], row[1])): rule_record(key, row[2:]) for row in rows}
-
-    def _image(self, key: RuleKey) -> RuleRecord | None:
-        records = self._rule_cache.peek(key.origin)
-        return None if records is None else held_record(records, key)
-
-    def _reload_rules(self, origin: str) -> None:
-        self._in_force.pop(origin)
-        if self._rule_cache.peek(origin) is None:
-            return  # not used here lately: read when next used
-        records = self._read_rules(origin)
-        if records is None:
-            self._rule_cache.clear()  # locked: read again when used
-            return
-        self._set_rules(origin, records)
-
-    def _set_rules(self, origin: str, records: dict[RuleKey, RuleRecord]) -> None:
-        """Make the image of ``origin``'s rules what ``records`` says (record objects kept where they exist)."""
-        current = self._rule_cache.peek(origin) or {}
-        for key in [k for k in held_keys(current) if k not in records]:
-            self._rule_seen.pop(key, None)
-        self._rule_cache.replace(origin, records, copy_counts)
-        for key, record in records.items():
-            self._rule_seen[key] = (record.support, record.against)
-
-    # -- reading ahead for many observations --------------------------------------------
+    def is_sink(self, url: str, cap: int) -> bool:
+        return self.cached.is_sink(url, cap)
 
     def prefetch(self, keys: Prefetch) -> None:
         """Read the aliases, fan-in, cases and rules a chunk of observations needs, a few queries in all."""
-        self._fanin_known.clear()
-        for part in _parts([s for s in keys.sources if ("alias", s) not in self._pending and s not in self._aliases.data]):
-            rows = self._read(f"SELECT {ALIAS_COLUMNS} FROM alias WHERE source IN ({_marks(part)})", part)
-            if rows is None:
-                return  # locked: each observation reads for itself
-            found = {row[0]: alias_of(row[0], row[1:]) for row in rows}
-            for source in part:
-                self._aliases.put(source, found.get(source))
-        for part in _parts([t for t in keys.sinks if t not in self._dropped_fanin]):
-            rows = self._read(f"SELECT target, source FROM fanin WHERE target IN ({_marks(part)})", part)
-            if rows is None:
-                return
-            for target in part:
-                self._fanin_known[target] = []
-            for target, source in rows:
-                self._fanin_known[target].append(source)
-            for target in part:
-                known = self._fanin_known[target]
-                known += [s for s in self._pending_fanin.get(target, ()) if s not in known]
-        for part in _parts([k for k in keys.cases if k not in self._cases.data]):
-            rows = self._read(f"SELECT case_key, source, target, time FROM alias WHERE case_key IN ({_marks(part)})", part)
-            declared = self._read(f"SELECT key, url FROM declared_case WHERE key IN ({_marks(part)})", part)
-            if rows is None or declared is None:
-                return
-            by_key: dict[str, list[tuple[Any, ...]]] = {}
-            for row in rows:
-                by_key.setdefault(row[0], []).append(row[1:])
-            urls = dict(declared)
-            for key in part:
-                self._case_from(key, by_key.get(key, []), [(urls[key],)] if key in urls else [])
-        wanted: list[RuleKey] = []
-        for origin, rules in _by_origin(keys.rules).items():
-            held = self._rule_cache.get(origin)
-            wanted += held.wanted(rules) if isinstance(held, OriginRules) else []
-        for start in range(0, len(wanted), _PART // 3):
-            part = wanted[start : start + _PART // 3]
-            marks = ", ".join(["(?, ?, ?)"] * len(part))
-            rows = self._read(  # each wanted key looked up by the primary key (CROSS JOIN keeps that order)
-                f"WITH want(o, k, s) AS (VALUES {marks}) SELECT origin, kind, scope, {RULE_COLUMNS}"
-                " FROM want CROSS JOIN rule ON origin = o AND kind = k AND scope = s",
-                tuple(v for key in part for v in key),
-            )
-            if rows is None:
-                return
-            found: dict[RuleKey, RuleRecord | None] = dict.fromkeys(part)
-            for row in rows:
-                key = RuleKey(*row[:3])
-                found[key] = rule_record(key, row[3:])
-            for origin, records in _by_origin(found).items():
-                held = self._rule_cache.peek(origin)
-                if isinstance(held, OriginRules):
-                    held.learned({key: found[key] for key in records})
+        self.cached.prefetch(keys, self.policy.sink_fanin)
+
+    # -- what the pending batch holds, read over the file (:class:`._cached.Overlay`) ----------
+
+    def pending_alias(self, source: str) -> Any:
+        row = self._pending.get(("alias", source), MISSING) if self._pending else MISSING
+        return row if row is MISSING or row is None else _pending_alias(row)
+
+    def pending_declared(self, key: str) -> Any:
+        row = self._pending.get(("declared_case", key), MISSING) if self._pending else MISSING
+        return row if row is MISSING or row is None else row[1]
+
+    def pending_fanin(self, target: str) -> tuple[bool, list[str]]:
+        return target in self._dropped_fanin, self._pending_fanin.get(target, [])
+
+    def pending_sinks(self, cap: int) -> set[str]:
+        return {t for t, s in self._pending_fanin.items() if len(s) >= cap}
+
+    def pinned_origins(self) -> set[str]:
+        """Origins whose records hold counts not committed yet: never evicted."""
+        return {key.origin for key in (*self._rule_delta, *self._rule_dropped)}
+
+    def based(self, record: RuleRecord) -> None:
+        self._rule_seen[record.key] = (record.support, record.against)
+
+    def forgotten(self, keys: list[RuleKey]) -> None:
+        for key in keys:
+            self._rule_seen.pop(key, None)
 
     # -- the filter of alias sources ------------------------------------------------------
 
@@ -688,12 +602,12 @@ class SQLiteStorage(Storage):
                 known = max(self._change_id, self._filter_change_id)  # what it took in already
                 (low,) = db.execute("SELECT min(id) FROM change").fetchone()
                 if low is not None and low > known + 1:  # fell behind the log
-                    self._filter = self._build_filter()
+                    self.cached.filter = self._build_filter()
                 for kind, name in db.execute("SELECT kind, name FROM change WHERE id > ?", (known,)):
                     if kind == "a":
                         self._filter.add(name)
                     elif kind == "*":
-                        self._filter = self._build_filter()
+                        self.cached.filter = self._build_filter()
                 (change_id,) = db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()
                 self._filter_change_id = change_id
                 capacity, count, bits = self._filter.dump()
@@ -728,39 +642,15 @@ class SQLiteStorage(Storage):
         self._pending.pop((table, key), None)  # the latest write goes last: commit order is write order
         self._pending[(table, key)] = row
 
-    def alias(self, source: str) -> Alias | None:
-        row = self._pending.get(("alias", source), MISSING) if self._pending else MISSING
-        if row is not MISSING:
-            return None if row is None else _pending_alias(row)
-        alias = self._aliases.get(source)
-        if alias is not MISSING:
-            return alias  # type: ignore[no-any-return]
-        if source not in self._filter:
-            return None  # never an alias anywhere: answered in memory
-        # the alias and its target's own alias in one read: resolving follows the target next
-        rows = self._read(ALIAS_AND_NEXT, (source,), one=True)
-        if rows is None:
-            return None  # unknown: no merge (a missed merge costs one fetch)
-        if not rows:
-            self._aliases.put(source, None)
-            return None
-        row, n = rows[0], len(ALIAS_FIELDS)
-        alias = alias_of(source, row[:n])
-        target = alias.target
-        if self._aliases.get(target) is MISSING and ("alias", target) not in self._pending:
-            self._aliases.put(target, None if row[n] is None else alias_of(target, row[n:]))
-        self._aliases.put(source, alias)
-        return alias
-
     def set_alias(self, source: str, alias: Alias | None) -> None:
         old = self.alias(source)
         if alias is not None:
             self._filter.add(source)
         self._write("alias", source, None if alias is None else (*alias_row(alias), not self.recorded_time))
-        self._aliases.put(source, alias)
+        self.cached.aliases.put(source, alias)
         self._pending_changes[("a", source)] = None
-        for key in self._pending_cases.wrote(source, old, alias):
-            self._cases.pop(key)
+        for key in self.pending_cases.wrote(source, old, alias):
+            self.cached.cases.pop(key)
             self._pending_changes[("c", key)] = None
 
     def aliases(self) -> Iterator[Alias]:
@@ -785,8 +675,8 @@ class SQLiteStorage(Storage):
                 count += self._bulk(db, rows)
                 rows = []
         count += self._bulk(db, rows)
-        self._aliases.clear()
-        self._cases.clear()
+        self.cached.aliases.clear()
+        self.cached.cases.clear()
         self._save_filter()  # the import's change ('*'): the filter is built again from the aliases, once
         return count
 
@@ -801,41 +691,9 @@ class SQLiteStorage(Storage):
 
     # -- primitives: cases ----------------------------------------------------------
 
-    def case_target(self, key: str) -> str | None:
-        cached = self._cases.get(key)
-        if cached is not MISSING:
-            return cached  # type: ignore[no-any-return]
-        rows = self._read("SELECT source, target, time FROM alias WHERE case_key = ?", (key,))
-        if rows is None:
-            return None
-        return self._case_from(key, rows)
-
-    def _case_from(self, key: str, rows: list[tuple[Any, ...]], declared: Any = MISSING) -> str | None:
-        """The case of ``key`` from its case-only alias rows (and its declared-case row, when read), cached."""
-        url = self._pending_cases.case(key, {source: (time_, target) for source, target, time_ in rows})
-        if url is None:
-            row = self._pending.get(("declared_case", key), MISSING)
-            if row is MISSING:
-                if declared is MISSING:
-                    declared = self._read("SELECT url FROM declared_case WHERE key = ?", (key,))
-                if declared is None:
-                    return None
-                url = declared[0][0] if declared else None
-            elif row is not None:
-                url = row[1]
-        self._cases.put(key, url)
-        return url
-
-    def declared_case(self, key: str) -> str | None:
-        row = self._pending.get(("declared_case", key), MISSING)
-        if row is not MISSING:
-            return None if row is None else row[1]
-        rows = self._read("SELECT url FROM declared_case WHERE key = ?", (key,))
-        return rows[0][0] if rows else None
-
     def set_declared_case(self, key: str, url: str | None) -> None:
         self._write("declared_case", key, None if url is None else (key, url))
-        self._cases.pop(key)
+        self.cached.cases.pop(key)
         self._pending_changes[("c", key)] = None
 
     def declared_cases(self) -> Iterator[str]:
@@ -846,47 +704,11 @@ class SQLiteStorage(Storage):
 
     # -- primitives: rules (read by origin, the origins used last kept) ----------------
 
-    def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        return self._rule_cache.get(origin) or _EMPTY
-
-    def forget_in_force(self) -> None:
-        self._in_force.clear()
-
-    def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        held = self._rule_cache.peek(origin)
-        if isinstance(held, OriginRules):
-            if not (held.forced or held.complete):
-                rows = self._in_force_rows(origin)
-                if rows is None:  # locked: what is held here, no more (read again next time)
-                    return held.in_force(self.force_floor) or _EMPTY
-                held.learned(rows)  # those held here stay: they may hold counts not written yet
-                held.forced = True
-            return held.in_force(self.force_floor) or _EMPTY
-        if held is not None:
-            return held
-        view = self._in_force.get(origin)
-        if view is MISSING:
-            view = self._in_force_rows(origin)
-            if view is None:
-                return _EMPTY  # locked: no rule applies now (no merge)
-            self._in_force.put(origin, view)
-        return view or _EMPTY
-
-    def _in_force_rows(self, origin: str) -> dict[RuleKey, RuleRecord | None] | None:
-        """The records of ``origin`` a lookup may need, from the file (``None``: locked)."""
-        rows = self._read(
-            f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ? AND (kind = ? OR support >= ?)",
-            (origin, BLOCK, self.force_floor),
-        )
-        if rows is None:
-            return None
-        return {(key := RuleKey(origin, row[0], row[1])): rule_record(key, row[2:]) for row in rows}
-
     def set_rule(self, key: RuleKey, record: RuleRecord | None) -> None:
         if record is None:
             self._drop_rule(key)
             return
-        self._rule_cache.put(record)
+        self.cached.rules.put(record)
         seen_support, seen_against = self._rule_seen.get(key, (0, 0))
         support, against = self._rule_delta.get(key, (0, 0))
         # what was counted since the image was last written; a count that went down was
@@ -898,7 +720,7 @@ class SQLiteStorage(Storage):
         self._write("rule", tuple(key), _WRITTEN)  # the row is the image's at the commit
 
     def _drop_rule(self, key: RuleKey) -> None:
-        self._rule_cache.drop(key)
+        self.cached.rules.drop(key)
         self._rule_seen.pop(key, None)
         self._rule_delta.pop(key, None)
         self._rule_dropped.add(key)
@@ -911,65 +733,26 @@ class SQLiteStorage(Storage):
         listed = {}
         for row in rows:
             key = RuleKey(*row[:3])
-            listed[key] = self._image(key) or rule_record(key, row[3:])
+            listed[key] = self.cached.held(key) or rule_record(key, row[3:])
         for key in self._rule_delta:  # not committed (a locked file): what this process holds
-            if (image := self._image(key)) is not None:
+            if (image := self.cached.held(key)) is not None:
                 listed[key] = image
         return iter(list(listed.values()))
 
     # -- primitives: fan-in (on disk, read per redirect; sinks resident) -----------------
 
-    def _fanin_sources(self, target: str, cap: int) -> list[str] | None:
-        known = self._fanin_known.get(target)
-        if known is not None:
-            return known[:cap]
-        sources: list[str] = []
-        if target not in self._dropped_fanin:
-            rows = self._read("SELECT source FROM fanin WHERE target = ? LIMIT ?", (target, cap))
-            if rows is None:
-                return None
-            sources = [source for (source,) in rows]
-        for source in self._pending_fanin.get(target, ()):
-            if source not in sources:
-                sources.append(source)
-        return sources[:cap]
-
     def add_fanin(self, target: str, source: str, cap: int) -> list[str]:
-        sources = self._fanin_sources(target, cap)
-        if sources is None:  # locked: count this source only (no sink is declared on a guess)
-            sources = []
-        if source not in sources and len(sources) < cap:
-            sources.append(source)
-            if target in self._fanin_known:
-                self._fanin_known[target] = list(sources)
+        sources, added = self.cached.add_source(target, source, cap)
+        if added:
             self._pending_fanin.setdefault(target, []).append(source)
             self._write("fanin", (target, source), (target, source))
         if len(sources) >= 2:  # a sink for any sink_fanin up to its number of sources
             self._write("sink", target, (target, len(sources)))
             self._pending_changes[("s", target)] = None
-        if len(sources) >= cap:
-            self._sinks_for(cap).add(target)
         return sources
 
-    def is_sink(self, url: str, cap: int) -> bool:
-        """Resident: no read once the sinks of ``cap`` are known (a target counts its sources as they come)."""
-        sinks = self._sinks_for(cap)
-        return bool(sinks) and sink_key(url) in sinks
-
-    def _sinks_for(self, cap: int) -> set[str]:
-        """The targets with ``cap`` sources or more: read once per cap (the crawl's), kept up to date after."""
-        if cap != self._sink_cap:
-            rows = self._read("SELECT target FROM sink WHERE sources >= ?", (cap,))
-            if rows is None:  # locked: none known yet (a lookup merges through an alias; asked again next time)
-                return set()
-            self._sinks = {target for (target,) in rows}
-            self._sinks |= {t for t, s in self._pending_fanin.items() if len(s) >= cap}
-            self._sink_cap = cap
-        return self._sinks
-
     def drop_fanin(self, target: str) -> None:
-        self._fanin_known.pop(target, None)
-        self._sinks.discard(target)
+        self.cached.dropped_fanin(target)
         self._write("sink", target, None)
         self._pending_changes[("s", target)] = None
         self._pending_fanin.pop(target, None)
@@ -1041,8 +824,6 @@ class SQLiteStorage(Storage):
         return sorted(set(urls))
 
 
-#: values bound in one query (SQLite's limit is 32,766 since 3.32)
-_PART = 500
 
 
 def _pending_alias(row: tuple[Any, ...]) -> Alias:
@@ -1050,20 +831,6 @@ def _pending_alias(row: tuple[Any, ...]) -> Alias:
     return alias_of(row[0], row[1 : 1 + len(ALIAS_FIELDS)])
 
 
-def _by_origin(keys: Iterable[RuleKey]) -> dict[str, list[RuleKey]]:
-    grouped: dict[str, list[RuleKey]] = {}
-    for key in keys:
-        grouped.setdefault(key.origin, []).append(key)
-    return grouped
-
-
-def _parts(items: list[str]) -> Iterator[list[str]]:
-    for start in range(0, len(items), _PART):
-        yield items[start : start + _PART]
-
-
-def _marks(part: list[str]) -> str:
-    return ", ".join("?" * len(part))
 
 
 class SQLiteStore(EquivalenceStore):

@@ -820,7 +820,7 @@ def test_all_evidence_older_than_the_max_age_is_pruned_at_the_next_batch(make_st
 def test_rule_records_whose_evidence_expired_are_compacted(make_store, redis_server):
     """A record whose every count is older than the TTL is dropped from Redis (it meant nothing any
     more), as the SQLite store does; a record with a live count stays, what lookups answer does not
-    change, and a process holding the dropped records hears of it through the change log."""
+    change."""
     clock = Clock()
     policy = LearningPolicy(rule_ttl=1000.0)
     ns = f"compact-{uuid.uuid4().hex[:8]}"
@@ -830,8 +830,6 @@ def test_rule_records_whose_evidence_expired_are_compacted(make_store, redis_ser
     store.record_response("http://old.example/x", 200)  # counterexamples for the https/www candidates
     store.flush()
     assert {r.key.origin for r in store.rules()} == {"http://old.example"}
-    reader = make_store(ns, clock=clock, policy=policy)
-    assert reader.representative("http://old.example/d7") == "http://old.example/d7/"  # holds old.example's rules
     clock.now += 5000.0  # every count of old.example is past the TTL
     for i in range(3):
         store.record_redirect(f"http://new.example/d{i}", 301, f"http://new.example/d{i}/")
@@ -846,6 +844,3 @@ def test_rule_records_whose_evidence_expired_are_compacted(make_store, redis_ser
     assert again.counters["compacted"] > 0
     assert again.representative("http://new.example/d7") == "http://new.example/d7/"
     assert again.representative("http://old.example/d7") == "http://old.example/d7"
-    reader.sync()
-    assert reader.representative("http://old.example/d7") == "http://old.example/d7"
-    assert not [r for r in reader.storage.image.all_rules() if r.key.origin == "http://old.example"]

@@ -236,35 +236,25 @@ return {a, redis.call('HGET', KEYS[1], target)}
 #: Drop the rule records of a few origins whose every count is older than the rule TTL (they mean
 #: nothing any more: a record expires them when next counted), so an origin keeps only what still
 #: counts. The origins are visited in turn (a cursor over the origins set, kept in Redis), a few per
-#: call: each call is short. An origin whose records changed is a change like a batch's.
-#: ARGV: prefix, now, rule TTL, origins per call, changes max. Returns {records dropped, version}.
+#: call: each call is short. As in the SQLite store, no change is logged: a process that holds such a
+#: record keeps it (a count added to it starts it afresh, as on Redis), the others no longer read it.
+#: ARGV: prefix, now, rule TTL, origins per call. Returns the number of records dropped.
 COMPACT = """
 local p = ARGV[1]
 local now, ttl = tonumber(ARGV[2]), tonumber(ARGV[3])
 local scan = redis.call('SSCAN', p .. 'origins', redis.call('GET', p .. 'compacted') or '0', 'COUNT', ARGV[4])
 redis.call('SET', p .. 'compacted', scan[1])
-local changed, dropped = {}, 0
+local dropped = 0
 for _, origin in ipairs(scan[2]) do
   local key = p .. 'rules:' .. origin
   local fields = redis.call('HGETALL', key)
-  local gone = 0
   for i = 1, #fields, 2 do
     local s = cjson.decode(fields[i + 1])
     if (s[1] == 0 or now - s[4] > ttl) and (s[2] == 0 or now - s[5] > ttl) then
-      redis.call('HDEL', key, fields[i]); gone = gone + 1
+      redis.call('HDEL', key, fields[i]); dropped = dropped + 1
     end
   end
-  if gone > 0 then
-    dropped = dropped + gone
-    if redis.call('EXISTS', key) == 0 then redis.call('SREM', p .. 'origins', origin) end
-    changed[#changed + 1] = 'r' .. origin
-  end
+  if redis.call('EXISTS', key) == 0 then redis.call('SREM', p .. 'origins', origin) end
 end
-local v = tonumber(redis.call('GET', p .. 'version') or '0')
-if #changed > 0 then
-  v = redis.call('INCRBY', p .. 'version', #changed)
-  for i = 1, #changed do redis.call('RPUSH', p .. 'changes', changed[i]) end
-  redis.call('LTRIM', p .. 'changes', -tonumber(ARGV[5]), -1)
-end
-return {dropped, v}
+return dropped
 """

@@ -11,27 +11,23 @@ from collections import Counter
 from dataclasses import replace
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from ...errors import StoreError
 from .._codec import policy_from_text, policy_text
 from .._evidence import Alias, Evidence
 from .._filter import KeyFilter
-from .._forms import sink_key
-from .._rules import BLOCK, RuleKey, RuleRecord, alias_case_key
+from .._rules import RuleKey, RuleRecord, alias_case_key
 from .._observation import Prefetch
-from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING, OriginRules, PendingCases, Storage, held_record
+from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING, PendingCases, Storage
 from .codec import (
     EMPTY_BATCH,
     LAYOUT,
     alias_of,
     alias_value,
-    case_aliases,
     case_of,
     case_value,
     chunks,
-    rule_field,
     rule_of,
     evidence_of,
     evidence_value,
@@ -43,13 +39,13 @@ from .connection import UNAVAILABLE, Outage, RedisKeys, RedisUnavailable, check_
 from .journal import ANSWERED, DROP, PUT, REPUBLISHED, Journal, rule_op, saved_batches
 from .ledger import Ledger, default_ledger_path
 from .scripts import ALIAS, BATCH, COMPACT, SAVE_FILTER, TAKE
+from .port import RedisPort
 from .sync import Follower, Image
 
 logger = logging.getLogger("scrapy_iri.store._redis")
 
 #: the id of a batch or a take: a uuid4 hex
 _BATCH_ID = re.compile(r"[0-9a-f]{32}")
-_EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
 #: batches between two compactions of expired rule records (a process's first batch compacts too)
 COMPACT_EVERY = 16
 #: origins whose rule records one compaction looks at (in turn: every origin is visited over time)
@@ -111,13 +107,14 @@ class RedisStorage(Storage):
         self.pending_path = None if pending_path is None else Path(pending_path)
         #: counters of the store's traffic (round trips, reloads, ...)
         self.counters: dict[str, int] = {}
-        self.image = Image(cache_size, rule_cache, self._read_rules, self._pinned_origins, self._origin_rules)
         self.journal = Journal(rollback_memory)
         # case keys this process wrote and Redis has not got yet: key -> source -> alias (None: dropped)
-        self._pending_cases = PendingCases()
+        self.pending_cases = PendingCases()
         self._batch = client.register_script(BATCH)
         self._alias_sha = client.register_script(ALIAS).sha
         self._conn: Any = None
+        self.port = RedisPort(client, self.keys, self._read, self._command, lambda: self._alias_sha)
+        self.image = Image(self.port, self, cache_size, rule_cache, lambda: self.force_floor)
         #: the batch being sent, its id, and the rules' records it counted up to (kept until applied)
         self._unacked: tuple[dict[str, list[Any]], str, dict[RuleKey, RuleRecord | None]] | None = None
         self._take = client.register_script(TAKE)
@@ -150,7 +147,71 @@ class RedisStorage(Storage):
     def _tally(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
 
-    # -- reads: the journal first, then the cache, then one round trip ------------------
+    # -- reads: the journal first, then the caches, then one round trip (see .._cached) ----------
+
+    def alias(self, source: str) -> Alias | None:
+        return self.image.alias(source)
+
+    def case_target(self, key: str) -> str | None:
+        return self.image.case_target(key)
+
+    def declared_case(self, key: str) -> str | None:
+        return self.image.declared_case(key)
+
+    def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
+        return self.image.rules_at(origin)
+
+    def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
+        return self.image.rules_in_force(origin)
+
+    def forget_in_force(self) -> None:
+        self.image.in_force.clear()
+
+    def is_sink(self, url: str, cap: int) -> bool:
+        return self.image.is_sink(url, cap)
+
+    def prefetch(self, keys: Prefetch) -> None:
+        """Read what a chunk of observations needs (aliases, fan-in, cases, rule records) in one pipelined round trip."""
+        self.image.prefetch(keys, self.policy.sink_fanin)
+
+    # -- what the journal holds, read over Redis (:class:`.._cached.Overlay`) -------------------
+
+    def pending_alias(self, source: str) -> Any:
+        op = self.journal.aliases.get(source)
+        return MISSING if op is None else alias_of(source, op[0])
+
+    def pending_declared(self, key: str) -> Any:
+        op = self.journal.cases.get(key)
+        return MISSING if op is None else case_of(op[0])
+
+    def pending_fanin(self, target: str) -> tuple[bool, list[str]]:
+        dropped, added = False, []
+        for t, source, _ in self.journal.fanins:
+            if t != target:
+                continue
+            if source:
+                added.append(source)
+            else:
+                dropped, added = True, []
+        return dropped, added
+
+    def pending_sinks(self, cap: int) -> set[str]:
+        pending = Counter(t for t, s, _ in set(self.journal.fanins) if s)  # sources Redis has not got yet
+        return {t for t, n in pending.items() if n >= cap}
+
+    def pinned_origins(self) -> set[str]:
+        """Origins with counts Redis has not got yet: never evicted."""
+        pinned = {key.origin for key in self.journal.rules}
+        if self._unacked is not None:
+            pinned.update(entry[0] for entry in self._unacked[0].get("r", ()))
+        return pinned
+
+    def based(self, record: RuleRecord) -> None:
+        self.image.rule_base[record.key] = replace(record)
+
+    def forgotten(self, keys: list[RuleKey]) -> None:
+        for key in keys:
+            self.image.rule_base.pop(key, None)
 
     def _read(self, call: Callable[[], Any]) -> Any:
         """A read, or MISSING while Redis is unreachable (the caller answers "unknown": no merge).
@@ -165,31 +226,6 @@ class RedisStorage(Storage):
         except UNAVAILABLE as exc:
             self.outage.failed(exc)
             return MISSING
-
-    def alias(self, source: str) -> Alias | None:
-        op = self.journal.aliases.get(source)
-        if op is not None:
-            return alias_of(source, op[0])
-        cached = self.image.aliases.get(source)
-        if cached is not MISSING:
-            return cached  # type: ignore[no-any-return]
-        if self.image.filter is not None and source not in self.image.filter:
-            return None  # never an alias in Redis: answered in memory
-        answer = self._read(lambda: self._command("EVALSHA", self._alias_sha, 1, self.keys.aliases, source))
-        if answer is MISSING:
-            return None
-        alias = alias_of(source, answer[0]) if answer else None
-        if (
-            alias is not None
-            and len(answer) > 1
-            and alias.target not in self.journal.aliases
-            and self.image.aliases.get(alias.target) is MISSING
-        ):
-            # the target's own alias came with it: resolving asks for it next
-            target = alias.target
-            self.image.aliases.put(target, None if answer[1] is None else alias_of(target, answer[1]))
-        self.image.aliases.put(source, alias)
-        return alias
 
     def _command(self, *args: Any) -> Any:
         """One read on this storage's private connection (about half the client's cost per call).
@@ -221,167 +257,6 @@ class RedisStorage(Storage):
                 raise
         raise AssertionError("unreachable")
 
-    def case_target(self, key: str) -> str | None:
-        cached = self.image.cases.get(key)
-        if cached is not MISSING and key not in self._pending_cases and key not in self.journal.cases:
-            return cached  # type: ignore[no-any-return]
-
-        def read() -> list[Any]:
-            pipe = self.client.pipeline(transaction=False)
-            pipe.hget(self.keys.case_aliases, key)
-            pipe.hget(self.keys.cases, key)
-            return pipe.execute()  # type: ignore[no-any-return]
-
-        answer = self._read(read)
-        if answer is MISSING:
-            return None
-        url = self._pending_cases.case(key, case_aliases(answer[0]))
-        if url is None:
-            op = self.journal.cases.get(key)
-            url = case_of(op[0]) if op is not None else (None if answer[1] is None else case_of(answer[1]))
-        self.image.cases.put(key, url)
-        return url
-
-    def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        return self.image.rules.get(origin) or _EMPTY
-
-    def forget_in_force(self) -> None:
-        self.image.in_force.clear()
-
-    def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        held = self.image.rules.peek(origin)
-        if isinstance(held, OriginRules):
-            if not (held.forced or held.complete):
-                rows = self._in_force_rows(origin)
-                if rows is None:  # unreachable: what is held here, no more (read again next time)
-                    return held.in_force(self.force_floor) or _EMPTY
-                held.learned(rows)  # those held here stay: they may hold counts Redis has not got yet
-                held.forced = True
-            return held.in_force(self.force_floor) or _EMPTY
-        if held is not None:
-            return held
-        view = self.image.in_force.get(origin)
-        if view is MISSING:
-            view = self._in_force_rows(origin)
-            if view is None:
-                return _EMPTY  # unreachable: no rule applies now (no merge)
-            self.image.in_force.put(origin, view)
-        return view or _EMPTY
-
-    def _in_force_rows(self, origin: str) -> dict[RuleKey, RuleRecord | None] | None:
-        """The records of ``origin`` a lookup may need, from Redis (``None``: unreachable)."""
-        fields = self._read(lambda: self.client.hgetall(self.keys.rules(origin)))
-        if fields is MISSING:
-            return None
-        view: dict[RuleKey, RuleRecord | None] = {}
-        for field, raw in fields.items():
-            record = rule_of(origin, field, raw)
-            if record.key.kind == BLOCK or record.support >= self.force_floor:
-                view[record.key] = record
-        return view
-
-    def _read_rules(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
-        """One origin's rules from Redis (``None`` while it is unreachable: nothing is cached then)."""
-        fields = self._read(lambda: self.client.hgetall(self.keys.rules(origin)))
-        if fields is MISSING:
-            return None
-        self.image.in_force.pop(origin)  # held whole from now on
-        records = {}
-        for field, raw in fields.items():
-            record = rule_of(origin, field, raw)
-            records[record.key] = record
-            self.image.rule_base[record.key] = replace(record)
-        return records
-
-    def _origin_rules(self, origin: str, grew: Callable[[int], None]) -> OriginRules:
-        """An origin's records, read one at a time as the learner asks for them."""
-        self.image.in_force.pop(origin)  # held from now on
-        return OriginRules(origin, self._read_rule, self._rule_rows, grew, self._based)
-
-    def _based(self, record: RuleRecord) -> None:
-        self.image.rule_base[record.key] = replace(record)
-
-    def _read_rule(self, key: RuleKey) -> RuleRecord | None:
-        raw = self._read(lambda: self.client.hget(self.keys.rules(key.origin), rule_field(key)))
-        if raw is MISSING:
-            return MISSING  # type: ignore[no-any-return]
-        return None if raw is None else rule_of(key.origin, rule_field(key), raw)
-
-    def _rule_rows(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
-        fields = self._read(lambda: self.client.hgetall(self.keys.rules(origin)))
-        if fields is MISSING:
-            return None
-        return {(r := rule_of(origin, field, raw)).key: r for field, raw in fields.items()}
-
-    def _pinned_origins(self) -> set[str]:
-        """Origins with counts Redis has not got yet: never evicted."""
-        pinned = {key.origin for key in self.journal.rules}
-        if self._unacked is not None:
-            pinned.update(entry[0] for entry in self._unacked[0].get("r", ()))
-        return pinned
-
-    def is_sink(self, url: str, cap: int) -> bool:
-        sinks = self._sinks_for(cap)
-        return bool(sinks) and sink_key(url) in sinks
-
-    def _sinks_for(self, cap: int) -> set[str]:
-        """The targets with ``cap`` sources or more: read once per cap (the crawl's), kept up to date by syncs."""
-        image = self.image
-        if cap != image.sink_cap:
-            found = self._read(lambda: self.client.zrangebyscore(self.keys.sinks, cap, "+inf"))
-            if found is MISSING:  # unreachable: none known yet (asked again next time)
-                return set()
-            pending = Counter(t for t, s, _ in set(self.journal.fanins) if s)  # sources Redis has not got yet
-            image.sinks = {text(t) for t in found} | {t for t, n in pending.items() if n >= cap}
-            image.sink_cap = cap
-        return image.sinks
-
-    def prefetch(self, keys: Prefetch) -> None:
-        """Read what a chunk of observations needs (aliases, fan-in, cases, rule records) in one pipelined round trip."""
-        image, journal = self.image, self.journal
-        known = image.filter
-        sources = [
-            s for s in keys.sources
-            if s not in journal.aliases and s not in image.aliases.data and (known is None or s in known)
-        ]  # fmt: skip
-        targets = [t for t in keys.sinks if t not in image.fanins.data]
-        cases = [k for k in keys.cases if k not in image.cases.data and k not in self._pending_cases and k not in journal.cases]
-        wanted: list[tuple[OriginRules, list[RuleKey]]] = []
-        by_origin: dict[str, list[RuleKey]] = {}
-        for key in keys.rules:
-            by_origin.setdefault(key.origin, []).append(key)
-        for origin, rules in by_origin.items():
-            held = image.rules.get(origin)
-            if isinstance(held, OriginRules) and (missing := held.wanted(rules)):
-                wanted.append((held, missing))
-
-        def read() -> list[Any]:
-            pipe = self.client.pipeline(transaction=False)
-            pipe.hmget(self.keys.aliases, sources or [""])
-            for target in targets:
-                pipe.smembers(self.keys.fanin(target))
-            pipe.hmget(self.keys.case_aliases, cases or [""])
-            pipe.hmget(self.keys.cases, cases or [""])
-            for held, rules in wanted:
-                pipe.hmget(self.keys.rules(held.origin), [rule_field(k) for k in rules])
-            return pipe.execute()  # type: ignore[no-any-return]
-
-        answer = self._read(read)
-        if answer is MISSING:
-            return  # each observation reads for itself
-        aliases, *rest = answer
-        for source, raw in zip(sources, aliases):
-            image.aliases.put(source, None if raw is None else alias_of(source, raw))
-        for target, members in zip(targets, rest):
-            image.fanins.put(target, sorted(text(m) for m in members)[: self.policy.sink_fanin])
-        rest = rest[len(targets) :]
-        for key, raw_aliases, raw_case in zip(cases, rest[0], rest[1]):
-            found = case_aliases(raw_aliases)
-            url = max(found.values())[1] if found else (None if raw_case is None else case_of(raw_case))
-            image.cases.put(key, url)
-        for (held, rules), values in zip(wanted, rest[2:]):
-            held.learned({k: None if raw is None else rule_of(k.origin, rule_field(k), raw) for k, raw in zip(rules, values)})
-
     # -- writes: into the journal (and the image), sent by maintain() -------------------
 
     def set_alias(self, source: str, alias: Alias | None) -> None:
@@ -396,7 +271,7 @@ class RedisStorage(Storage):
             mode = REPUBLISHED if self.recorded_time else PUT  # a recorded time: no horizon applies
             self.journal.aliases[source] = (alias_value(alias), alias.time, mode, key)
         self.image.aliases.put(source, alias)
-        for key in self._pending_cases.wrote(source, old, alias):
+        for key in self.pending_cases.wrote(source, old, alias):
             self.image.cases.pop(key)
 
     def answered(self, url: str) -> None:
@@ -404,13 +279,6 @@ class RedisStorage(Storage):
         if url not in self.journal.aliases:
             now = self.clock()
             self.journal.aliases[url] = (tombstone(now), now, ANSWERED, "")
-
-    def declared_case(self, key: str) -> str | None:
-        op = self.journal.cases.get(key)
-        if op is not None:
-            return case_of(op[0])
-        raw = self._read(lambda: self.client.hget(self.keys.cases, key))
-        return None if raw is MISSING or raw is None else case_of(raw)
 
     def set_declared_case(self, key: str, url: str | None) -> None:
         now = self.clock()
@@ -430,22 +298,13 @@ class RedisStorage(Storage):
         self.journal.rules[key] = "dropmerge" if self.journal.rules.get(key, "").startswith("drop") else "merge"
 
     def add_fanin(self, target: str, source: str, cap: int) -> list[str]:
-        sources = self.image.fanins.get(target)
-        if sources is MISSING:
-            members = self._read(lambda: self.client.smembers(self.keys.fanin(target)))
-            sources = [] if members is MISSING else sorted(text(m) for m in members)[:cap]
-            sources += [s for t, s, _ in self.journal.fanins if t == target and s and s not in sources]
-        if source not in sources and len(sources) < cap:
-            sources = [*sources, source]
+        sources, added = self.image.add_source(target, source, cap)
+        if added:
             self.journal.fanins.append((target, source, cap))
-        self.image.fanins.put(target, sources)
-        if len(sources) >= cap:
-            self._sinks_for(cap).add(target)
-        return list(sources)
+        return sources
 
     def drop_fanin(self, target: str) -> None:
-        self.image.sinks.discard(target)
-        self.image.fanins.pop(target)
+        self.image.dropped_fanin(target)
         self.journal.fanins.append((target, "", 0))
 
     def add_evidence(self, evidence: Evidence) -> None:
@@ -709,7 +568,7 @@ class RedisStorage(Storage):
         self.ledger.reset()
         self.journal.clear()
         self._unacked = None
-        self._pending_cases.clear()
+        self.pending_cases.clear()
         self._checked(self.follower.load)
 
     def _checked(self, call: Callable[[], Any]) -> Any:
@@ -838,11 +697,7 @@ class RedisStorage(Storage):
     # -- sending the journal ----------------------------------------------------------------
 
     def _rule_op(self, key: RuleKey, mode: str) -> list[Any]:
-        return rule_op(key, mode, self._held(key), self.image.rule_base.get(key), self.policy)
-
-    def _held(self, key: RuleKey) -> RuleRecord | None:
-        records = self.image.rules.peek(key.origin)
-        return None if records is None else held_record(records, key)
+        return rule_op(key, mode, self.image.held(key), self.image.rule_base.get(key), self.policy)
 
     def _flush(self) -> None:
         """Send the pending writes as one batch (several when large).
@@ -878,16 +733,13 @@ class RedisStorage(Storage):
 
     def _compact(self) -> None:
         """Drop the rule records of a few origins whose every count is older than the rule TTL
-        (they mean nothing any more), as the SQLite storage does at its commits; the origins
-        changed reach every process, this one included, through the change log."""
-        dropped, _ = self._compact_script(
-            args=[self.keys.store, self.clock(), self.policy.rule_ttl, COMPACT_ORIGINS, self.changes_max]
-        )
+        (they mean nothing any more), as the SQLite storage does at its commits (see :data:`.scripts.COMPACT`)."""
+        dropped = self._compact_script(args=[self.keys.store, self.clock(), self.policy.rule_ttl, COMPACT_ORIGINS])
         if int(dropped):
             self._tally("compacted", int(dropped))
 
     def _rule_image(self, key: RuleKey) -> RuleRecord | None:
-        record = self._held(key)
+        record = self.image.held(key)
         return None if record is None else replace(record)
 
     def _acknowledged(self, part: dict[str, list[Any]], sent: dict[RuleKey, RuleRecord | None]) -> None:
@@ -901,9 +753,9 @@ class RedisStorage(Storage):
             if self.journal.rules.get(key) == mode and self._rule_image(key) == record:
                 del self.journal.rules[key]  # nothing counted since it was sent
         if not self.journal.aliases:
-            for key in self._pending_cases:  # computed over writes Redis may have refused: read again
+            for key in self.pending_cases:  # computed over writes Redis may have refused: read again
                 self.image.cases.pop(key)
-            self._pending_cases.clear()
+            self.pending_cases.clear()
 
     def _apply(self, batch: dict[str, list[Any]], batch_id: str | None = None) -> None:
         """Run one batch. When nobody else wrote since this process's last sync, the changes it
@@ -927,7 +779,7 @@ class RedisStorage(Storage):
         if answer[0] == b"ok":
             self.follower.last_batch = (batch_id, self.monotonic())
             self.journal.remember(batch)
-            rules = [r for entry in batch.get("r", ()) if (r := self._held(RuleKey(entry[0], *_field(entry[1])))) is not None]
+            rules = [r for entry in batch.get("r", ()) if (r := self.image.held(RuleKey(entry[0], *_field(entry[1])))) is not None]
             self.ledger.record(batch, answer, batch_id, self.image.epoch, rules, self.image.sinks, self.policy.rule_ttl)
             if int(answer[1]) - int(answer[2]) == self.image.version and not int(answer[3]):
                 self.image.version = int(answer[1])

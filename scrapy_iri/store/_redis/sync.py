@@ -12,14 +12,13 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from typing import Any
 
-from .._codec import copy_counts
-from .._filter import KeyFilter
+from .._cached import CachedReads, Overlay
 from .._evidence import Alias
+from .._port import StoragePort
 from .._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus, alias_case_key
-from .._storage import LRU, OriginRules, RuleCache, held_keys, held_record
+from .._storage import held_keys, held_record
 from .codec import EMPTY_BATCH, LAYOUT, alias_value, case_value, chunks, rule_of, text
 from .connection import RedisKeys
 from .journal import PUT, REPUBLISHED, Journal, rule_entry
@@ -32,64 +31,20 @@ logger = logging.getLogger("scrapy_iri.store._redis")
 BATCH_MEMORY = 500.0
 
 
-class Image:
-    """What a process holds of the store: the rules of the origins it used last, the sinks of its cap,
-    and bounded caches of aliases, cases and fan-in (misses included)."""
+class Image(CachedReads):
+    """What a process holds of the store (:class:`.._cached.CachedReads`), with the version of
+    the store it is up to date with, and each cached rule as Redis last had it."""
 
     def __init__(
-        self,
-        cache_size: int,
-        rule_cache: int,
-        load_rules: Callable[[str], dict[RuleKey, RuleRecord] | None],
-        pinned: Callable[[], set[str]],
-        lazy: Callable[[str, Callable[[int], None]], OriginRules] | None = None,
+        self, port: StoragePort, overlay: Overlay, cache_size: int, rule_cache: int, floor: Callable[[], int]
     ) -> None:
-        self.rules = RuleCache(rule_cache, load_rules, pinned, self._evicted, lazy)
-        #: for origins not held whole: the records a lookup may need (few), for many more origins
-        self.in_force = LRU(max(1024, rule_cache // 4))
+        super().__init__(port, overlay, cache_size, rule_cache, floor)
         #: each cached rule as Redis last had it: what this process's additions are counted from
         self.rule_base: dict[RuleKey, RuleRecord] = {}
-        #: the targets with ``sink_cap`` sources or more (read when a lookup first asks with that cap)
-        self.sinks: set[str] = set()
-        self.sink_cap = 0
-        self.aliases = LRU(cache_size)
-        self.cases = LRU(cache_size // 4)
-        self.fanins = LRU(cache_size // 16)
         self.version = 0
         self.epoch = ""
-        #: the alias sources Redis may hold (None: not known, every miss asks Redis)
-        self.filter: KeyFilter | None = None
         #: changed by the process that finds Redis went back in time: the others repair too
         self.history = ""
-
-    def _evicted(self, origin: str, keys: list[RuleKey]) -> None:
-        for key in keys:
-            self.rule_base.pop(key, None)
-
-    def forget_cached(self) -> None:
-        self.filter = None
-        self.aliases.clear()
-        self.cases.clear()
-        self.fanins.clear()
-        self.rules.clear()
-        self.in_force.clear()
-        self.sinks, self.sink_cap = set(), 0
-
-    def set_rules(self, origin: str, records: Iterable[RuleRecord]) -> None:
-        """Make a cached origin's rules what Redis says (record objects kept where they exist)."""
-        fresh = {record.key: record for record in records}
-        current = self.rules.peek(origin)
-        if current is None:
-            return
-        for key in [k for k in held_keys(current) if k not in fresh]:
-            self.rule_base.pop(key, None)
-        self.rules.replace(origin, fresh, copy_counts)
-        for key, record in fresh.items():
-            self.rule_base[key] = replace(record)
-
-    def all_rules(self) -> list[RuleRecord]:
-        """The rules this process holds (the origins it used last)."""
-        return self.rules.records()
 
 
 class Follower:
@@ -226,7 +181,7 @@ class Follower:
         for change, value in zip(reads, pipe.execute()):
             name = change[1:]
             if change[0] == "r":
-                image.set_rules(name, [rule_of(name, field, raw) for field, raw in value.items()])
+                image.set_rules(name, {(r := rule_of(name, field, raw)).key: r for field, raw in value.items()})
             elif value is not None and float(value) >= image.sink_cap:
                 image.sinks.add(name)
             else:

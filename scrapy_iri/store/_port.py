@@ -1,0 +1,124 @@
+"""The backend port: what a backend translates into its own commands, per record kind, many keys at once.
+
+A :class:`StoragePort` reads what is stored (committed) now, nothing a
+process still holds; it keeps no cache. Every read takes many keys and
+answers for each of them, or answers ``None`` as a whole when the backend
+cannot be read now (a locked file, an unreachable server): the caller then
+answers "unknown", which merges nothing. :meth:`StoragePort.read` makes
+the reads of several kinds at once (one round trip where the backend has
+round trips); the single-kind reads are its parts.
+
+The layers above it are written once (see :mod:`._cached`): the bounded
+caches of what was read, with the writes not yet committed over them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ._evidence import Alias
+from ._rules import BLOCK, RuleKey, RuleRecord
+
+#: the case-only aliases of a case key: source -> (time, target)
+CaseAliases = dict[str, tuple[float, str]]
+
+
+@dataclass
+class Reads:
+    """What to read at once: aliases (with their targets' aliases when ``follow``), cases, fan-in
+    (up to ``cap`` sources of each target), single rule records, and the records in force of
+    origins (support ``floor`` or more, or the origin's block)."""
+
+    aliases: Sequence[str] = ()
+    follow: bool = False
+    cases: Sequence[str] = ()
+    fanins: Sequence[str] = ()
+    cap: int = 0
+    rules: Sequence[RuleKey] = ()
+    in_force: Sequence[str] = ()
+    floor: int = 0
+
+
+@dataclass
+class Found:
+    """What :meth:`StoragePort.read` found: every key asked for has an entry (``None``: nothing stored)."""
+
+    aliases: dict[str, Alias | None] = field(default_factory=dict)
+    #: case key -> (its case-only aliases, its declared case)
+    cases: dict[str, tuple[CaseAliases, str | None]] = field(default_factory=dict)
+    fanins: dict[str, list[str]] = field(default_factory=dict)
+    rules: dict[RuleKey, RuleRecord | None] = field(default_factory=dict)
+    in_force: dict[str, dict[RuleKey, RuleRecord]] = field(default_factory=dict)
+
+
+class StoragePort(ABC):
+    """The reads a backend translates (SQL queries, Redis commands, dictionary look-ups).
+
+    Each answers ``None`` when the backend cannot be read now.
+    """
+
+    @abstractmethod
+    def read_aliases(self, sources: Sequence[str], follow: bool = False) -> dict[str, Alias | None] | None:
+        """The alias of each source (``None``: none, or ended); with ``follow``, also those of their targets."""
+
+    @abstractmethod
+    def read_cases(self, keys: Sequence[str]) -> dict[str, tuple[CaseAliases, str | None]] | None:
+        """For each case key: its case-only aliases (source -> (time, target)) and its declared case."""
+
+    @abstractmethod
+    def read_fanins(self, targets: Sequence[str], cap: int) -> dict[str, list[str]] | None:
+        """Up to ``cap`` of the sources known to redirect to each target."""
+
+    @abstractmethod
+    def read_sinks(self, cap: int) -> set[str] | None:
+        """The targets with ``cap`` sources or more."""
+
+    @abstractmethod
+    def read_rules(self, keys: Sequence[RuleKey]) -> dict[RuleKey, RuleRecord | None] | None:
+        """The record of each rule key (``None``: none)."""
+
+    @abstractmethod
+    def read_origin(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
+        """Every record of one origin."""
+
+    def read_in_force(self, origins: Sequence[str], floor: int) -> dict[str, dict[RuleKey, RuleRecord]] | None:
+        """For each origin: the records a lookup may need (support ``floor`` or more, or the block)."""
+        found: dict[str, dict[RuleKey, RuleRecord]] = {}
+        for origin in origins:
+            records = self.read_origin(origin)
+            if records is None:
+                return None
+            found[origin] = {k: r for k, r in records.items() if k.kind == BLOCK or r.support >= floor}
+        return found
+
+    def read(self, reads: Reads) -> Found | None:
+        """Every read of ``reads`` (one round trip where the backend can); ``None`` if any could not be made."""
+        found = Found()
+        if reads.aliases:
+            aliases = self.read_aliases(reads.aliases, reads.follow)
+            if aliases is None:
+                return None
+            found.aliases = aliases
+        if reads.cases:
+            cases = self.read_cases(reads.cases)
+            if cases is None:
+                return None
+            found.cases = cases
+        if reads.fanins:
+            fanins = self.read_fanins(reads.fanins, reads.cap)
+            if fanins is None:
+                return None
+            found.fanins = fanins
+        if reads.rules:
+            rules = self.read_rules(reads.rules)
+            if rules is None:
+                return None
+            found.rules = rules
+        if reads.in_force:
+            in_force = self.read_in_force(reads.in_force, reads.floor)
+            if in_force is None:
+                return None
+            found.in_force = in_force
+        return found
