@@ -29,7 +29,7 @@ from ._forms import sink_key
 from ._observation import Prefetch
 from ._port import CaseAliases, Reads, StoragePort
 from ._rules import RuleKey, RuleRecord
-from ._storage import LRU, MISSING, OriginRules, PendingCases, RuleCache, held_keys, held_record
+from ._storage import LRU, MISSING, OriginRules, PendingCases, RuleCache, Storage, held_keys, held_record
 
 _EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
 
@@ -122,6 +122,17 @@ class CachedReads:
                 self.aliases.put(target, found[target])
         self.aliases.put(source, alias)
         return alias
+
+    def wrote_alias(self, source: str, old: Alias | None, alias: Alias | None) -> list[str]:
+        """``source``'s alias was written (``old`` -> ``alias``; not stored yet): held here, and the case
+        keys it touches forgotten (read again over the pending write); returns those keys."""
+        if alias is not None and self.filter is not None:
+            self.filter.add(source)
+        self.aliases.put(source, alias)
+        keys = self.overlay.pending_cases.wrote(source, old, alias)
+        for key in keys:
+            self.cases.pop(key)
+        return keys
 
     # -- cases ----------------------------------------------------------------------------
 
@@ -322,3 +333,34 @@ class CachedReads:
             self._case_from(key, rows, declared)
         for held, rules in wanted:
             held.learned({key: found.rules.get(key) for key in rules})
+
+
+class CachedStorage(Storage):
+    """A :class:`._storage.Storage` whose reads are its :class:`CachedReads` (``cached``), over its port."""
+
+    cached: CachedReads
+
+    def alias(self, source: str) -> Alias | None:
+        return self.cached.alias(source)
+
+    def case_target(self, key: str) -> str | None:
+        return self.cached.case_target(key)
+
+    def declared_case(self, key: str) -> str | None:
+        return self.cached.declared_case(key)
+
+    def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
+        return self.cached.rules_at(origin)
+
+    def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
+        return self.cached.rules_in_force(origin)
+
+    def forget_in_force(self) -> None:
+        self.cached.in_force.clear()
+
+    def is_sink(self, url: str, cap: int) -> bool:
+        return self.cached.is_sink(url, cap)
+
+    def prefetch(self, keys: Prefetch) -> None:
+        """Read what a chunk of observations needs (aliases, fan-in, cases, rule records) in one port read."""
+        self.cached.prefetch(keys, self.policy.sink_fanin)

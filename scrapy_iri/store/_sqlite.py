@@ -53,17 +53,16 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
-from ._cached import CachedReads
+from ._cached import CachedReads, CachedStorage
 from ._codec import policy_from_text, policy_text, rule_record, rule_values
 from ._evidence import Alias, Evidence
 from ._filter import KeyFilter
 from ._learner import EquivalenceStore
-from ._observation import Prefetch
 from ._rules import LearningPolicy, RuleKey, RuleRecord
 from ._sqlite_port import SQLitePort
 from ._sqlite_schema import (
@@ -90,7 +89,6 @@ from ._storage import (
     EVIDENCE_MAX_AGE,
     MISSING,
     PendingCases,
-    Storage,
 )
 
 logger = logging.getLogger(__name__)
@@ -109,7 +107,7 @@ FILTER_SAVE_EVERY = 256
 _WRITTEN: tuple[Any, ...] = ()
 
 
-class SQLiteStorage(Storage):
+class SQLiteStorage(CachedStorage):
     """One SQLite file: rules and sinks in memory, aliases read on demand, writes in batches."""
 
     def __init__(
@@ -186,7 +184,8 @@ class SQLiteStorage(Storage):
         self._retry_at = 0.0
         self._lock_backoff = 0.0
         #: bounded caches of what is on disk, the pending batch read over them
-        self.cached = CachedReads(SQLitePort(self._read), self, cache_size, rule_cache, lambda: self.force_floor)
+        self.port = SQLitePort(self._read)
+        self.cached = CachedReads(self.port, self, cache_size, rule_cache, lambda: self.force_floor)
         try:
             self._data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
             self._change_id = self._db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()[0]
@@ -504,33 +503,6 @@ class SQLiteStorage(Storage):
         if rows:
             self._change_id = rows[-1][0]
 
-    # -- reads: the pending batch, then the caches, then the file (see :mod:`._cached`) ----------
-
-    def alias(self, source: str) -> Alias | None:
-        return self.cached.alias(source)
-
-    def case_target(self, key: str) -> str | None:
-        return self.cached.case_target(key)
-
-    def declared_case(self, key: str) -> str | None:
-        return self.cached.declared_case(key)
-
-    def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        return self.cached.rules_at(origin)
-
-    def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        return self.cached.rules_in_force(origin)
-
-    def forget_in_force(self) -> None:
-        self.cached.in_force.clear()
-
-    def is_sink(self, url: str, cap: int) -> bool:
-        return self.cached.is_sink(url, cap)
-
-    def prefetch(self, keys: Prefetch) -> None:
-        """Read the aliases, fan-in, cases and rules a chunk of observations needs, a few queries in all."""
-        self.cached.prefetch(keys, self.policy.sink_fanin)
-
     # -- what the pending batch holds, read over the file (:class:`._cached.Overlay`) ----------
 
     def pending_alias(self, source: str) -> Any:
@@ -644,13 +616,9 @@ class SQLiteStorage(Storage):
 
     def set_alias(self, source: str, alias: Alias | None) -> None:
         old = self.alias(source)
-        if alias is not None:
-            self._filter.add(source)
         self._write("alias", source, None if alias is None else (*alias_row(alias), not self.recorded_time))
-        self.cached.aliases.put(source, alias)
         self._pending_changes[("a", source)] = None
-        for key in self.pending_cases.wrote(source, old, alias):
-            self.cached.cases.pop(key)
+        for key in self.cached.wrote_alias(source, old, alias):
             self._pending_changes[("c", key)] = None
 
     def aliases(self) -> Iterator[Alias]:

@@ -9,7 +9,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import replace
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +18,8 @@ from .._codec import policy_from_text, policy_text
 from .._evidence import Alias, Evidence
 from .._filter import KeyFilter
 from .._rules import RuleKey, RuleRecord, alias_case_key
-from .._observation import Prefetch
-from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING, PendingCases, Storage
+from .._cached import CachedStorage
+from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING, PendingCases
 from .codec import (
     EMPTY_BATCH,
     LAYOUT,
@@ -52,7 +52,7 @@ COMPACT_EVERY = 16
 COMPACT_ORIGINS = 64
 
 
-class RedisStorage(Storage):
+class RedisStorage(CachedStorage):
     """A store in Redis, shared by every process that opens the same namespace.
 
     ``client`` is a ``redis.Redis``. Opening checks that Redis answers
@@ -114,7 +114,7 @@ class RedisStorage(Storage):
         self._alias_sha = client.register_script(ALIAS).sha
         self._conn: Any = None
         self.port = RedisPort(client, self.keys, self._read, self._command, lambda: self._alias_sha)
-        self.image = Image(self.port, self, cache_size, rule_cache, lambda: self.force_floor)
+        self.image = self.cached = Image(self.port, self, cache_size, rule_cache, lambda: self.force_floor)
         #: the batch being sent, its id, and the rules' records it counted up to (kept until applied)
         self._unacked: tuple[dict[str, list[Any]], str, dict[RuleKey, RuleRecord | None]] | None = None
         self._take = client.register_script(TAKE)
@@ -146,33 +146,6 @@ class RedisStorage(Storage):
 
     def _tally(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
-
-    # -- reads: the journal first, then the caches, then one round trip (see .._cached) ----------
-
-    def alias(self, source: str) -> Alias | None:
-        return self.image.alias(source)
-
-    def case_target(self, key: str) -> str | None:
-        return self.image.case_target(key)
-
-    def declared_case(self, key: str) -> str | None:
-        return self.image.declared_case(key)
-
-    def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        return self.image.rules_at(origin)
-
-    def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        return self.image.rules_in_force(origin)
-
-    def forget_in_force(self) -> None:
-        self.image.in_force.clear()
-
-    def is_sink(self, url: str, cap: int) -> bool:
-        return self.image.is_sink(url, cap)
-
-    def prefetch(self, keys: Prefetch) -> None:
-        """Read what a chunk of observations needs (aliases, fan-in, cases, rule records) in one pipelined round trip."""
-        self.image.prefetch(keys, self.policy.sink_fanin)
 
     # -- what the journal holds, read over Redis (:class:`.._cached.Overlay`) -------------------
 
@@ -261,8 +234,6 @@ class RedisStorage(Storage):
 
     def set_alias(self, source: str, alias: Alias | None) -> None:
         old = self.alias(source)
-        if alias is not None and self.image.filter is not None:
-            self.image.filter.add(source)
         now = self.clock()
         if alias is None:
             self.journal.aliases[source] = (tombstone(now), now, DROP, "")
@@ -270,9 +241,7 @@ class RedisStorage(Storage):
             key = alias_case_key(alias.source, alias.target) or ""
             mode = REPUBLISHED if self.recorded_time else PUT  # a recorded time: no horizon applies
             self.journal.aliases[source] = (alias_value(alias), alias.time, mode, key)
-        self.image.aliases.put(source, alias)
-        for key in self.pending_cases.wrote(source, old, alias):
-            self.image.cases.pop(key)
+        self.image.wrote_alias(source, old, alias)
 
     def answered(self, url: str) -> None:
         """Tell Redis, so that an alias of ``url`` another process observed earlier, and flushes later, is refused."""
