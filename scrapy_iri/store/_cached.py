@@ -18,7 +18,7 @@ reads an origin's records again (:meth:`CachedReads.set_rules`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -27,7 +27,7 @@ from ._evidence import Alias
 from ._filter import KeyFilter
 from ._forms import sink_key
 from ._observation import Prefetch
-from ._port import CaseAliases, Reads, StoragePort
+from ._port import CaseAliases, Found, Reads, StoragePort
 from ._rules import RuleKey, RuleRecord
 from ._storage import LRU, MISSING, OriginRules, PendingCases, RuleCache, Storage, held_keys, held_record
 
@@ -300,6 +300,42 @@ class CachedReads:
 
     def _evicted(self, origin: str, keys: list[RuleKey]) -> None:
         self.overlay.forgotten(keys)
+
+    # -- what other processes changed ----------------------------------------------------------
+
+    def follow(self, changes: Iterable[tuple[str, str]]) -> Reads:
+        """Forget what other processes changed, from their change log: ``changes`` are (kind, name),
+        ``a`` an alias source, ``c`` a case key, ``r`` an origin's rules, ``f`` a target's fan-in, ``s``
+        its sink. Returns what to read again (the rules of the origins held here, whether the targets
+        are sinks of the cap held): the caller reads it (one port read) and gives it to :meth:`refreshed`."""
+        origins: dict[str, None] = {}
+        sinks: dict[str, None] = {}
+        for kind, name in changes:
+            if kind == "a":
+                self.aliases.pop(name)
+                if self.filter is not None:
+                    self.filter.add(name)
+            elif kind == "c":
+                self.cases.pop(name)
+            elif kind == "r":
+                self.in_force.pop(name)
+                if self.rules.peek(name) is not None:
+                    origins[name] = None
+            elif kind in "fs":
+                self.fanins.pop(name)
+                if self.sink_cap:
+                    sinks[name] = None
+        return Reads(cap=self.sink_cap, origins=list(origins), sinks=list(sinks))
+
+    def refreshed(self, reads: Reads, found: Found) -> None:
+        """Hold what :meth:`follow` asked to read again."""
+        for origin in reads.origins:
+            self.set_rules(origin, found.origins.get(origin, {}))
+        for target in reads.sinks:
+            if target in found.sinks:
+                self.sinks.add(target)
+            else:
+                self.sinks.discard(target)
 
     # -- reading ahead for many observations ---------------------------------------------------
 

@@ -158,8 +158,10 @@ class MemoryPort(StoragePort):
     def read_fanins(self, targets: Sequence[str], cap: int) -> dict[str, list[str]] | None:
         return {target: list(self.storage._fanins.get(target, []))[:cap] for target in targets}
 
-    def read_sinks(self, cap: int) -> set[str] | None:
-        return {target for target, sources in self.storage._fanins.items() if len(sources) >= cap}
+    def read_sinks(self, cap: int, targets: Sequence[str] | None = None) -> set[str] | None:
+        fanins = self.storage._fanins
+        among = fanins if targets is None else [t for t in targets if t in fanins]
+        return {target for target in among if len(fanins[target]) >= cap}
 
     def read_rules(self, keys: Sequence[RuleKey]) -> dict[RuleKey, RuleRecord | None] | None:
         rules = self.storage._rules

@@ -28,8 +28,9 @@ CaseAliases = dict[str, tuple[float, str]]
 @dataclass
 class Reads:
     """What to read at once: aliases (with their targets' aliases when ``follow``), cases, fan-in
-    (up to ``cap`` sources of each target), single rule records, and the records in force of
-    origins (support ``floor`` or more, or the origin's block)."""
+    (up to ``cap`` sources of each target), single rule records, the records in force of origins
+    (support ``floor`` or more, or the origin's block), every record of origins, and which of
+    ``sinks`` have ``cap`` sources or more."""
 
     aliases: Sequence[str] = ()
     follow: bool = False
@@ -39,6 +40,8 @@ class Reads:
     rules: Sequence[RuleKey] = ()
     in_force: Sequence[str] = ()
     floor: int = 0
+    origins: Sequence[str] = ()
+    sinks: Sequence[str] = ()
 
 
 @dataclass
@@ -51,6 +54,8 @@ class Found:
     fanins: dict[str, list[str]] = field(default_factory=dict)
     rules: dict[RuleKey, RuleRecord | None] = field(default_factory=dict)
     in_force: dict[str, dict[RuleKey, RuleRecord]] = field(default_factory=dict)
+    origins: dict[str, dict[RuleKey, RuleRecord]] = field(default_factory=dict)
+    sinks: set[str] = field(default_factory=set)
 
 
 class StoragePort(ABC):
@@ -72,8 +77,8 @@ class StoragePort(ABC):
         """Up to ``cap`` of the sources known to redirect to each target."""
 
     @abstractmethod
-    def read_sinks(self, cap: int) -> set[str] | None:
-        """The targets with ``cap`` sources or more."""
+    def read_sinks(self, cap: int, targets: Sequence[str] | None = None) -> set[str] | None:
+        """The targets with ``cap`` sources or more (those of ``targets``, when given)."""
 
     @abstractmethod
     def read_rules(self, keys: Sequence[RuleKey]) -> dict[RuleKey, RuleRecord | None] | None:
@@ -121,4 +126,14 @@ class StoragePort(ABC):
             if in_force is None:
                 return None
             found.in_force = in_force
+        for origin in reads.origins:
+            records = self.read_origin(origin)
+            if records is None:
+                return None
+            found.origins[origin] = records
+        if reads.sinks:
+            sinks = self.read_sinks(reads.cap, reads.sinks)
+            if sinks is None:
+                return None
+            found.sinks = sinks
         return found

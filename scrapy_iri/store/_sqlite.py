@@ -483,23 +483,19 @@ class SQLiteStorage(CachedStorage):
             cached.forget_cached()
             cached.filter = self._build_filter()
         else:
+            changes = []
             for _, kind, name in rows:
-                if kind == "a":
-                    cached.aliases.pop(name)
-                    self._filter.add(name)
-                elif kind == "c":
-                    cached.cases.pop(name)
-                elif kind == "r":
-                    if any(key.origin == name for key in self._rule_delta):
-                        self._must_merge = True  # rules written here meanwhile are read back at the commit
-                    elif not cached.reload_origin(name):
-                        cached.rules.clear()  # locked: read again when used
-                elif kind == "s" and ("sink", name) not in self._pending and cached.sink_cap:
-                    row = db.execute("SELECT sources FROM sink WHERE target = ?", (name,)).fetchone()
-                    if row is not None and row[0] >= cached.sink_cap:
-                        cached.sinks.add(name)
-                    else:
-                        cached.sinks.discard(name)
+                if kind == "r" and any(key.origin == name for key in self._rule_delta):
+                    self._must_merge = True  # rules written here meanwhile are read back at the commit
+                elif not (kind == "s" and ("sink", name) in self._pending):
+                    changes.append((kind, name))
+            again = cached.follow(changes)
+            found = self.port.read(again)
+            if found is None:  # locked: read again when used
+                cached.rules.clear()
+                cached.sink_cap = 0
+            else:
+                cached.refreshed(again, found)
         if rows:
             self._change_id = rows[-1][0]
 

@@ -87,9 +87,17 @@ class SQLitePort(StoragePort):
                 found[target].append(source)
         return found
 
-    def read_sinks(self, cap: int) -> set[str] | None:
-        rows = self._read("SELECT target FROM sink WHERE sources >= ?", (cap,))
-        return None if rows is None else {target for (target,) in rows}
+    def read_sinks(self, cap: int, targets: Sequence[str] | None = None) -> set[str] | None:
+        if targets is None:
+            rows = self._read("SELECT target FROM sink WHERE sources >= ?", (cap,))
+            return None if rows is None else {target for (target,) in rows}
+        found: set[str] = set()
+        for part in parts(targets):
+            rows = self._read(f"SELECT target FROM sink WHERE sources >= ? AND target IN ({marks(part)})", (cap, *part))
+            if rows is None:
+                return None
+            found.update(target for (target,) in rows)
+        return found
 
     def read_rules(self, keys: Sequence[RuleKey]) -> dict[RuleKey, RuleRecord | None] | None:
         found: dict[RuleKey, RuleRecord | None] = dict.fromkeys(keys)

@@ -115,6 +115,9 @@ def test_fanin_is_read_up_to_a_cap_and_sinks_by_their_number_of_sources(store: E
     assert port.read_sinks(4) == {f"{H}/landing"}
     assert port.read_sinks(2) == {f"{H}/landing", f"{H}/pair"}
     assert port.read_sinks(5) == set()
+    among = [f"{H}/pair", f"{H}/landing", f"{H}/alone"]  # only those asked about
+    assert port.read_sinks(2, among) == {f"{H}/landing", f"{H}/pair"}
+    assert port.read_sinks(3, among) == {f"{H}/landing"} and port.read_sinks(2, [f"{H}/pair"]) == {f"{H}/pair"}
 
 
 def teach_slash(store: EquivalenceStore) -> None:
@@ -148,6 +151,7 @@ def test_one_read_of_every_kind_answers_as_its_parts(store: EquivalenceStore) ->
     teach_slash(store)
     store.record_redirect(f"{H}/Docs/Intro", 301, f"{H}/docs/intro")
     store.storage.add_fanin(f"{H}/landing", f"{H}/s1", 10)
+    store.storage.add_fanin(f"{H}/landing", f"{H}/s2", 10)
     port = written(store)
     reads = Reads(
         aliases=[f"{H}/topic-1", f"{H}/nowhere"],
@@ -157,6 +161,8 @@ def test_one_read_of_every_kind_answers_as_its_parts(store: EquivalenceStore) ->
         rules=[SLASH, RuleKey(H, "add-slash", "/nothing-#")],
         in_force=[H],
         floor=3,
+        origins=[H, "https://other.example"],
+        sinks=[f"{H}/landing", f"{H}/alone"],
     )
     found = port.read(reads)
     assert isinstance(found, Found)
@@ -166,10 +172,15 @@ def test_one_read_of_every_kind_answers_as_its_parts(store: EquivalenceStore) ->
         "fanins": port.read_fanins(reads.fanins, 10),
         "rules": port.read_rules(reads.rules),
         "in_force": port.read_in_force(reads.in_force, 3),
+        "origins": {origin: port.read_origin(origin) for origin in reads.origins},
+        "sinks": port.read_sinks(10, reads.sinks),
     }
     assert expected["aliases"][f"{H}/topic-1"].target == f"{H}/topic-1/"
     for name, value in expected.items():
         assert getattr(found, name) == value, name
+    assert found.origins[H][SLASH].support == 3 and found.origins["https://other.example"] == {}
+    assert found.sinks == set()  # two sources: a sink of cap 2, not 10
+    assert port.read(Reads(cap=2, sinks=[f"{H}/landing", f"{H}/alone"])).sinks == {f"{H}/landing"}  # type: ignore[union-attr]
     assert port.read(Reads()) == Found()  # nothing asked, nothing read
 
 

@@ -85,9 +85,18 @@ class RedisPort(StoragePort):
             return None
         return {target: sorted(text(m) for m in members)[:cap] for target, members in zip(targets, answer)}
 
-    def read_sinks(self, cap: int) -> set[str] | None:
-        found = self._run(lambda: self.client.zrangebyscore(self.keys.sinks, cap, "+inf"))
-        return None if found is None else {text(t) for t in found}
+    def read_sinks(self, cap: int, targets: Sequence[str] | None = None) -> set[str] | None:
+        if targets is None:
+            found = self._run(lambda: self.client.zrangebyscore(self.keys.sinks, cap, "+inf"))
+            return None if found is None else {text(t) for t in found}
+        def read() -> list[Any]:
+            pipe = self.client.pipeline(transaction=False)
+            for target in targets:
+                pipe.zscore(self.keys.sinks, target)
+            return pipe.execute()  # type: ignore[no-any-return]
+
+        scores = self._run(read) if targets else []
+        return None if scores is None else {t for t, n in zip(targets, scores) if n is not None and float(n) >= cap}
 
     def read_rules(self, keys: Sequence[RuleKey]) -> dict[RuleKey, RuleRecord | None] | None:
         if len(keys) == 1:
@@ -133,8 +142,10 @@ class RedisPort(StoragePort):
                 pipe.smembers(self.keys.fanin(target))
             for origin, wanted in by_origin.items():
                 pipe.hmget(self.keys.rules(origin), [rule_field(k) for k in wanted])
-            for origin in reads.in_force:
+            for origin in (*reads.in_force, *reads.origins):
                 pipe.hgetall(self.keys.rules(origin))
+            for target in reads.sinks:
+                pipe.zscore(self.keys.sinks, target)
             return pipe.execute()  # type: ignore[no-any-return]
 
         answer = self._run(read)
@@ -150,9 +161,15 @@ class RedisPort(StoragePort):
         found.fanins = {t: sorted(text(m) for m in members)[: reads.cap] for t, members in zip(targets, rest)}
         rest = rest[len(targets) :]
         found.rules = _rules_found(by_origin, rest[: len(by_origin)])
-        for origin, fields in zip(reads.in_force, rest[len(by_origin) :]):
+        rest = rest[len(by_origin) :]
+        for origin, fields in zip(reads.in_force, rest):
             records = (rule_of(origin, field, raw) for field, raw in fields.items())
             found.in_force[origin] = {r.key: r for r in records if r.key.kind == BLOCK or r.support >= reads.floor}
+        rest = rest[len(reads.in_force) :]
+        for origin, fields in zip(reads.origins, rest):
+            found.origins[origin] = {(r := rule_of(origin, field, raw)).key: r for field, raw in fields.items()}
+        scores = rest[len(reads.origins) :]
+        found.sinks = {t for t, n in zip(reads.sinks, scores) if n is not None and float(n) >= reads.cap}
         if reads.follow:
             targets_of = [a.target for a in found.aliases.values() if a is not None and a.target not in found.aliases]
             more = self.read_aliases(targets_of) if targets_of else {}

@@ -127,7 +127,8 @@ class RedisStorage(CachedStorage):
         self.ledger.compact()
         self.accept_rollback_risk = accept_rollback_risk
         self.follower = Follower(
-            client, self.keys, self.image, self.journal, self._apply, self._tally, self.where, self.ledger
+            client, self.keys, self.image, self.journal, self._apply, self._tally, self.where, self.ledger,
+            RedisPort(client, self.keys, _raising, self._command, lambda: self._alias_sha),
         )
         self._next_tick = 0.0
         self._closed = False
@@ -764,6 +765,11 @@ class RedisStorage(CachedStorage):
         self.follower.load()
         self.follower.contradicted.update(retake)  # their deferred URLs are taken at the next observation
         logger.info("Wrote %(n)d batches of store writes saved by the previous run to Redis", {"n": len(batches)})
+
+
+def _raising(call: Callable[[], Any]) -> Any:
+    """A read that raises when Redis is unreachable (what a sync needs: all or nothing)."""
+    return call()
 
 
 def _field(field: str) -> tuple[str, str]:

@@ -19,7 +19,7 @@ from .._evidence import Alias
 from .._port import StoragePort
 from .._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus, alias_case_key
 from .._storage import held_keys, held_record
-from .codec import EMPTY_BATCH, LAYOUT, alias_value, case_value, chunks, rule_of, text
+from .codec import EMPTY_BATCH, LAYOUT, alias_value, case_value, chunks, text
 from .connection import RedisKeys
 from .journal import PUT, REPUBLISHED, Journal, rule_entry
 from .ledger import Ledger
@@ -60,7 +60,10 @@ class Follower:
         tally: Callable[[str, int], None],
         where: str,
         ledger: Ledger,
+        port: StoragePort,
     ) -> None:
+        #: reads that raise when Redis is unreachable (a sync fails whole, and is tried again)
+        self.port = port
         self.client = client
         self.keys = keys
         self.image = image
@@ -151,41 +154,12 @@ class Follower:
 
     def _refresh(self, changes: Iterable[str]) -> None:
         """Forget the cached entries that changed; read the changed rules and sinks again (one round trip)."""
-        image = self.image
-        reads = []
-        for change in sorted(set(changes)):
-            kind, name = change[0], change[1:]
-            if kind == "a":
-                image.aliases.pop(name)
-                if image.filter is not None:
-                    image.filter.add(name)
-            elif kind == "c":
-                image.cases.pop(name)
-            elif kind == "f":
-                image.fanins.pop(name)
-                if image.sink_cap:
-                    reads.append(change)
-            elif kind == "r":
-                image.in_force.pop(name)
-                if image.rules.peek(name) is not None:
-                    reads.append(change)
-        self.tally("refreshed", len(reads))
-        if not reads:
-            return
-        pipe = self.client.pipeline(transaction=False)
-        for change in reads:
-            if change[0] == "r":
-                pipe.hgetall(self.keys.rules(change[1:]))
-            else:
-                pipe.zscore(self.keys.sinks, change[1:])
-        for change, value in zip(reads, pipe.execute()):
-            name = change[1:]
-            if change[0] == "r":
-                image.set_rules(name, {(r := rule_of(name, field, raw)).key: r for field, raw in value.items()})
-            elif value is not None and float(value) >= image.sink_cap:
-                image.sinks.add(name)
-            else:
-                image.sinks.discard(name)
+        again = self.image.follow((change[0], change[1:]) for change in sorted(set(changes)))
+        self.tally("refreshed", len(again.origins) + len(again.sinks))
+        if again.origins or again.sinks:
+            found = self.port.read(again)  # raises when Redis is unreachable: the whole sync is tried again
+            if found is not None:
+                self.image.refreshed(again, found)
 
     def rolled_back(
         self, version: int, policy: LearningPolicy, now: float, *, found_here: bool = True, known: int | None = None
