@@ -269,17 +269,6 @@ class CachedReads:
         for record in records.values():
             self.overlay.based(record)
 
-    def reload_origin(self, origin: str) -> bool:
-        """Read a cached origin's records again (another process changed them); False if the backend could not be read."""
-        self.in_force.pop(origin)
-        if self.rules.peek(origin) is None:
-            return True  # not used here lately: read when next used
-        records = self._read_origin(origin)
-        if records is None:
-            return False
-        self.set_rules(origin, records)
-        return True
-
     def _read_origin(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
         records = self.port.read_origin(origin)
         if records is None:
