@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ._evidence import Alias
+from ._evidence import Alias, Evidence
 from ._rules import BLOCK, RuleKey, RuleRecord
 
 #: the case-only aliases of a case key: source -> (time, target)
@@ -58,6 +58,48 @@ class Found:
     sinks: set[str] = field(default_factory=set)
 
 
+@dataclass
+class RuleWrite:
+    """A rule's change: the record held here (``None``: dropped), what it counted since the last commit,
+    and whether the record was dropped since (the stored one goes first)."""
+
+    record: RuleRecord | None
+    support: int = 0
+    against: int = 0
+    dropped: bool = False
+
+
+@dataclass
+class Changeset:
+    """The changes of one commit, per record kind, the latest of each entry; applied whole or not at all."""
+
+    #: source -> (its alias, ``None``: dropped; whether the answered-for-itself horizon applies)
+    aliases: dict[str, tuple[Alias | None, bool]] = field(default_factory=dict)
+    #: URLs that answered for themselves, and when
+    answered: dict[str, float] = field(default_factory=dict)
+    #: case key -> declared case URL (``None``: forgotten)
+    cases: dict[str, str | None] = field(default_factory=dict)
+    rules: dict[RuleKey, RuleWrite] = field(default_factory=dict)
+    #: target -> sources added (after the drop, when the target's fan-in was dropped)
+    fanins: dict[str, list[str]] = field(default_factory=dict)
+    dropped_fanins: set[str] = field(default_factory=set)
+    #: target -> its number of sources (``None``: no longer a sink)
+    sinks: dict[str, int | None] = field(default_factory=dict)
+    evidence: list[Evidence] = field(default_factory=list)
+    #: (rule, URL) -> deferred (``True``) or taken (``False``)
+    deferred: dict[tuple[str, str], bool] = field(default_factory=dict)
+    #: what the change log tells other processes: (kind, name), kinds as :meth:`._cached.CachedReads.follow`'s
+    changes: dict[tuple[str, str], None] = field(default_factory=dict)
+    #: rules another process wrote were not read here since: the backend merges with what it holds
+    merge: bool = False
+
+    def __len__(self) -> int:
+        return (
+            len(self.aliases) + len(self.answered) + len(self.cases) + len(self.rules) + len(self.dropped_fanins)
+            + sum(len(s) for s in self.fanins.values()) + len(self.sinks) + len(self.evidence) + len(self.deferred)
+        )  # fmt: skip
+
+
 class StoragePort(ABC):
     """The reads a backend translates (SQL queries, Redis commands, dictionary look-ups).
 
@@ -87,6 +129,12 @@ class StoragePort(ABC):
     @abstractmethod
     def read_origin(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
         """Every record of one origin."""
+
+    def apply(self, changes: Changeset) -> dict[str, dict[RuleKey, RuleRecord]]:
+        """Apply ``changes`` whole (one transaction, one atomic batch) or not at all; raises the backend's
+        error when it cannot now (the caller keeps them for the next attempt). Returns the records of
+        the origins it read back (a rule merged with what other processes stored)."""
+        raise NotImplementedError(f"{type(self).__name__} applies no changesets")
 
     def read_in_force(self, origins: Sequence[str], floor: int) -> dict[str, dict[RuleKey, RuleRecord]] | None:
         """For each origin: the records a lookup may need (support ``floor`` or more, or the block)."""

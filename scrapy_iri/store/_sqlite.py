@@ -59,7 +59,7 @@ from typing import Any
 
 from ..errors import StoreError
 from ._cached import CachedReads, CachedStorage
-from ._codec import policy_from_text, policy_text, rule_record, rule_values
+from ._codec import policy_from_text, policy_text, rule_record
 from ._evidence import Alias, Evidence
 from ._filter import KeyFilter
 from ._learner import EquivalenceStore
@@ -68,13 +68,10 @@ from ._sqlite_port import SQLitePort
 from ._sqlite_schema import (
     ALIAS,
     ALIAS_COLUMNS,
-    ALIAS_FIELDS,
-    EVIDENCE,
     EVIDENCE_COLUMNS,
     MIGRATIONS,
     RULE_COLUMNS,
     SCHEMA_VERSION,
-    WRITES,
     alias_of,
     alias_row,
     create_schema,
@@ -82,14 +79,8 @@ from ._sqlite_schema import (
     locked,
     transaction,
 )
-from ._storage import (
-    DEFAULT_CACHE_SIZE,
-    DEFAULT_RULE_CACHE,
-    EVIDENCE_MAX,
-    EVIDENCE_MAX_AGE,
-    MISSING,
-    PendingCases,
-)
+from ._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX, EVIDENCE_MAX_AGE
+from ._writes import WriteBehind
 
 logger = logging.getLogger(__name__)
 
@@ -98,13 +89,8 @@ logger = logging.getLogger(__name__)
 MMAP_SIZE = 1 << 31
 #: bytes of SQLite's own page cache per process
 PAGE_CACHE = 8 << 20
-#: entries of the change log kept for processes that fell behind (they reload otherwise)
-CHANGES_MAX = 100_000
 #: commits between two saves of the alias filter (and at close)
 FILTER_SAVE_EVERY = 256
-
-#: the pending write of a rule: its row is read off the image when the batch commits
-_WRITTEN: tuple[Any, ...] = ()
 
 
 class SQLiteStorage(CachedStorage):
@@ -132,13 +118,6 @@ class SQLiteStorage(CachedStorage):
     ) -> None:
         self.clock = clock
         self.path = Path(path)
-        self.batch_size = batch_size
-        self.flush_interval = flush_interval
-        self.evidence_max = evidence_max
-        self.evidence_max_age = evidence_max_age
-        #: how long the file remembers that a URL answered for itself: an alias of it another process
-        #: observed earlier and commits later is refused (an alias write older than this is refused too)
-        self.answered_horizon = answered_horizon
         self.sync_interval = sync_interval
         self.lock_wait = lock_wait
         self.close_wait = close_wait
@@ -162,32 +141,28 @@ class SQLiteStorage(CachedStorage):
             self._db.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
-        # the pending batch: (table, key) -> row (None: a delete), latest write last
-        self._pending: dict[tuple[str, Any], tuple[Any, ...] | None] = {}
-        self._pending_evidence: list[tuple[Any, ...]] = []
-        self.pending_cases = PendingCases()
-        self._pending_fanin: dict[str, list[str]] = {}
-        self._dropped_fanin: set[str] = set()
-        self._pending_changes: dict[tuple[str, str], None] = {}
-        #: per rule: (support, against) as last written to the image, and the observations
-        #: added since the last commit (merged into the row on disk)
-        self._rule_seen: dict[RuleKey, tuple[int, int]] = {}
-        self._rule_delta: dict[RuleKey, tuple[int, int]] = {}
-        #: another process's rule rows were not read into the image (pending counts here): the commit merges
-        self._must_merge = False
-        self._rule_dropped: set[RuleKey] = set()
-        self._last_flush = monotonic()
+        #: the writes not committed yet, read over the file
+        self.writes = WriteBehind(batch_size, flush_interval, monotonic)
         self._next_sync = monotonic() + sync_interval
-        self._commits = 0
         self._warned_lock = 0.0
         #: after a commit found the file locked: when to try again, and how long the last wait was
         self._retry_at = 0.0
         self._lock_backoff = 0.0
         #: bounded caches of what is on disk, the pending batch read over them
-        self.port = SQLitePort(self._read)
-        self.cached = CachedReads(self.port, self, cache_size, rule_cache, lambda: self.force_floor)
+        self.port = SQLitePort(
+            self._read,
+            self._connection,
+            clock=clock,
+            policy=lambda: self.policy,
+            answered_horizon=answered_horizon,
+            evidence_max=evidence_max,
+            evidence_max_age=evidence_max_age,
+        )
+        self.cached = self.writes.cached = CachedReads(
+            self.port, self.writes, cache_size, rule_cache, lambda: self.force_floor
+        )
         try:
-            self._data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
+            self.port.data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
             self._change_id = self._db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()[0]
             #: the change the filter took in every change up to (besides those the syncs read)
             self._filter_change_id = 0
@@ -272,7 +247,7 @@ class SQLiteStorage(CachedStorage):
         self._sync_if_due()
 
     def answered(self, url: str) -> None:
-        self._write("answered", url, (url, self.clock()))
+        self.writes.answered(url, self.clock())
 
     def observed(self) -> None:
         self._flush_if_due()
@@ -280,13 +255,13 @@ class SQLiteStorage(CachedStorage):
     @property
     def pending(self) -> int:
         """Writes not yet committed."""
-        return len(self._pending) + len(self._pending_evidence)
+        return len(self.writes)
 
     def _flush_if_due(self) -> None:
         now = self.monotonic()
         if now < self._retry_at:
             return
-        if self.pending >= self.batch_size or now - self._last_flush >= self.flush_interval:
+        if self.writes.due():
             self.flush()
 
     def flush(self) -> None:
@@ -299,9 +274,9 @@ class SQLiteStorage(CachedStorage):
             # the next attempt waits: the file stays locked for a while (a long transaction elsewhere)
             self._lock_backoff = min(max(2 * self._lock_backoff, 1.0), 10.0)
             self._retry_at = self.monotonic() + self._lock_backoff
-            self._last_flush = self.monotonic()
-            if self._last_flush - self._warned_lock >= 60.0:
-                self._warned_lock = self._last_flush
+            now = self.writes.last_commit = self.monotonic()
+            if now - self._warned_lock >= 60.0:
+                self._warned_lock = now
                 logger.warning("%s: %s; keeping %d writes for the next attempt", self.path, exc, self.pending)
 
     def close(self) -> None:
@@ -328,130 +303,17 @@ class SQLiteStorage(CachedStorage):
     # -- the commit ---------------------------------------------------------------
 
     def _commit(self) -> None:
-        """One transaction: the batch, rules merged with what other processes wrote meanwhile.
-
-        A rule row is never overwritten with this process's image: the
-        observations counted since the last commit are added to the row on
-        disk (after forgetting what the TTL expired), the latest times and
-        notes win, and the rules of the origins written are read back, so a
-        counterexample another process recorded is never lost and is seen here.
-        """
-        if not self._pending and not self._pending_evidence:
+        """Apply the pending writes in one transaction (:meth:`.SQLitePort.apply`); the cache follows the file."""
+        if not len(self.writes):
             return
-        db = self._connection()
-        fresh: dict[str, dict[RuleKey, RuleRecord]] = {}
-        cutoff = self.clock() - self.answered_horizon
-        with transaction(db):
-            rules: dict[str, list[tuple[RuleKey, tuple[Any, ...] | None]]] = {}
-            # one statement at a time, each table's deletes before its upserts: the pending writes hold
-            # one write per entry (the latest), and a fan-in drop took its target's pending sources with it
-            runs: dict[str, list[tuple[Any, ...]]] = {}
-            for (table, key), row in self._pending.items():
-                if table == "rule":
-                    rules.setdefault(key[0], []).append((RuleKey(*key), row))
-                    continue
-                upsert, delete = WRITES[table]
-                if row is None:
-                    runs.setdefault(delete, []).append(key if isinstance(key, tuple) else (key,))
-                elif table == "alias":  # the stored row, then the horizon (its last item: whether it applies)
-                    runs.setdefault(upsert, []).append((*row[:-1], cutoff if row[-1] else float("-inf")))
-                else:
-                    runs.setdefault(upsert, []).append(row)
-            for upsert, delete in WRITES.values():
-                for statement in (delete, upsert):
-                    if statement in runs:
-                        db.executemany(statement, runs[statement])
-            upsert, delete = WRITES["rule"]
-            alone = db.execute("PRAGMA data_version").fetchone()[0] == self._data_version
-            touched = sorted(rules)
-            if alone and not self._rule_dropped and not self._must_merge:
-                # nobody else committed since this process last looked: the rows on disk are
-                # what it read or wrote, so its image is the merge (no read back)
-                image = [self.cached.held(rule) for written in rules.values() for rule, row in written if row is not None]
-                db.executemany(upsert, [(*record.key, *rule_values(record)) for record in image])
-                db.executemany(delete, [tuple(rule) for written in rules.values() for rule, row in written if row is None])
-                rules = {}
-            for origin, written in rules.items():  # one read per origin: the rows as other processes left them
-                disk: dict[RuleKey, RuleRecord] = {}
-                for row in db.execute(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,)):
-                    key = RuleKey(origin, row[0], row[1])
-                    disk[key] = rule_record(key, row[2:])
-                for rule, row in written:
-                    if row is None or rule in self._rule_dropped:
-                        db.execute(delete, tuple(rule))
-                        disk.pop(rule, None)
-                    if row is not None:
-                        disk[rule] = self._merged_rule(rule, disk.get(rule))
-                        db.execute(upsert, (*rule, *rule_values(disk[rule])))
-                fresh[origin] = disk
-            db.executemany(EVIDENCE, self._pending_evidence)
-            db.executemany(
-                "INSERT INTO change (kind, name) VALUES (?, ?)",
-                [*self._pending_changes, *(("r", origin) for origin in touched)],
-            )
-            self._commits += 1
-            self._prune(db)
-        for origin, records in fresh.items():  # the image follows the disk
-            self.cached.set_rules(origin, records)
-        self._rule_delta.clear()
-        self._must_merge = False
-        self.cached.rules.trim()  # nothing is pinned now
-        self._rule_dropped.clear()
-        self._pending, self._pending_evidence = {}, []
-        self.pending_cases.clear()
-        self._pending_fanin.clear()
-        self._dropped_fanin.clear()
-        self._pending_changes.clear()
-        self._last_flush = self.monotonic()
+        self.writes.committed(self.port.apply(self.writes.changeset()))
         self._retry_at = 0.0
         self._lock_backoff = 0.0
         if self._filter.full:
             self.cached.filter = self._build_filter()
             self._save_filter()
-        elif self._commits % FILTER_SAVE_EVERY == 0:
+        elif self.port.commits % FILTER_SAVE_EVERY == 0:
             self._save_filter()
-
-    def _prune(self, db: sqlite3.Connection) -> None:
-        """Keep the evidence log and the change log within their caps."""
-        # two queries: SQLite answers min() and max() alone from the index's ends, together by a scan
-        (low,) = db.execute("SELECT min(id) FROM evidence").fetchone()
-        (high,) = db.execute("SELECT max(id) FROM evidence").fetchone()
-        if high is not None and high - low + 1 > self.evidence_max:
-            db.execute("DELETE FROM evidence WHERE id <= ?", (high - self.evidence_max,))
-        # by age at every commit: the oldest entry first, so this stops at once when nothing is old
-        cutoff = self.clock() - self.evidence_max_age
-        first = db.execute("SELECT id FROM evidence WHERE time >= ? ORDER BY id LIMIT 1", (cutoff,)).fetchone()
-        db.execute("DELETE FROM evidence WHERE id < ?", (first[0] if first else (high or 0) + 1,))
-        if self._commits % 64 == 1:
-            db.execute("DELETE FROM change WHERE id <= (SELECT max(id) FROM change) - ?", (CHANGES_MAX,))
-            db.execute("DELETE FROM answered WHERE time < ?", (self.clock() - self.answered_horizon,))
-            # rule records whose every count is older than the TTL mean nothing any more (a record
-            # expires them when next counted): gone, so an origin keeps only what still counts
-            stale = self.clock() - self.policy.rule_ttl
-            db.execute(
-                "DELETE FROM rule WHERE (support = 0 OR last_support < ?) AND (against = 0 OR last_against < ?)",
-                (stale, stale),
-            )
-
-    def _merged_rule(self, key: RuleKey, on_disk: RuleRecord | None) -> RuleRecord:
-        """The row on disk plus what this process observed since its last commit."""
-        image = self.cached.held(key) or RuleRecord(key)
-        disk = on_disk if on_disk is not None else RuleRecord(key)
-        disk.expire(self.policy, self.clock())
-        support, against = self._rule_delta.get(key, (0, 0))
-        newer_support = image if image.last_support >= disk.last_support else disk
-        newer_against = image if image.last_against >= disk.last_against else disk
-        firsts = [t for t in (image.first_seen, disk.first_seen) if t]
-        return RuleRecord(
-            key,
-            disk.support + support,
-            disk.against + against,
-            min(firsts) if firsts else 0.0,
-            max(image.last_support, disk.last_support),
-            max(image.last_against, disk.last_against),
-            newer_support.example or image.example or disk.example,
-            newer_against.counterexample or image.counterexample or disk.counterexample,
-        )
 
     # -- what other processes committed -----------------------------------------------
 
@@ -466,7 +328,7 @@ class SQLiteStorage(CachedStorage):
         db = self._connection()
         try:
             version = db.execute("PRAGMA data_version").fetchone()[0]
-            if version == self._data_version:
+            if version == self.port.data_version:
                 return
             low = db.execute("SELECT min(id) FROM change").fetchone()[0]
             rows = db.execute("SELECT id, kind, name FROM change WHERE id > ? ORDER BY id", (self._change_id,)).fetchall()
@@ -474,20 +336,20 @@ class SQLiteStorage(CachedStorage):
             if not locked(exc):
                 raise StoreError(f"{self.path}: {exc}") from exc
             return  # the next look will do
-        self._data_version = version
+        self.port.data_version = version
         cached = self.cached
         cached.fanins.clear()
         if (low is not None and low > self._change_id + 1) or any(kind == "*" for _, kind, _ in rows):
             # fell behind the log, or a bulk write: start afresh
-            self._must_merge = True
+            self.writes.must_merge()
             cached.forget_cached()
             cached.filter = self._build_filter()
         else:
             changes = []
             for _, kind, name in rows:
-                if kind == "r" and any(key.origin == name for key in self._rule_delta):
-                    self._must_merge = True  # rules written here meanwhile are read back at the commit
-                elif not (kind == "s" and ("sink", name) in self._pending):
+                if kind == "r" and any(key.origin == name for key in self.writes.changes.rules):
+                    self.writes.must_merge()  # rules written here meanwhile are read back at the commit
+                elif not (kind == "s" and name in self.writes.changes.sinks):
                     changes.append((kind, name))
             again = cached.follow(changes)
             found = self.port.read(again)
@@ -498,33 +360,6 @@ class SQLiteStorage(CachedStorage):
                 cached.refreshed(again, found)
         if rows:
             self._change_id = rows[-1][0]
-
-    # -- what the pending batch holds, read over the file (:class:`._cached.Overlay`) ----------
-
-    def pending_alias(self, source: str) -> Any:
-        row = self._pending.get(("alias", source), MISSING) if self._pending else MISSING
-        return row if row is MISSING or row is None else _pending_alias(row)
-
-    def pending_declared(self, key: str) -> Any:
-        row = self._pending.get(("declared_case", key), MISSING) if self._pending else MISSING
-        return row if row is MISSING or row is None else row[1]
-
-    def pending_fanin(self, target: str) -> tuple[bool, list[str]]:
-        return target in self._dropped_fanin, self._pending_fanin.get(target, [])
-
-    def pending_sinks(self, cap: int) -> set[str]:
-        return {t for t, s in self._pending_fanin.items() if len(s) >= cap}
-
-    def pinned_origins(self) -> set[str]:
-        """Origins whose records hold counts not committed yet: never evicted."""
-        return {key.origin for key in (*self._rule_delta, *self._rule_dropped)}
-
-    def based(self, record: RuleRecord) -> None:
-        self._rule_seen[record.key] = (record.support, record.against)
-
-    def forgotten(self, keys: list[RuleKey]) -> None:
-        for key in keys:
-            self._rule_seen.pop(key, None)
 
     # -- the filter of alias sources ------------------------------------------------------
 
@@ -554,12 +389,13 @@ class SQLiteStorage(CachedStorage):
         """A filter of every alias source in the file (and those pending here), sized for twice as many."""
         db = self._connection()
         (n,) = db.execute("SELECT count(*) FROM alias").fetchone()
-        built = KeyFilter(2 * (n + len(self._pending)))
+        written = self.writes.changes.aliases
+        built = KeyFilter(2 * (n + len(written)))
         for (source,) in db.execute("SELECT source FROM alias"):
             built.add(source)
-        for (table, key), row in self._pending.items():
-            if table == "alias" and row is not None:
-                built.add(key)
+        for source, (alias, _) in written.items():
+            if alias is not None:
+                built.add(source)
         return built
 
     def _save_filter(self) -> None:
@@ -606,26 +442,18 @@ class SQLiteStorage(CachedStorage):
 
     # -- primitives: aliases ------------------------------------------------------------
 
-    def _write(self, table: str, key: Any, row: tuple[Any, ...] | None) -> None:
-        self._pending.pop((table, key), None)  # the latest write goes last: commit order is write order
-        self._pending[(table, key)] = row
-
     def set_alias(self, source: str, alias: Alias | None) -> None:
-        old = self.alias(source)
-        self._write("alias", source, None if alias is None else (*alias_row(alias), not self.recorded_time))
-        self._pending_changes[("a", source)] = None
-        for key in self.cached.wrote_alias(source, old, alias):
-            self._pending_changes[("c", key)] = None
+        self.writes.alias(source, self.alias(source), alias, not self.recorded_time)
 
     def aliases(self) -> Iterator[Alias]:
         self.flush()
-        written = {key: row for (table, key), row in self._pending.items() if table == "alias"}
+        written = {source: alias for source, (alias, _) in self.writes.changes.aliases.items()}
         for row in self._connection().execute(f"SELECT {ALIAS_COLUMNS} FROM alias"):
             if row[0] not in written:
                 yield alias_of(row[0], row[1:])
-        for row in written.values():
-            if row is not None:
-                yield _pending_alias(row)
+        for alias in written.values():
+            if alias is not None:
+                yield alias
 
     def bulk_aliases(self, aliases: Iterable[Alias], *, chunk: int = 500_000) -> int:
         """Write many aliases at once (an import; no evidence is logged for them). Returns how many."""
@@ -656,39 +484,21 @@ class SQLiteStorage(CachedStorage):
     # -- primitives: cases ----------------------------------------------------------
 
     def set_declared_case(self, key: str, url: str | None) -> None:
-        self._write("declared_case", key, None if url is None else (key, url))
-        self.cached.cases.pop(key)
-        self._pending_changes[("c", key)] = None
+        self.writes.declared(key, url)
 
     def declared_cases(self) -> Iterator[str]:
         self.flush()
-        written = {key: row for (table, key), row in self._pending.items() if table == "declared_case"}
+        written = self.writes.changes.cases
         urls = [url for key, url in self._connection().execute("SELECT key, url FROM declared_case") if key not in written]
-        return iter(urls + [row[1] for row in written.values() if row is not None])
+        return iter(urls + [url for url in written.values() if url is not None])
 
     # -- primitives: rules (read by origin, the origins used last kept) ----------------
 
     def set_rule(self, key: RuleKey, record: RuleRecord | None) -> None:
         if record is None:
-            self._drop_rule(key)
-            return
-        self.cached.rules.put(record)
-        seen_support, seen_against = self._rule_seen.get(key, (0, 0))
-        support, against = self._rule_delta.get(key, (0, 0))
-        # what was counted since the image was last written; a count that went down was
-        # expired (the TTL): what it holds now was all counted since
-        support = support + record.support - seen_support if record.support >= seen_support else record.support
-        against = against + record.against - seen_against if record.against >= seen_against else record.against
-        self._rule_delta[key] = (support, against)
-        self._rule_seen[key] = (record.support, record.against)
-        self._write("rule", tuple(key), _WRITTEN)  # the row is the image's at the commit
-
-    def _drop_rule(self, key: RuleKey) -> None:
-        self.cached.rules.drop(key)
-        self._rule_seen.pop(key, None)
-        self._rule_delta.pop(key, None)
-        self._rule_dropped.add(key)
-        self._write("rule", tuple(key), None)
+            self.writes.drop_rule(key)
+        else:
+            self.writes.rule(key, record)
 
     def rules(self) -> Iterator[RuleRecord]:
         """Every rule record, from the file (after a commit of what is pending)."""
@@ -698,32 +508,18 @@ class SQLiteStorage(CachedStorage):
         for row in rows:
             key = RuleKey(*row[:3])
             listed[key] = self.cached.held(key) or rule_record(key, row[3:])
-        for key in self._rule_delta:  # not committed (a locked file): what this process holds
-            if (image := self.cached.held(key)) is not None:
+        for key, write in self.writes.changes.rules.items():  # not committed (a locked file): what is held here
+            if write.record is not None and (image := self.cached.held(key)) is not None:
                 listed[key] = image
         return iter(list(listed.values()))
 
     # -- primitives: fan-in (on disk, read per redirect; sinks resident) -----------------
 
     def add_fanin(self, target: str, source: str, cap: int) -> list[str]:
-        sources, added = self.cached.add_source(target, source, cap)
-        if added:
-            self._pending_fanin.setdefault(target, []).append(source)
-            self._write("fanin", (target, source), (target, source))
-        if len(sources) >= 2:  # a sink for any sink_fanin up to its number of sources
-            self._write("sink", target, (target, len(sources)))
-            self._pending_changes[("s", target)] = None
-        return sources
+        return self.writes.add_fanin(target, source, cap)
 
     def drop_fanin(self, target: str) -> None:
-        self.cached.dropped_fanin(target)
-        self._write("sink", target, None)
-        self._pending_changes[("s", target)] = None
-        self._pending_fanin.pop(target, None)
-        self._dropped_fanin.add(target)
-        for key in [k for k in self._pending if k[0] == "fanin" and k[1][0] == target]:
-            del self._pending[key]
-        self._write("fanin", target, None)
+        self.writes.drop_fanin(target)
 
     def fanins(self) -> Iterator[tuple[str, int]]:
         self.flush()
@@ -733,10 +529,7 @@ class SQLiteStorage(CachedStorage):
     # -- primitives: evidence (on disk) -----------------------------------------------
 
     def add_evidence(self, evidence: Evidence) -> None:
-        e = evidence
-        self._pending_evidence.append(
-            (e.time, e.url, e.status, e.target, ",".join(sorted(e.context)), e.note, e.location)
-        )
+        self.writes.evidence(evidence)
 
     def evidence(self, url: str | None = None) -> Iterator[Evidence]:
         self.flush()
@@ -757,21 +550,22 @@ class SQLiteStorage(CachedStorage):
 
     def counts(self) -> dict[str, int]:
         db = self._connection()
-        deferred = sum(1 for key, row in self._pending.items() if key[0] == "deferred" and row)
+        changes = self.writes.changes
+        deferred = sum(1 for added in changes.deferred.values() if added)
         return {
-            "evidence": db.execute("SELECT count(*) FROM evidence").fetchone()[0] + len(self._pending_evidence),
+            "evidence": db.execute("SELECT count(*) FROM evidence").fetchone()[0] + len(changes.evidence),
             "deferred": db.execute("SELECT count(*) FROM deferred").fetchone()[0] + deferred,
         }
 
     # -- primitives: deferred requests (on disk) ---------------------------------------
 
     def add_deferred(self, rule: RuleKey, url: str) -> None:
-        self._write("deferred", (str(rule), url), (str(rule), url))
+        self.writes.deferred(str(rule), url, True)
 
     def take_deferred(self, rule: RuleKey) -> list[str]:
         """The URLs deferred under ``rule`` by any process, taken in one transaction (one taker gets each)."""
         name = str(rule)
-        mine = [key[1][1] for key, row in self._pending.items() if key[0] == "deferred" and key[1][0] == name and row]
+        mine = [url for (r, url), added in self.writes.changes.deferred.items() if r == name and added]
         db = self._connection()
         try:
             self._commit()
@@ -784,15 +578,8 @@ class SQLiteStorage(CachedStorage):
             rows = self._read("SELECT url FROM deferred WHERE rule = ?", (name,)) or []
             urls = sorted({*mine, *(url for (url,) in rows)})
             for url in urls:
-                self._write("deferred", (name, url), None)
+                self.writes.deferred(name, url, False)
         return sorted(set(urls))
-
-
-
-
-def _pending_alias(row: tuple[Any, ...]) -> Alias:
-    """The alias of a pending write: :func:`alias_row`'s row (and whether the horizon applies)."""
-    return alias_of(row[0], row[1 : 1 + len(ALIAS_FIELDS)])
 
 
 
