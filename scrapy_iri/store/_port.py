@@ -73,15 +73,15 @@ class RuleWrite:
 class Changeset:
     """The changes of one commit, per record kind, the latest of each entry; applied whole or not at all."""
 
-    #: source -> (its alias, ``None``: dropped; whether the answered-for-itself horizon applies)
-    aliases: dict[str, tuple[Alias | None, bool]] = field(default_factory=dict)
+    #: source -> (its alias, ``None``: dropped; whether the answered-for-itself horizon applies; when written)
+    aliases: dict[str, tuple[Alias | None, bool, float]] = field(default_factory=dict)
     #: URLs that answered for themselves, and when
     answered: dict[str, float] = field(default_factory=dict)
-    #: case key -> declared case URL (``None``: forgotten)
-    cases: dict[str, str | None] = field(default_factory=dict)
+    #: case key -> (declared case URL, ``None``: forgotten; when; the URL a forgetting expects stored)
+    cases: dict[str, tuple[str | None, float, str]] = field(default_factory=dict)
     rules: dict[RuleKey, RuleWrite] = field(default_factory=dict)
-    #: target -> sources added (after the drop, when the target's fan-in was dropped)
-    fanins: dict[str, list[str]] = field(default_factory=dict)
+    #: target -> sources added (after the drop, when the target's fan-in was dropped) -> the sink cap then
+    fanins: dict[str, dict[str, int]] = field(default_factory=dict)
     dropped_fanins: set[str] = field(default_factory=set)
     #: target -> its number of sources (``None``: no longer a sink)
     sinks: dict[str, int | None] = field(default_factory=dict)

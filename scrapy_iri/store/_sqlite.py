@@ -393,7 +393,7 @@ class SQLiteStorage(CachedStorage):
         built = KeyFilter(2 * (n + len(written)))
         for (source,) in db.execute("SELECT source FROM alias"):
             built.add(source)
-        for source, (alias, _) in written.items():
+        for source, (alias, _, _) in written.items():
             if alias is not None:
                 built.add(source)
         return built
@@ -443,11 +443,11 @@ class SQLiteStorage(CachedStorage):
     # -- primitives: aliases ------------------------------------------------------------
 
     def set_alias(self, source: str, alias: Alias | None) -> None:
-        self.writes.alias(source, self.alias(source), alias, not self.recorded_time)
+        self.writes.alias(source, self.alias(source), alias, not self.recorded_time, self.clock())
 
     def aliases(self) -> Iterator[Alias]:
         self.flush()
-        written = {source: alias for source, (alias, _) in self.writes.changes.aliases.items()}
+        written = {source: alias for source, (alias, _, _) in self.writes.changes.aliases.items()}
         for row in self._connection().execute(f"SELECT {ALIAS_COLUMNS} FROM alias"):
             if row[0] not in written:
                 yield alias_of(row[0], row[1:])
@@ -484,13 +484,13 @@ class SQLiteStorage(CachedStorage):
     # -- primitives: cases ----------------------------------------------------------
 
     def set_declared_case(self, key: str, url: str | None) -> None:
-        self.writes.declared(key, url)
+        self.writes.declared(key, url, self.clock())
 
     def declared_cases(self) -> Iterator[str]:
         self.flush()
         written = self.writes.changes.cases
         urls = [url for key, url in self._connection().execute("SELECT key, url FROM declared_case") if key not in written]
-        return iter(urls + [url for url in written.values() if url is not None])
+        return iter(urls + [url for url, _, _ in written.values() if url is not None])
 
     # -- primitives: rules (read by origin, the origins used last kept) ----------------
 

@@ -292,7 +292,7 @@ def _runs(changes: Changeset, cutoff: float) -> dict[str, list[tuple[Any, ...]]]
         else:
             runs.setdefault(upsert, []).append(row)
 
-    for source, (alias, horizon) in changes.aliases.items():  # the stored row, then the horizon if it applies
+    for source, (alias, horizon, _) in changes.aliases.items():  # the stored row, then the horizon if it applies
         add("alias", None if alias is None else (*alias_row(alias), cutoff if horizon else float("-inf")), (source,))
     for url, when in changes.answered.items():
         add("answered", (url, when), (url,))
@@ -303,7 +303,7 @@ def _runs(changes: Changeset, cutoff: float) -> dict[str, list[tuple[Any, ...]]]
             add("fanin", (target, source), ())
     for (rule, url), deferred in changes.deferred.items():
         add("deferred", (rule, url) if deferred else None, (rule, url))
-    for key, url in changes.cases.items():
+    for key, (url, _, _) in changes.cases.items():
         add("declared_case", None if url is None else (key, url), (key,))
     for target, n in changes.sinks.items():
         add("sink", None if n is None else (target, n), (target,))

@@ -29,7 +29,12 @@ from ._storage import MISSING, PendingCases
 
 
 class WriteBehind:
-    """The pending changes of one process over its :class:`._cached.CachedReads` (``cached``, set once made)."""
+    """The pending changes of one process over its :class:`._cached.CachedReads` (``cached``, set once made).
+
+    ``changes`` takes the writes. A backend whose apply may fail half-known (a lost reply) applies a
+    sealed changeset (:meth:`seal`: ``sent``, read under ``changes`` until :meth:`committed`) and
+    retries that same one; a transactional backend applies ``changes`` itself (:meth:`changeset`).
+    """
 
     cached: CachedReads
 
@@ -38,26 +43,34 @@ class WriteBehind:
         self.flush_interval = flush_interval
         self.monotonic = monotonic
         self.changes = Changeset()
+        self.sent: Changeset | None = None
         #: case-only aliases written and not stored, by case key
         self.pending_cases = PendingCases()
-        #: per rule: (support, against) as last counted here or read from the backend
-        self.rule_seen: dict[RuleKey, tuple[int, int]] = {}
+        #: per rule: (support, against, last support, last against) as last counted here or read from the backend
+        self.rule_seen: dict[RuleKey, tuple[int, int, float, float]] = {}
         self.last_commit = monotonic()
 
     def __len__(self) -> int:
-        return len(self.changes)
+        return len(self.changes) + (0 if self.sent is None else len(self.sent))
 
     def due(self) -> bool:
         """``batch_size`` writes wait, or ``flush_interval`` seconds passed since the last commit."""
-        return len(self.changes) >= self.batch_size or self.monotonic() - self.last_commit >= self.flush_interval
+        return len(self) >= self.batch_size or self.monotonic() - self.last_commit >= self.flush_interval
+
+    def clear(self) -> None:
+        """Drop every pending change (the backend was emptied)."""
+        self.changes, self.sent = Changeset(), None
+        self.pending_cases.clear()
+        self.rule_seen.clear()
 
     # -- writes -------------------------------------------------------------------------
 
-    def alias(self, source: str, old: Alias | None, alias: Alias | None, horizon: bool) -> None:
-        """``source``'s alias went from ``old`` to ``alias`` (``horizon``: refused if the source answered since)."""
+    def alias(self, source: str, old: Alias | None, alias: Alias | None, horizon: bool, time: float) -> None:
+        """``source``'s alias went from ``old`` to ``alias`` at ``time`` (``horizon``: refused if the source
+        answered for itself since)."""
         changes = self.changes
         changes.aliases.pop(source, None)  # the latest write goes last
-        changes.aliases[source] = (alias, horizon)
+        changes.aliases[source] = (alias, horizon, time)
         changes.changes[("a", source)] = None
         for key in self.cached.wrote_alias(source, old, alias):
             changes.changes[("c", key)] = None
@@ -65,24 +78,23 @@ class WriteBehind:
     def answered(self, url: str, time: float) -> None:
         self.changes.answered[url] = time
 
-    def declared(self, key: str, url: str | None) -> None:
+    def declared(self, key: str, url: str | None, time: float) -> None:
+        expected = "" if url is not None else self.cached.declared_case(key) or ""
         self.changes.cases.pop(key, None)
-        self.changes.cases[key] = url
+        self.changes.cases[key] = (url, time, expected)
         self.cached.cases.pop(key)
         self.changes.changes[("c", key)] = None
 
     def rule(self, key: RuleKey, record: RuleRecord) -> None:
         """``record`` is the rule's record now: what it counted since it was last seen is added."""
         self.cached.rules.put(record)
-        seen_support, seen_against = self.rule_seen.get(key, (0, 0))
+        support, against, last_support, last_against = self.rule_seen.get(key, (0, 0, 0.0, 0.0))
         write = self.changes.rules.pop(key, None) or RuleWrite(record)
-        support, against = write.support, write.against
-        # a count that went down was expired (the TTL): what it holds now was all counted since
-        write.support = support + record.support - seen_support if record.support >= seen_support else record.support
-        write.against = against + record.against - seen_against if record.against >= seen_against else record.against
+        write.support = _added(write.support, support, last_support, record.support, record.last_support)
+        write.against = _added(write.against, against, last_against, record.against, record.last_against)
         write.record = record
         self.changes.rules[key] = write
-        self.rule_seen[key] = (record.support, record.against)
+        self.based(record)
 
     def drop_rule(self, key: RuleKey) -> None:
         self.cached.rules.drop(key)
@@ -93,7 +105,7 @@ class WriteBehind:
     def add_fanin(self, target: str, source: str, cap: int) -> list[str]:
         sources, added = self.cached.add_source(target, source, cap)
         if added:
-            self.changes.fanins.setdefault(target, []).append(source)
+            self.changes.fanins.setdefault(target, {})[source] = cap
         if len(sources) >= 2:  # a sink for any sink_fanin up to its number of sources
             self.changes.sinks.pop(target, None)
             self.changes.sinks[target] = len(sources)
@@ -115,6 +127,10 @@ class WriteBehind:
         self.changes.deferred.pop((rule, url), None)
         self.changes.deferred[(rule, url)] = add
 
+    def deferred_here(self, rule: str) -> list[str]:
+        """The URLs deferred under ``rule`` here and not stored yet."""
+        return [url for c in self._layers() for (r, url), add in c.deferred.items() if r == rule and add]
+
     def must_merge(self) -> None:
         """Another process wrote rules this one holds counts of: the commit merges with what is stored."""
         self.changes.merge = True
@@ -122,44 +138,87 @@ class WriteBehind:
     # -- the commit ---------------------------------------------------------------------
 
     def changeset(self) -> Changeset:
-        """What to apply now (the pending changes; left pending until :meth:`committed`)."""
-        changes = self.changes
-        for key, write in changes.rules.items():  # the record as held now (a count may have come since)
+        """What to apply now, in one transaction (left pending until :meth:`committed`)."""
+        return self._current(self.changes)
+
+    def seal(self) -> Changeset:
+        """The changeset in flight (``sent``), else the pending changes sealed as one: applied whole, once,
+        before anything written after (which waits in ``changes`` meanwhile)."""
+        if self.sent is None:
+            self.sent, self.changes = self._current(self.changes), Changeset()
+        return self.sent
+
+    def _current(self, changes: Changeset) -> Changeset:
+        for key, write in changes.rules.items():  # the record as held now
             if write.record is not None:
                 write.record = self.cached.held(key) or write.record
         return changes
 
-    def committed(self, fresh: dict[str, dict[RuleKey, RuleRecord]]) -> None:
-        """The changeset was applied; ``fresh``: origins the backend read back, which the cache now follows."""
-        self.changes = Changeset()
-        for origin, records in fresh.items():
+    def committed(self, fresh: dict[str, dict[RuleKey, RuleRecord]] | None = None) -> None:
+        """The changeset in flight, else the pending one, was applied; ``fresh``: origins the backend read
+        back, which the cache now follows."""
+        if self.sent is not None:
+            self.sent = None
+        else:
+            self.changes = Changeset()
+        for origin, records in (fresh or {}).items():
             self.cached.set_rules(origin, records)
-        self.cached.rules.trim()  # nothing is pinned now
-        self.pending_cases.clear()
+        self.cached.rules.trim()  # what was pinned by counts not stored is not any more
+        if not any(c.aliases for c in self._layers()):
+            for key in self.pending_cases:  # computed over writes the backend may have refused: read again
+                self.cached.cases.pop(key)
+            self.pending_cases.clear()
         self.last_commit = self.monotonic()
 
     # -- what the reads find over the backend's (:class:`._cached.Overlay`) --------------------
 
+    def _layers(self) -> list[Changeset]:
+        """The pending changes, newest first."""
+        return [self.changes] if self.sent is None else [self.changes, self.sent]
+
     def pending_alias(self, source: str) -> Any:
-        written = self.changes.aliases.get(source)
-        return MISSING if written is None else written[0]
+        for changes in self._layers():
+            written = changes.aliases.get(source)
+            if written is not None:
+                return written[0]
+        return MISSING
 
     def pending_declared(self, key: str) -> Any:
-        return self.changes.cases.get(key, MISSING)
+        for changes in self._layers():
+            written = changes.cases.get(key)
+            if written is not None:
+                return written[0]
+        return MISSING
 
     def pending_fanin(self, target: str) -> tuple[bool, list[str]]:
-        return target in self.changes.dropped_fanins, self.changes.fanins.get(target, [])
+        added: list[str] = []
+        for changes in self._layers():
+            added = [s for s in changes.fanins.get(target, ()) if s not in added] + added
+            if target in changes.dropped_fanins:
+                return True, added
+        return False, added
 
     def pending_sinks(self, cap: int) -> set[str]:
-        return {t for t, s in self.changes.fanins.items() if len(s) >= cap}
+        return {t for c in self._layers() for t in c.fanins if len(self.pending_fanin(t)[1]) >= cap}
 
     def pinned_origins(self) -> set[str]:
         """Origins whose records hold counts not stored yet: never evicted."""
-        return {key.origin for key in self.changes.rules}
+        return {key.origin for c in self._layers() for key in c.rules}
 
     def based(self, record: RuleRecord) -> None:
-        self.rule_seen[record.key] = (record.support, record.against)
+        self.rule_seen[record.key] = (record.support, record.against, record.last_support, record.last_against)
 
     def forgotten(self, keys: list[RuleKey]) -> None:
         for key in keys:
             self.rule_seen.pop(key, None)
+
+
+def _added(delta: int, seen: int, seen_last: float, count: int, last: float) -> int:
+    """The observations of one kind counted since the last commit, now that the record holds ``count``
+    (last at ``last``) and held ``seen`` (last at ``seen_last``) when last seen. A count that went down,
+    or that moved its time without growing, was expired (the TTL) first: what it holds now was all counted since."""
+    if count > seen:
+        return delta + count - seen
+    if count < seen or last != seen_last:
+        return count
+    return delta
