@@ -129,7 +129,7 @@ class WriteBehind:
 
     def deferred_here(self, rule: str) -> list[str]:
         """The URLs deferred under ``rule`` here and not stored yet."""
-        return [url for c in self._layers() for (r, url), add in c.deferred.items() if r == rule and add]
+        return [url for c in self.layers() for (r, url), add in c.deferred.items() if r == rule and add]
 
     def must_merge(self) -> None:
         """Another process wrote rules this one holds counts of: the commit merges with what is stored."""
@@ -164,7 +164,7 @@ class WriteBehind:
         for origin, records in (fresh or {}).items():
             self.cached.set_rules(origin, records)
         self.cached.rules.trim()  # what was pinned by counts not stored is not any more
-        if not any(c.aliases for c in self._layers()):
+        if not any(c.aliases for c in self.layers()):
             for key in self.pending_cases:  # computed over writes the backend may have refused: read again
                 self.cached.cases.pop(key)
             self.pending_cases.clear()
@@ -172,19 +172,19 @@ class WriteBehind:
 
     # -- what the reads find over the backend's (:class:`._cached.Overlay`) --------------------
 
-    def _layers(self) -> list[Changeset]:
+    def layers(self) -> list[Changeset]:
         """The pending changes, newest first."""
         return [self.changes] if self.sent is None else [self.changes, self.sent]
 
     def pending_alias(self, source: str) -> Any:
-        for changes in self._layers():
+        for changes in self.layers():
             written = changes.aliases.get(source)
             if written is not None:
                 return written[0]
         return MISSING
 
     def pending_declared(self, key: str) -> Any:
-        for changes in self._layers():
+        for changes in self.layers():
             written = changes.cases.get(key)
             if written is not None:
                 return written[0]
@@ -192,18 +192,18 @@ class WriteBehind:
 
     def pending_fanin(self, target: str) -> tuple[bool, list[str]]:
         added: list[str] = []
-        for changes in self._layers():
+        for changes in self.layers():
             added = [s for s in changes.fanins.get(target, ()) if s not in added] + added
             if target in changes.dropped_fanins:
                 return True, added
         return False, added
 
     def pending_sinks(self, cap: int) -> set[str]:
-        return {t for c in self._layers() for t in c.fanins if len(self.pending_fanin(t)[1]) >= cap}
+        return {t for c in self.layers() for t in c.fanins if len(self.pending_fanin(t)[1]) >= cap}
 
     def pinned_origins(self) -> set[str]:
         """Origins whose records hold counts not stored yet: never evicted."""
-        return {key.origin for c in self._layers() for key in c.rules}
+        return {key.origin for c in self.layers() for key in c.rules}
 
     def based(self, record: RuleRecord) -> None:
         self.rule_seen[record.key] = (record.support, record.against, record.last_support, record.last_against)

@@ -214,3 +214,51 @@ def test_an_unreachable_redis_is_read_as_unknown(redis_url: str, redis_server: A
     finally:
         redis_server.start()
         store.close()
+
+
+@pytest.mark.parametrize("merge", [False, True])
+def test_a_changeset_is_applied_whole_and_counts_add_to_what_is_stored(store: EquivalenceStore, merge: bool) -> None:
+    """A changeset written by hand, applied by the port of the file or server backends (the memory
+    storage writes its dictionaries directly), reads back as written; a rule's record is the one held
+    (3 supports read, 2 counted since), and the 2 are added to the stored record, whether the backend
+    merges (``merge``: another process may have written) or takes the record held as the merge."""
+    if isinstance(store, MemoryStore):
+        pytest.skip("the memory storage applies no changesets")
+    from scrapy_iri.store._evidence import Alias, Evidence
+    from scrapy_iri.store._port import Changeset, RuleWrite
+    from scrapy_iri.store._rules import RuleRecord
+
+    for i in range(3):
+        store.record_redirect(f"{H}/topic-{i}", 301, f"{H}/topic-{i}/")
+    port = written(store)
+    before = port.read_rules([SLASH])
+    assert before is not None and before[SLASH] is not None and before[SLASH].support == 3
+    stored = before[SLASH]
+    t = stored.last_support + 10  # later than what is stored (Redis keeps the newest alias write)
+    image = RuleRecord(SLASH, 5, 0, stored.first_seen, stored.last_support + 1, 0.0, f"{H}/topic-9")
+    changes = Changeset(
+        aliases={f"{H}/p": (Alias(f"{H}/p", f"{H}/q", 301, t), False, t), f"{H}/topic-0": (None, True, t)},
+        cases={case_key(f"{H}/Doc"): (f"{H}/Doc", t, "")},
+        rules={SLASH: RuleWrite(image, 2, 0)},
+        fanins={f"{H}/hub": {f"{H}/s{i}": 5 for i in range(5)}},
+        sinks={f"{H}/hub": 5},
+        evidence=[Evidence(t, f"{H}/p", 301, f"{H}/q")],
+        changes={("a", f"{H}/p"): None},
+        merge=merge,
+    )
+    assert port.apply(changes) is not None
+    aliases = port.read_aliases([f"{H}/p", f"{H}/topic-0", f"{H}/topic-1"])
+    assert aliases is not None
+    assert aliases[f"{H}/p"] is not None and aliases[f"{H}/p"].target == f"{H}/q"
+    assert aliases[f"{H}/topic-0"] is None  # ended
+    assert aliases[f"{H}/topic-1"] is not None
+    cases = port.read_cases([case_key(f"{H}/Doc")])
+    assert cases is not None and cases[case_key(f"{H}/Doc")][1] == f"{H}/Doc"
+    fanin = port.read_fanins([f"{H}/hub"], 10)
+    assert fanin is not None and sorted(fanin[f"{H}/hub"]) == sorted(f"{H}/s{i}" for i in range(5))
+    assert port.read_sinks(5) == {f"{H}/hub"}
+    after = port.read_rules([SLASH])
+    assert after is not None and after[SLASH] is not None
+    assert after[SLASH].support == 5 and after[SLASH].last_support == stored.last_support + 1
+    evidence = list(store.evidence(f"{H}/q"))
+    assert [(e.url, e.status) for e in evidence] == [(f"{H}/p", 301)]

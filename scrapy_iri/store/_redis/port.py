@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._evidence import Alias
-from .._port import CaseAliases, Found, Reads, StoragePort
+from .._port import CaseAliases, Changeset, Found, Reads, StoragePort
 from .._rules import BLOCK, RuleKey, RuleRecord
 from .._storage import MISSING
 from .codec import alias_of, case_aliases, case_of, rule_field, rule_of, text
 from .connection import RedisKeys
+from .journal import batch_of, parts
 
 
 class RedisPort(StoragePort):
     """Reads of one namespace. ``guarded(call)`` runs a read (``MISSING``: Redis unreachable);
-    ``command(*args)`` sends one command on a private connection (the alias read's path)."""
+    ``command(*args)`` sends one command on a private connection (the alias read's path);
+    ``send(batch, id)`` runs one batch of the :data:`.scripts.BATCH` script (and records it)."""
 
     def __init__(
         self,
@@ -24,12 +27,36 @@ class RedisPort(StoragePort):
         guarded: Callable[[Callable[[], Any]], Any],
         command: Callable[..., Any],
         alias_sha: Callable[[], str],
+        send: Callable[[dict[str, list[Any]], str], None] | None = None,
+        batch_size: int = 1000,
     ) -> None:
         self.client = client
         self.keys = keys
         self.guarded = guarded
         self.command = command
         self.alias_sha = alias_sha
+        self.send = send
+        self.batch_size = batch_size
+        #: the changeset being applied, and its batches not applied yet, each with its id
+        self.applying: Changeset | None = None
+        self.parts: list[tuple[dict[str, list[Any]], str]] = []
+        #: batches applied
+        self.batches = 0
+
+    def apply(self, changes: Changeset) -> dict[str, dict[RuleKey, RuleRecord]]:
+        """Send ``changes`` as one batch (several when large), each with its id; raises when Redis is
+        unreachable. Applied again, the same changeset goes on with the same batches and ids, so one
+        whose reply was lost is applied once (the script skips an id it applied)."""
+        assert self.send is not None, "a port without a sender applies nothing"
+        if changes is not self.applying:
+            self.applying = changes
+            self.parts = [(part, uuid.uuid4().hex) for part in parts(batch_of(changes), self.batch_size)]
+        while self.parts:
+            self.send(*self.parts[0])
+            self.parts.pop(0)
+            self.batches += 1
+        self.applying = None
+        return {}
 
     def _run(self, call: Callable[[], Any]) -> Any:
         answer = self.guarded(call)

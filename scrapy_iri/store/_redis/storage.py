@@ -1,4 +1,4 @@
-"""The Redis storage: point reads behind bounded caches, a write-behind journal, and its life."""
+"""The Redis storage: the shared cached reads and write-behind over its port, batches applied at most once, and its life."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import logging
 import re
 import time
 import uuid
-from collections import Counter
-from dataclasses import replace
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,24 +17,11 @@ from .._evidence import Alias, Evidence
 from .._filter import KeyFilter
 from .._rules import RuleKey, RuleRecord, alias_case_key
 from .._cached import CachedStorage
-from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING, PendingCases
-from .codec import (
-    EMPTY_BATCH,
-    LAYOUT,
-    alias_of,
-    alias_value,
-    case_of,
-    case_value,
-    chunks,
-    rule_of,
-    evidence_of,
-    evidence_value,
-    glob_escape,
-    text,
-    tombstone,
-)
+from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING
+from .._writes import WriteBehind
+from .codec import LAYOUT, alias_of, case_of, chunks, evidence_of, glob_escape, rule_of, text
 from .connection import UNAVAILABLE, Outage, RedisKeys, RedisUnavailable, check_reachable, describe, drop_stale_connections
-from .journal import ANSWERED, DROP, PUT, REPUBLISHED, Journal, rule_op, saved_batches
+from .journal import Journal, batch_of, parts, save, saved_batches
 from .ledger import Ledger, default_ledger_path
 from .scripts import ALIAS, BATCH, COMPACT, SAVE_FILTER, TAKE
 from .port import RedisPort
@@ -107,16 +92,20 @@ class RedisStorage(CachedStorage):
         self.pending_path = None if pending_path is None else Path(pending_path)
         #: counters of the store's traffic (round trips, reloads, ...)
         self.counters: dict[str, int] = {}
+        #: what a rollback would lose (the last batches' writes), and the rules to take again
         self.journal = Journal(rollback_memory)
-        # case keys this process wrote and Redis has not got yet: key -> source -> alias (None: dropped)
-        self.pending_cases = PendingCases()
+        #: the writes Redis has not got yet, read over what it answers
+        self.writes = WriteBehind(batch_size, sync_interval, monotonic)
         self._batch = client.register_script(BATCH)
         self._alias_sha = client.register_script(ALIAS).sha
         self._conn: Any = None
-        self.port = RedisPort(client, self.keys, self._read, self._command, lambda: self._alias_sha)
-        self.image = self.cached = Image(self.port, self, cache_size, rule_cache, lambda: self.force_floor)
-        #: the batch being sent, its id, and the rules' records it counted up to (kept until applied)
-        self._unacked: tuple[dict[str, list[Any]], str, dict[RuleKey, RuleRecord | None]] | None = None
+        self.port = RedisPort(
+            client, self.keys, self._read, self._command, lambda: self._alias_sha,
+            lambda batch, batch_id: self._apply(batch, batch_id), batch_size,
+        )  # fmt: skip
+        self.image = self.cached = self.writes.cached = Image(
+            self.port, self.writes, cache_size, rule_cache, lambda: self.force_floor
+        )
         self._take = client.register_script(TAKE)
         self._compact_script = client.register_script(COMPACT)
         self._batches = 0
@@ -147,45 +136,6 @@ class RedisStorage(CachedStorage):
 
     def _tally(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
-
-    # -- what the journal holds, read over Redis (:class:`.._cached.Overlay`) -------------------
-
-    def pending_alias(self, source: str) -> Any:
-        op = self.journal.aliases.get(source)
-        return MISSING if op is None else alias_of(source, op[0])
-
-    def pending_declared(self, key: str) -> Any:
-        op = self.journal.cases.get(key)
-        return MISSING if op is None else case_of(op[0])
-
-    def pending_fanin(self, target: str) -> tuple[bool, list[str]]:
-        dropped, added = False, []
-        for t, source, _ in self.journal.fanins:
-            if t != target:
-                continue
-            if source:
-                added.append(source)
-            else:
-                dropped, added = True, []
-        return dropped, added
-
-    def pending_sinks(self, cap: int) -> set[str]:
-        pending = Counter(t for t, s, _ in set(self.journal.fanins) if s)  # sources Redis has not got yet
-        return {t for t, n in pending.items() if n >= cap}
-
-    def pinned_origins(self) -> set[str]:
-        """Origins with counts Redis has not got yet: never evicted."""
-        pinned = {key.origin for key in self.journal.rules}
-        if self._unacked is not None:
-            pinned.update(entry[0] for entry in self._unacked[0].get("r", ()))
-        return pinned
-
-    def based(self, record: RuleRecord) -> None:
-        self.image.rule_base[record.key] = replace(record)
-
-    def forgotten(self, keys: list[RuleKey]) -> None:
-        for key in keys:
-            self.image.rule_base.pop(key, None)
 
     def _read(self, call: Callable[[], Any]) -> Any:
         """A read, or MISSING while Redis is unreachable (the caller answers "unknown": no merge).
@@ -231,62 +181,40 @@ class RedisStorage(CachedStorage):
                 raise
         raise AssertionError("unreachable")
 
-    # -- writes: into the journal (and the image), sent by maintain() -------------------
+    # -- writes: into the write-behind (and the cached reads), sent by maintain() -------------------
 
     def set_alias(self, source: str, alias: Alias | None) -> None:
-        old = self.alias(source)
-        now = self.clock()
-        if alias is None:
-            self.journal.aliases[source] = (tombstone(now), now, DROP, "")
-        else:
-            key = alias_case_key(alias.source, alias.target) or ""
-            mode = REPUBLISHED if self.recorded_time else PUT  # a recorded time: no horizon applies
-            self.journal.aliases[source] = (alias_value(alias), alias.time, mode, key)
-        self.image.wrote_alias(source, old, alias)
+        self.writes.alias(source, self.alias(source), alias, not self.recorded_time, self.clock())
 
     def answered(self, url: str) -> None:
         """Tell Redis, so that an alias of ``url`` another process observed earlier, and flushes later, is refused."""
-        if url not in self.journal.aliases:
-            now = self.clock()
-            self.journal.aliases[url] = (tombstone(now), now, ANSWERED, "")
+        self.writes.answered(url, self.clock())
 
     def set_declared_case(self, key: str, url: str | None) -> None:
-        now = self.clock()
-        if url is None:
-            self.journal.cases[key] = (case_value("", now), now, DROP, self.declared_case(key) or "")
-        else:
-            self.journal.cases[key] = (case_value(url, now), now, PUT, "")
-        self.image.cases.pop(key)
+        self.writes.declared(key, url, self.clock())
 
     def set_rule(self, key: RuleKey, record: RuleRecord | None) -> None:
         if record is None:
-            self.image.rules.drop(key)
-            self.journal.rules[key] = "drop"
-            self.image.rule_base.pop(key, None)
-            return
-        self.image.rules.put(record)
-        self.journal.rules[key] = "dropmerge" if self.journal.rules.get(key, "").startswith("drop") else "merge"
+            self.writes.drop_rule(key)
+        else:
+            self.writes.rule(key, record)
 
     def add_fanin(self, target: str, source: str, cap: int) -> list[str]:
-        sources, added = self.image.add_source(target, source, cap)
-        if added:
-            self.journal.fanins.append((target, source, cap))
-        return sources
+        return self.writes.add_fanin(target, source, cap)
 
     def drop_fanin(self, target: str) -> None:
-        self.image.dropped_fanin(target)
-        self.journal.fanins.append((target, "", 0))
+        self.writes.drop_fanin(target)
 
     def add_evidence(self, evidence: Evidence) -> None:
-        self.journal.evidence.append(evidence_value(evidence))
+        self.writes.evidence(evidence)
 
     def add_deferred(self, rule: RuleKey, url: str) -> None:
         self.image.rules.get(rule.origin).get(rule)  # held: a sync then tells this process if the rule falls
-        self.journal.deferred.setdefault(rule, {})[url] = None
+        self.writes.deferred(str(rule), url, True)
 
     def take_deferred(self, rule: RuleKey) -> list[str]:
         """Take the URLs every process deferred under ``rule`` (atomically: one taker gets them)."""
-        mine = list(self.journal.deferred.get(rule, {}))
+        mine = self.writes.deferred_here(str(rule))
         try:
             self._flush()
             token = f"{self.keys.store}taken:{uuid.uuid4().hex}"
@@ -295,9 +223,10 @@ class RedisStorage(CachedStorage):
             self.ledger.taken(str(rule))
         except UNAVAILABLE as exc:
             self.outage.failed(exc)
-            self.journal.deferred.pop(rule, None)
-            if self._unacked is not None:  # taken here: not to be written to Redis by the batch resent later
-                part = self._unacked[0]
+            for changes in self.writes.layers():
+                for entry in [e for e in changes.deferred if e[0] == str(rule)]:
+                    del changes.deferred[entry]
+            for part, _ in self.port.parts:  # taken here: not to be written to Redis by the batch sent again later
                 part["d"] = [entry for entry in part.get("d", ()) if entry[0] != str(rule)]
             self.journal.retake.add(rule)
             logger.warning(
@@ -337,9 +266,11 @@ class RedisStorage(CachedStorage):
             logger.warning("Redis at %s unreachable (%s): listing the rules this process holds only", self.where, exc)
         for record in self.image.all_rules():
             listed[record.key] = record
-        for key, mode in self.journal.rules.items():
-            if mode == "drop":
-                listed.pop(key, None)
+        dropped: dict[RuleKey, bool] = {}
+        for changes in reversed(self.writes.layers()):  # the oldest first: the latest write wins
+            dropped.update((key, write.record is None) for key, write in changes.rules.items())
+        for key in [key for key, gone in dropped.items() if gone]:
+            listed.pop(key, None)
         return iter(list(listed.values()))
 
     def fanins(self) -> Iterator[tuple[str, int]]:
@@ -388,12 +319,13 @@ class RedisStorage(CachedStorage):
             answer = pipe.execute()
             return int(answer[0]), int(sum(answer[1:]))
 
-        pending = sum(len(urls) for urls in self.journal.deferred.values())
+        layers = self.writes.layers()
+        pending = sum(1 for changes in layers for added in changes.deferred.values() if added)
         try:
             evidence, deferred = run()
         except UNAVAILABLE:
             evidence, deferred = 0, 0
-        return {"evidence": evidence + len(self.journal.evidence), "deferred": deferred + pending}
+        return {"evidence": evidence + sum(len(c.evidence) for c in layers), "deferred": deferred + pending}
 
     # -- the policy ---------------------------------------------------------------------
 
@@ -423,7 +355,7 @@ class RedisStorage(CachedStorage):
 
     @property
     def pending(self) -> int:
-        return len(self.journal)
+        return len(self.writes)
 
     def maintain(self, *, force: bool = False) -> bool:
         """Flush and sync if an interval has passed (or ``force``); False when Redis could not be reached.
@@ -490,12 +422,10 @@ class RedisStorage(CachedStorage):
         except UNAVAILABLE as exc:
             if self.pending_path is not None:
                 retake = {*self.journal.retake, *self.follower.contradicted}
-                unacked = None
-                if self._unacked is not None:  # saved with its id: applied once, whether it was or not
-                    part, batch_id, sent = self._unacked
-                    self._acknowledged(part, sent)
-                    unacked = (batch_id, part)
-                self.journal.save(self.pending_path, self._rule_op, self.batch_size, retake, unacked)
+                # the parts in flight with their ids (applied once, whether they were or not), then the rest
+                batches = [(batch_id, part) for part, batch_id in self.port.parts]
+                batches += [(uuid.uuid4().hex, part) for part in parts(batch_of(self.writes.changes), self.batch_size)]
+                save(self.pending_path, [(i, p) for i, p in batches if any(p.values())], retake)
                 fate = f"saved in {self.pending_path} and written to Redis when the job resumes"
             else:
                 fate = "lost (what this process learned since its last flush; set JOBDIR to keep them)"
@@ -536,9 +466,9 @@ class RedisStorage(CachedStorage):
         self._checked(run)
         self.image.filter = KeyFilter(0)
         self.ledger.reset()
-        self.journal.clear()
-        self._unacked = None
-        self.pending_cases.clear()
+        self.writes.clear()
+        self.journal.retake.clear()
+        self.port.applying, self.port.parts = None, []
         self._checked(self.follower.load)
 
     def _checked(self, call: Callable[[], Any]) -> Any:
@@ -574,10 +504,11 @@ class RedisStorage(CachedStorage):
 
     def _build_filter(self) -> KeyFilter:
         """A filter of every source in the aliases hash (ends included), sized for twice as many."""
-        built = KeyFilter(2 * (int(self.client.hlen(self.keys.aliases)) + len(self.journal.aliases)))
+        written = [source for changes in self.writes.layers() for source in changes.aliases]
+        built = KeyFilter(2 * (int(self.client.hlen(self.keys.aliases)) + len(written)))
         for field, _ in self.client.hscan_iter(self.keys.aliases, count=10_000):
             built.add(text(field))
-        for source in self.journal.aliases:
+        for source in written:
             built.add(source)
         self._save_filter(built)
         return built
@@ -664,39 +595,18 @@ class RedisStorage(CachedStorage):
                 pipe.zadd(k.sinks, {target: n})
         pipe.execute()
 
-    # -- sending the journal ----------------------------------------------------------------
-
-    def _rule_op(self, key: RuleKey, mode: str) -> list[Any]:
-        return rule_op(key, mode, self.image.held(key), self.image.rule_base.get(key), self.policy)
+    # -- sending the changes ----------------------------------------------------------------
 
     def _flush(self) -> None:
-        """Send the pending writes as one batch (several when large).
-
-        A write leaves the journal only once a batch holding it was applied:
-        after a failure the rest is sent again later, never what was already
-        applied (a rule's additions would count twice).
-        """
-        if self._unacked is not None:  # its reply was lost: the same batch, the same id (applied once)
-            part, batch_id, sent = self._unacked
-            self._apply(part, batch_id)
-            self._unacked = None
-            self._acknowledged(part, sent)
-        if not self.pending:
+        """Send the pending changes: the changeset in flight first (:meth:`.RedisPort.apply`, the same
+        batches with the same ids), then the changes written since, sealed as the next one."""
+        before = self.port.batches
+        while len(self.writes):
+            self.port.apply(self.writes.seal())
+            self.writes.committed()
+        if self.port.batches == before:
             return
-        batch, rule_keys, _ = self.journal.batch(self._rule_op)
-        sent = {key: self._rule_image(key) for key in rule_keys}  # what the additions were counted up to
-        if sum(len(ops) for ops in batch.values()) <= self.batch_size:
-            parts = [batch]
-        else:
-            parts = [{**EMPTY_BATCH, name: part} for name, ops in batch.items() for part in chunks(ops, self.batch_size)]
-        for part in parts:
-            batch_id = uuid.uuid4().hex
-            self._unacked = (part, batch_id, sent)
-            self._apply(part, batch_id)
-            self._unacked = None
-            self._acknowledged(part, sent)
-        self.image.rules.trim()  # what was pinned by counts not sent is not any more
-        self._batches += len(parts)
+        self._batches += self.port.batches - before
         if self._batches >= self._next_compaction:
             self._next_compaction = self._batches + COMPACT_EVERY
             self._compact()
@@ -707,25 +617,6 @@ class RedisStorage(CachedStorage):
         dropped = self._compact_script(args=[self.keys.store, self.clock(), self.policy.rule_ttl, COMPACT_ORIGINS])
         if int(dropped):
             self._tally("compacted", int(dropped))
-
-    def _rule_image(self, key: RuleKey) -> RuleRecord | None:
-        record = self.image.held(key)
-        return None if record is None else replace(record)
-
-    def _acknowledged(self, part: dict[str, list[Any]], sent: dict[RuleKey, RuleRecord | None]) -> None:
-        """A batch was applied: its writes leave the journal, its rules' additions are Redis's now."""
-        for key, mode in self.journal.acknowledged(part):
-            record = sent.get(key)
-            if record is None:
-                self.image.rule_base.pop(key, None)
-            else:
-                self.image.rule_base[key] = record
-            if self.journal.rules.get(key) == mode and self._rule_image(key) == record:
-                del self.journal.rules[key]  # nothing counted since it was sent
-        if not self.journal.aliases:
-            for key in self.pending_cases:  # computed over writes Redis may have refused: read again
-                self.image.cases.pop(key)
-            self.pending_cases.clear()
 
     def _apply(self, batch: dict[str, list[Any]], batch_id: str | None = None) -> None:
         """Run one batch. When nobody else wrote since this process's last sync, the changes it

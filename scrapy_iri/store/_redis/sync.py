@@ -17,7 +17,7 @@ from typing import Any
 from .._cached import CachedReads, Overlay
 from .._evidence import Alias
 from .._port import StoragePort
-from .._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus, alias_case_key
+from .._rules import BLOCK, LearningPolicy, RuleKey, RuleStatus, alias_case_key
 from .._storage import held_keys, held_record
 from .codec import EMPTY_BATCH, LAYOUT, alias_value, case_value, chunks, text
 from .connection import RedisKeys
@@ -33,14 +33,12 @@ BATCH_MEMORY = 500.0
 
 class Image(CachedReads):
     """What a process holds of the store (:class:`.._cached.CachedReads`), with the version of
-    the store it is up to date with, and each cached rule as Redis last had it."""
+    the store it is up to date with."""
 
     def __init__(
         self, port: StoragePort, overlay: Overlay, cache_size: int, rule_cache: int, floor: Callable[[], int]
     ) -> None:
         super().__init__(port, overlay, cache_size, rule_cache, floor)
-        #: each cached rule as Redis last had it: what this process's additions are counted from
-        self.rule_base: dict[RuleKey, RuleRecord] = {}
         self.version = 0
         self.epoch = ""
         #: changed by the process that finds Redis went back in time: the others repair too
