@@ -44,6 +44,8 @@ class WriteBehind:
         self.monotonic = monotonic
         self.changes = Changeset()
         self.sent: Changeset | None = None
+        #: the fan-in sources in ``changes`` (counted as they come: a commit is checked for after every observation)
+        self._sources = 0
         #: case-only aliases written and not stored, by case key
         self.pending_cases = PendingCases()
         #: per rule: (support, against, last support, last against) as last counted here or read from the backend
@@ -51,7 +53,10 @@ class WriteBehind:
         self.last_commit = monotonic()
 
     def __len__(self) -> int:
-        return len(self.changes) + (0 if self.sent is None else len(self.sent))
+        c = self.changes
+        n = len(c.aliases) + len(c.answered) + len(c.cases) + len(c.rules) + len(c.dropped_fanins) + self._sources
+        n += len(c.sinks) + len(c.evidence) + len(c.deferred)
+        return n if self.sent is None else n + len(self.sent)
 
     def due(self) -> bool:
         """``batch_size`` writes wait, or ``flush_interval`` seconds passed since the last commit."""
@@ -59,7 +64,7 @@ class WriteBehind:
 
     def clear(self) -> None:
         """Drop every pending change (the backend was emptied)."""
-        self.changes, self.sent = Changeset(), None
+        self.changes, self.sent, self._sources = Changeset(), None, 0
         self.pending_cases.clear()
         self.rule_seen.clear()
 
@@ -106,6 +111,7 @@ class WriteBehind:
         sources, added = self.cached.add_source(target, source, cap)
         if added:
             self.changes.fanins.setdefault(target, {})[source] = cap
+            self._sources += 1
         if len(sources) >= 2:  # a sink for any sink_fanin up to its number of sources
             self.changes.sinks.pop(target, None)
             self.changes.sinks[target] = len(sources)
@@ -117,7 +123,7 @@ class WriteBehind:
         self.changes.sinks.pop(target, None)
         self.changes.sinks[target] = None
         self.changes.changes[("s", target)] = None
-        self.changes.fanins.pop(target, None)
+        self._sources -= len(self.changes.fanins.pop(target, {}))
         self.changes.dropped_fanins.add(target)
 
     def evidence(self, evidence: Evidence) -> None:
@@ -145,7 +151,7 @@ class WriteBehind:
         """The changeset in flight (``sent``), else the pending changes sealed as one: applied whole, once,
         before anything written after (which waits in ``changes`` meanwhile)."""
         if self.sent is None:
-            self.sent, self.changes = self._current(self.changes), Changeset()
+            self.sent, self.changes, self._sources = self._current(self.changes), Changeset(), 0
         return self.sent
 
     def _current(self, changes: Changeset) -> Changeset:
@@ -160,7 +166,7 @@ class WriteBehind:
         if self.sent is not None:
             self.sent = None
         else:
-            self.changes = Changeset()
+            self.changes, self._sources = Changeset(), 0
         for origin, records in (fresh or {}).items():
             self.cached.set_rules(origin, records)
         self.cached.rules.trim()  # what was pinned by counts not stored is not any more
