@@ -319,7 +319,8 @@ def test_rules_written_once_a_chunk_give_the_sqlite_merge_the_same_counts(
     commit = _sqlite.SQLiteStorage._commit
 
     def noting(storage: Any) -> None:
-        commits.append({key: (delta, storage._rule_seen.get(key)) for key, delta in storage._rule_delta.items()})
+        rules = storage.writes.changeset().rules
+        commits.append({key: (w.support, w.against, w.dropped, storage.writes.rule_seen.get(key)) for key, w in rules.items()})
         commit(storage)
 
     monkeypatch.setattr(_sqlite.SQLiteStorage, "_commit", noting)
