@@ -37,8 +37,9 @@ children: nginx and the proxy are not in it).
 
     nice .venv/bin/python benchmarks/realserver_bench.py [--concurrency 8 1] [--set NAME=VALUE] [--profile cold]
 
-``--profile CRAWL`` runs that crawl's child under cProfile and prints its
-top functions (the CPU figure of a profiled crawl is not comparable).
+``--profile CRAWL...`` runs those crawls' children under cProfile, keeps the
+profiles in the temporary directory and prints their top functions (the CPU
+figures of profiled crawls are not comparable).
 
 Targets (issue 19): zero pages missed, zero duplicate fetches; the protocol
 rung's CPU at most 1.10x the scheme rung's; round trips saved cold >= 50%,
@@ -495,6 +496,15 @@ def child(config_path: str) -> int:
     return 0
 
 
+def rules_of(path: Path) -> list[str]:
+    """The rules of the store a crawl left, with their status now."""
+    from scrapy_iri.store import open_store
+
+    with open_store(f"sqlite:///{path}") as store:
+        store.adopt_recorded_policy()
+        return sorted(f"{record.key} {store.rule_status(record).name.lower()}" for record in store.rules())
+
+
 def measure(outcome: dict[str, Any], cpu: float, truth: set[str], scrapy: Counter[str] | None) -> dict[str, Any]:
     served = outcome["served"]
     files: Counter[str] = served["files"]
@@ -516,7 +526,7 @@ def measure(outcome: dict[str, Any], cpu: float, truth: set[str], scrapy: Counte
     }
 
 
-def run_once(site: Site, concurrency: int, extra: dict[str, Any], profile: str | None) -> dict[str, Any]:
+def run_once(site: Site, concurrency: int, extra: dict[str, Any], profile: list[str]) -> dict[str, Any]:
     base = {
         "CONCURRENT_REQUESTS": concurrency,
         "LOG_LEVEL": "INFO",
@@ -535,17 +545,17 @@ def run_once(site: Site, concurrency: int, extra: dict[str, Any], profile: str |
         truth: set[str] = set()
         scrapy: Counter[str] | None = None
         for name, settings in crawls.items():
-            prof = Path(workdir, f"{name}.prof") if profile == name else None
+            prof = Path(tempfile.gettempdir(), f"realserver-{name}.prof") if name in profile else None
             outcome, cpu = crawl(site, settings, prof)
             if scrapy is None:
                 scrapy = outcome["served"]["files"]
                 truth = {p for p in scrapy if not p.startswith("?")}
             out[name] = measure(outcome, cpu, truth, scrapy)
+            if name == "warm":
+                out["rules"] = rules_of(Path(workdir) / "store.db")
             if prof is not None:
-                print(f"\n== profile of the {name} crawl (cumulative) ==")
-                pstats.Stats(str(prof)).sort_stats("cumulative").print_stats(45)
-                print(f"\n== profile of the {name} crawl (own time) ==")
-                pstats.Stats(str(prof)).sort_stats("tottime").print_stats(45)
+                print(f"\n== profile of the {name} crawl ({prof}), own time ==")
+                pstats.Stats(str(prof)).sort_stats("tottime").print_stats(30)
     for name in ("scheme", "cold", "warm"):
         out[name]["saved"] = 1 - out[name]["redirects"] / max(1, out["scrapy"]["redirects"])
         out[name]["cpu_over_scrapy"] = out[name]["cpu_seconds"] / out["scrapy"]["cpu_seconds"] - 1
@@ -584,7 +594,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 1], metavar="N")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--profile", choices=("scrapy", "scheme", "cold", "warm"), help="profile this crawl's child")
+    parser.add_argument(
+        "--profile", nargs="+", default=[], choices=("scrapy", "scheme", "cold", "warm"),
+        help="run these crawls' children under cProfile (their CPU figures are then not comparable)",
+    )
     parser.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE",
         help="a setting of the add-on's crawls (JSON value), e.g. --set IRI_VERIFY_SHARE=1",
