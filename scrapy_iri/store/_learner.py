@@ -231,11 +231,14 @@ class EquivalenceStore:
         self.storage.refresh()
         base, fragment = split_fragment(url)
         now = self.clock()
+        held: list[Alias] = []
+        step = self._step(base, now, held)
+        if step is None:  # most URLs: no hop
+            return Resolution(url, url, held=held[-1] if held else None)
         steps: list[Step] = []
         visited = {base}
         current = base
-        held: list[Alias] = []
-        while (step := self._step(current, now, held)) is not None:
+        while step is not None:
             if step.target in visited:
                 return Resolution(url, url, (*steps, step), "loop: no merge")
             if len(steps) >= self.policy.max_chain:
@@ -243,6 +246,7 @@ class EquivalenceStore:
             steps.append(step)
             visited.add(step.target)
             current = step.target
+            step = self._step(current, now, held)
         last = held[-1] if held and held[-1].source == current else None
         if not steps:
             return Resolution(url, url, held=last)
@@ -287,6 +291,8 @@ class EquivalenceStore:
 
         # only the conventions with a rule in force here; one or two keys looked up for each
         for kind in kinds:
+            if kind.name == DECLARED_CASE and not active(RuleKey(origin, DECLARED_CASE, path_prefix(form.path.lower()))):
+                continue  # no case to read: the rule of the URL's directory is not active
             found = kind.predict(form, known)
             if found is None:
                 continue
