@@ -82,6 +82,8 @@ SEED_HOST = "links.test"
 #: (URL prefix, directory): the trees served, the Python docs first
 TREES = (("/3/", Path("/usr/share/doc/python3-doc/html")), ("/git/", Path("/usr/share/doc/git-doc")))
 ADDON = {"ADDONS": {"scrapy_iri.Addon": 0}}
+#: Debian's nginx (in /usr/sbin, which a user's PATH may lack)
+NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
 #: the access log's format: status, the URL asked for, the file served
 LOG_FORMAT = "$status $scheme://$host$request_uri $request_filename"
 
@@ -148,8 +150,7 @@ def case_map(files: dict[str, Path]) -> list[tuple[str, str]]:
         if lower[path.lower().rstrip("/")] != 1:
             continue  # two paths differ only in case: no fix can choose
         if path.endswith("/"):
-            if path.count("/") > 2:  # not a tree's root: its prefix is the location
-                entries.append((f"~*^{_regex(path.rstrip('/'))}/?$", path))
+            entries.append((f"~*^{_regex(path.rstrip('/'))}/?$", path))
         else:
             entries.append((f"~*^{_regex(path)}$", path))
     return entries
@@ -202,6 +203,8 @@ http {{
         if ($request_uri ~ "^(?<dir>[^?]*/)index\\.html(?<query>\\?.*)?$") {{
             return 301 $dir$query;
         }}
+        root {tmp}/empty;
+        error_page 404 = @case;
 {locations}
         location @case {{
             if ($case_fix) {{
@@ -216,7 +219,7 @@ http {{
 
 def nginx_conf(tmp: Path, tree: list[tuple[str, Path]], files: dict[str, Path], ports: tuple[int, int]) -> str:
     locations = "\n".join(
-        f"        location {prefix} {{\n            alias {root}/;\n            error_page 404 = @case;\n        }}"
+        f"        location {prefix} {{\n            alias {root}/;\n        }}"
         for prefix, root in tree
     )
     entries = "\n".join(f'        "{pattern}" "{path}";' for pattern, path in case_map(files))
@@ -385,6 +388,7 @@ def running_site(seed_every: int = 25) -> Iterator[Site]:
         (tmp / "cert.pem").write_bytes(cert)
         (tmp / "key.pem").write_bytes(key)
         (tmp / "seed").mkdir()
+        (tmp / "empty").mkdir()
         body = "\n".join(f'<li><a href="{u}">{u}</a></li>' for u in links)
         (tmp / "seed" / "index.html").write_text(
             f"<!DOCTYPE html><html><head><title>links</title></head><body><ul>\n{body}\n</ul></body></html>\n",
@@ -399,7 +403,7 @@ def running_site(seed_every: int = 25) -> Iterator[Site]:
                 os.chown(path, 65534, 65534)
             demote = _as_nobody
         nginx = subprocess.Popen(
-            ["nginx", "-p", str(tmp), "-c", str(tmp / "nginx.conf"), "-e", str(tmp / "error.log")],
+            [NGINX or "nginx", "-p", str(tmp), "-c", str(tmp / "nginx.conf"), "-e", str(tmp / "error.log")],
             preexec_fn=demote,
         )
         try:
@@ -603,7 +607,8 @@ def main(argv: list[str] | None = None) -> int:
         help="a setting of the add-on's crawls (JSON value), e.g. --set IRI_VERIFY_SHARE=1",
     )
     parsed = parser.parse_args(args)
-    if shutil.which("nginx") is None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop nginx and the proxy when stopped
+    if NGINX is None:
         raise SystemExit("realserver_bench: nginx is not installed (apt-get install nginx)")
     extra: dict[str, Any] = {}
     for item in parsed.set:

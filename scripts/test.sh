@@ -22,15 +22,17 @@ if ! command -v java >/dev/null 2>&1; then
   fi
 fi
 
-# The archive tests (tests/graph) crawl Debian's Python documentation with Debian's wget.
+# The archive tests (tests/graph) crawl Debian's Python documentation with Debian's wget; the
+# real-server site test (tests/scrapy/test_realserver_site.py) serves it with Debian's nginx.
 missing=()
 command -v wget >/dev/null 2>&1 || missing+=(wget)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 [ -f /usr/share/doc/python3-doc/html/tutorial/index.html ] || missing+=(python3-doc)
 if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "installing ${missing[*]} (Debian packages) for the archive tests" >&2
+    echo "installing ${missing[*]} (Debian packages) for the archive and real-server tests" >&2
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null) \
-      || echo "warning: could not install ${missing[*]}; the archive tests will be skipped" >&2
+      || echo "warning: could not install ${missing[*]}; the archive and real-server tests will be skipped" >&2
   fi
 fi
 
