@@ -36,10 +36,12 @@ the crawling process's CPU time (user + system, ``getrusage`` of the
 children: nginx and the proxy are not in it).
 
     nice .venv/bin/python benchmarks/realserver_bench.py [--concurrency 8 1] [--set NAME=VALUE] [--profile cold]
+    nice .venv/bin/python benchmarks/realserver_bench.py --lookups
 
 ``--profile CRAWL...`` runs those crawls' children under cProfile, keeps the
 profiles in the temporary directory and prints their top functions (the CPU
-figures of profiled crawls are not comparable).
+figures of profiled crawls are not comparable). ``--lookups`` times the
+store's answer for a link alone (no crawl, no server).
 
 Targets (issue 19): zero pages missed, zero duplicate fetches; the protocol
 rung's CPU at most 1.10x the scheme rung's; round trips saved cold >= 50%,
@@ -590,6 +592,42 @@ def print_run(run: dict[str, Any]) -> None:
     print(f"protocol CPU / scheme CPU: cold {over['cold']:.3f}x, warm {over['warm']:.3f}x")
 
 
+def lookups(n: int = 100_000) -> dict[str, float]:
+    """CPU µs per ``resolve`` of a link, on a SQLite store holding the site's conventions.
+
+    The store learns the site's redirects as a crawl sees them (``http`` ->
+    ``https``, ``www.`` -> apex, ``index.html`` -> directory, case fixes and
+    the files' own answers, which declare their case), then resolves ``n``
+    links to the site's files (each file about 60 times, as pages link
+    them) and ``n`` links to 500 hosts with no rule in force.
+    """
+    from scrapy_iri.store import open_store
+    from scrapy_iri.store._forms import SchemeForm
+
+    files = [p for p in served_files(trees()) if p.endswith(".html")]
+    dirs = [p for p in served_files(trees()) if p.endswith("/") and p.count("/") == 3]
+    with tempfile.TemporaryDirectory(prefix="realserver-lookups-") as tmp, open_store(f"sqlite:///{tmp}/store.db") as store:
+        for d in dirs:
+            store.record_redirect(f"https://{HOST}{d}index.html", 301, f"https://{HOST}{d}")
+            store.record_redirect(f"https://{HOST}{d.rstrip('/')}", 301, f"https://{HOST}{d}")
+            store.record_redirect(f"https://{HOST}{d.title()}", 301, f"https://{HOST}{d}")
+        for path in files[::20]:
+            store.record_redirect(f"http://{HOST}{path}", 301, f"https://{HOST}{path}")
+            store.record_redirect(f"https://www.{HOST}{path}", 301, f"https://{HOST}{path}")
+        for path in files:
+            store.record_response(f"https://{HOST}{path}", 200)
+        store.flush()
+        site = [SchemeForm(f"https://{HOST}{files[i % len(files)]}") for i in range(n)]
+        other = [SchemeForm(f"https://other{i % 500}.test/p/{i % 3000}.html") for i in range(n)]
+        out = {"rules in force on the site": float(len([r for r in store.rules() if store.rule_status(r).name == "ACTIVE"]))}
+        for label, urls in (("a link to the site", site), ("a link to a host with no rule", other)):
+            start = time.process_time()
+            for url in urls:
+                store.resolve(url)
+            out[label] = (time.process_time() - start) / n * 1e6
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["--child"]:
@@ -606,7 +644,12 @@ def main(argv: list[str] | None = None) -> int:
         "--set", action="append", default=[], metavar="NAME=VALUE",
         help="a setting of the add-on's crawls (JSON value), e.g. --set IRI_VERIFY_SHARE=1",
     )
+    parser.add_argument("--lookups", action="store_true", help="time the store's lookups of the site's links only")
     parsed = parser.parse_args(args)
+    if parsed.lookups:
+        for label, value in lookups().items():
+            print(f"{label}: {value:.2f}" + (" µs per resolve" if "link" in label else ""))
+        return 0
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop nginx and the proxy when stopped
     if NGINX is None:
         raise SystemExit("realserver_bench: nginx is not installed (apt-get install nginx)")
