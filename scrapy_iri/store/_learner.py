@@ -285,10 +285,7 @@ class EquivalenceStore:
             return True
 
         form = split_form(url)
-
-        def known(key: str) -> str | None:  # read only where a declared-case rule applies (``key``: url's case key)
-            return self.storage.case_target(key) if active(RuleKey(origin, DECLARED_CASE, path_prefix(form.path.lower()))) else None
-
+        known = self.storage.case_target  # read only where a declared-case rule is active (below)
         # only the conventions with a rule in force here; one or two keys looked up for each
         for kind in kinds:
             if kind.name == DECLARED_CASE and not active(RuleKey(origin, DECLARED_CASE, path_prefix(form.path.lower()))):
