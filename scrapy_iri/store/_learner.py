@@ -30,7 +30,7 @@ from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
 from ._observation import LEARN_CHUNK, LearnSummary, Observation, batched, observation_forms, prefetch_keys
 from ._forms import has_userinfo, origin_of, scheme_form, short_cache, sink_key, source_key, spelling_key, split_form, split_fragment
-from ._psl import site_of
+from ._psl import is_ip_host, site_of
 from ._report import Explanation, explanation, export, rule_label, stats
 from ._resolution import Resolution, Step
 from ._rules import (
@@ -39,6 +39,7 @@ from ._rules import (
     BLOCK,
     KINDS_BY_NAME,
     DECLARED_CASE,
+    KINDS,
     PERMANENT,
     PRIOR_KINDS,
     PRIOR_SITES,
@@ -46,6 +47,7 @@ from ._rules import (
     LearningPolicy,
     alias_key,
     RuleKey,
+    RuleKind,
     RuleRecord,
     RuleStatus,
     Verdict,
@@ -61,6 +63,8 @@ from ._storage import Storage
 GONE = frozenset({404, 410})
 #: rule kind -> whether it is a server-wide convention (see :meth:`EquivalenceStore._count_rule`)
 _GENERALIZES = {kind: rule_kind.generalizes for kind, rule_kind in KINDS_BY_NAME.items()}
+#: origins whose kinds of rules in force are held (then forgotten all at once)
+_KINDS_HELD = 4096
 
 __all__ = ["EquivalenceStore", "Explanation", "Outcome", "Resolution", "Step", "StoreError"]
 
@@ -187,6 +191,8 @@ class EquivalenceStore:
         #: not learning in bulk, every count is written at once), and those written in the chunk
         self._unwritten: dict[RuleKey, RuleRecord] | None = None
         self._written: set[RuleKey] = set()
+        #: per origin: (its records in force, their number, the kinds they hold, whether one is a block)
+        self._kinds: dict[str, tuple[Mapping[RuleKey, RuleRecord], int, tuple[RuleKind, ...], bool]] = {}
 
     @property
     def policy(self) -> LearningPolicy:
@@ -255,11 +261,14 @@ class EquivalenceStore:
         self.storage.refresh()
         base, fragment = split_fragment(url)
         now = self.clock()
+        held: list[Alias] = []
+        step = self._step(base, now, held)
+        if step is None:  # most URLs: no hop
+            return Resolution(url, url, held=held[-1] if held else None)
         steps: list[Step] = []
         visited = {base}
         current = base
-        held: list[Alias] = []
-        while (step := self._step(current, now, held)) is not None:
+        while step is not None:
             if step.target in visited:
                 return Resolution(url, url, (*steps, step), "loop: no merge")
             if len(steps) >= self.policy.max_chain:
@@ -267,6 +276,7 @@ class EquivalenceStore:
             steps.append(step)
             visited.add(step.target)
             current = step.target
+            step = self._step(current, now, held)
         last = held[-1] if held and held[-1].source == current else None
         if not steps:
             return Resolution(url, url, held=last)
@@ -289,7 +299,10 @@ class EquivalenceStore:
                 held.append(alias)
         origin = _origin(url)
         records = self.storage.rules_in_force(origin)
-        if not records or self._blocked(records, origin, now):
+        if not records:
+            return None  # no rule in force on the origin: answered in memory
+        kinds, blockable = self._kinds_in_force(origin, records)
+        if not kinds or (blockable and self._blocked(records, origin, now)):
             return None
 
         def active(key: RuleKey) -> bool:
@@ -301,21 +314,48 @@ class EquivalenceStore:
                 self._note_prior(key, held=True)
             return True
 
-        def known(key: str) -> str | None:  # read only where a declared-case rule applies
-            scope = path_prefix(split_form(key).path)
-            return self.storage.case_target(key) if active(RuleKey(origin, DECLARED_CASE, scope)) else None
-
-        # the rules that could cover this URL, one or two per convention (not every rule of the origin)
-        for prediction in predictions(url, known):
-            key = prediction.key
-            kind = KINDS_BY_NAME[key.kind]
-            wide = RuleKey(origin, key.kind, generalized(key.scope)) if kind.generalizes else None
-            for candidate in (wide, key):
-                if candidate is not None and active(candidate) and prediction.target != url:
-                    if kept is not None and prediction.target != kept.target:
+        form = split_form(url)
+        known = self.storage.case_target  # read only where a declared-case rule is active (below)
+        # only the conventions with a rule in force here; one or two keys looked up for each
+        for kind in kinds:
+            if kind.name == DECLARED_CASE and not active(RuleKey(origin, DECLARED_CASE, path_prefix(form.path.lower()))):
+                continue  # no case to read: the rule of the URL's directory is not active
+            found = kind.predict(form, known)
+            if found is None:
+                continue
+            scope, predicted = found
+            target: str | None = None
+            for candidate in (RuleKey(origin, kind.name, generalized(scope)) if kind.generalizes else None, RuleKey(origin, kind.name, scope)):
+                if candidate is not None and active(candidate):
+                    if target is None:
+                        target = predicted.unsplit()
+                    if target == url:
+                        continue
+                    if kept is not None and target != kept.target:
                         return None
-                    return Step(url, prediction.target, candidate)
+                    return Step(url, target, candidate)
         return None
+
+    def _kinds_in_force(self, origin: str, records: Mapping[RuleKey, RuleRecord]) -> tuple[tuple[RuleKind, ...], bool]:
+        """The conventions (in :data:`~._rules.KINDS` order) with a record in ``records``, the origin's
+        records in force, and whether one is the origin's block: read once per mapping, not per lookup.
+
+        A storage answers a new mapping when the records in force change (SQLite, Redis) or a mapping
+        of another size (memory); a URL of an origin no convention covers (not http or https, an IP
+        host, userinfo) gets none.
+        """
+        found = self._kinds.get(origin)
+        if found is not None and found[0] is records and found[1] == len(records):
+            return found[2], found[3]
+        names = {key.kind for key in records}
+        scheme, _, authority = origin.partition("://")
+        host = authority if authority.startswith("[") else authority.partition(":")[0]
+        covered = scheme in ("http", "https") and bool(authority) and "@" not in authority and not is_ip_host(host)
+        kinds = tuple(kind for kind in KINDS if kind.name in names) if covered else ()
+        if len(self._kinds) >= _KINDS_HELD:
+            self._kinds.clear()
+        self._kinds[origin] = (records, len(records), kinds, BLOCK in names)
+        return kinds, BLOCK in names
 
     def prior(self, key: RuleKey) -> int:
         """The sites other than ``key``'s where its convention became a rule in this session, none failing.
