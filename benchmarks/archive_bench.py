@@ -19,20 +19,24 @@ Figures, all CPU time of this process (``time.process_time``), in one run:
 each per link (the links ``graph`` reads). ``--memory`` runs ``graph`` as
 a subprocess on 1x, 4x and 16x the archive (copies concatenated) and
 reports the peak RSS. ``--learn N`` times ``store learn`` on N synthetic
-301 records in one WARC into SQLite and into memory. ``--nodes`` gives the
+301 records over ``--hosts`` hosts (997) in one WARC (wall and CPU): reading them alone, then learning
+into memory and into SQLite (``--redis``: into a private ``redis-server``
+too); the archive is not built for ``--learn`` with ``--no-per-link``. ``--nodes`` gives the
 nodes per document at the scheme and protocol rungs (ground truth: the
 site's rules). ``--engines COPIES`` runs ``scrapy-iri graph`` on COPIES
 copies of the archive with each engine and reports the CPU of each job's
 process tree per WARC record (``graph_bench.measure``) and whether the
 outputs are identical.
 
-    nice .venv/bin/python benchmarks/archive_bench.py [--dir DIR] [--memory [--copies 1,4,16]] [--learn N]
-                                                      [--nodes] [--no-per-link] [--json PATH]
+    nice .venv/bin/python benchmarks/archive_bench.py [--dir DIR] [--memory [--copies 1,4,16]] [--learn N [--redis] [--hosts H]]
+                                                      [--nodes] [--engines COPIES [--rung RUNG] [--parallel]]
+                                                      [--no-per-link] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import io
 import json
@@ -156,8 +160,9 @@ def memory(path: Path, directory: Path, sizes: list[int]) -> dict[str, float]:
     return found
 
 
-def engines(path: Path, directory: Path, copies: int) -> dict[str, float]:
-    """``scrapy-iri graph`` on ``copies`` copies of the archive, on each engine (process-tree CPU)."""
+def engines(path: Path, directory: Path, copies: int, rung: str = "scheme", parallel: bool = False) -> dict[str, float]:
+    """``scrapy-iri graph --rung RUNG`` on ``copies`` copies of the archive (one file), on each engine
+    (process-tree CPU; Dask and Spark workers read pieces of the file: see ``graph._split``)."""
     import hashlib
 
     from graph_bench import measure
@@ -173,43 +178,74 @@ def engines(path: Path, directory: Path, copies: int) -> dict[str, float]:
     with open(big, "rb") as f:
         count = sum(1 for _ in records(f))
     found: dict[str, float] = {f"engines: records in {copies}x": count}
-    digests = set()
     script = str(Path(sys.executable).with_name("scrapy-iri"))
-    for label, options in (("local", []), ("dask 2 workers", ["--engine", "dask", "--workers", "2"]),
-                           ("spark local[2]", ["--engine", "spark", "--workers", "2"])):
+    jobs = (("local", []), ("dask 2 workers", ["--engine", "dask", "--workers", "2"]),
+            ("spark local[2]", ["--engine", "spark", "--workers", "2"]))
+
+    def run(job: tuple[str, list[str]]) -> tuple[str, dict[str, float], str]:
+        label, options = job
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "out.csv")
-            figures = measure([script, "graph", str(big), out, "-q", *options])
-            digests.add(hashlib.sha256(Path(out).read_bytes()).hexdigest())
+            figures = measure([script, "graph", str(big), out, "-q", "--rung", rung, *options])
+            return label, figures, hashlib.sha256(Path(out).read_bytes()).hexdigest()
+
+    if parallel:  # at the same time: on a shared machine, a share of its cores for each
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            results = list(pool.map(run, jobs))
+    else:
+        results = [run(job) for job in jobs]
+    digests = set()
+    for label, figures, digest in results:
+        digests.add(digest)
         found[f"{label}: CPU us per record"] = 1e6 * figures["cpu_s"] / count
+        found[f"{label}: wall s"] = figures["wall_s"]
         found[f"{label}: peak RSS MB"] = figures["peak_rss_mb"]
     found["engines: outputs identical"] = float(len(digests) == 1)
     return found
 
 
-def learn(count: int) -> dict[str, float]:
-    from scrapy_iri.graph._learn import learn_files
+def redirect_warc(path: str, count: int, hosts: int = 997) -> None:
+    """``count`` 301 response records (over ``hosts`` hosts, one second apart), one gzip member each."""
+    with open(path, "wb") as f:
+        for i in range(count):
+            block = (f"HTTP/1.1 301 Moved Permanently\r\nLocation: http://h{i % hosts}.test/new/{i}\r\n"
+                     "Content-Length: 0\r\n\r\n").encode()
+            head = (f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://h{i % hosts}.test/old/{i}\r\n"
+                    f"WARC-Date: 2024-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z\r\n"
+                    f"Content-Length: {len(block)}\r\n\r\n").encode()
+            f.write(gzip.compress(head + block + b"\r\n\r\n", compresslevel=1))
+
+
+def learn(count: int, redis: bool = False, hosts: int = 997) -> dict[str, float]:
+    """``store learn`` on ``count`` redirect records: reading alone, then into memory, SQLite (and Redis)."""
+    from scrapy_iri.graph._learn import Reading, learn_files, observations
     from scrapy_iri.store import open_store
 
     found = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "redirects.warc.gz")
-        with open(path, "wb") as f:
-            for i in range(count):
-                block = (f"HTTP/1.1 301 Moved Permanently\r\nLocation: http://h{i % 997}.test/new/{i}\r\n"
-                         "Content-Length: 0\r\n\r\n").encode()
-                head = (f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://h{i % 997}.test/old/{i}\r\n"
-                        f"WARC-Date: 2024-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z\r\n"
-                        f"Content-Length: {len(block)}\r\n\r\n").encode()
-                f.write(gzip.compress(head + block + b"\r\n\r\n", compresslevel=1))
-        for uri in ("memory:", f"sqlite:///{tmp}/s.db"):
-            store = open_store(uri)
-            started = time.perf_counter()
-            summary, reading = learn_files(store, [path])
-            store.close()
-            seconds = time.perf_counter() - started
-            found[f"{uri.split(':')[0]} redirects/s"] = count / seconds
-            found[f"{uri.split(':')[0]} aliases learned"] = summary.aliases_learned
+        redirect_warc(path, count, hosts)
+        started, cpu = time.perf_counter(), time.process_time()
+        observations([path], Reading())
+        found["reading alone redirects/s"] = count / (time.perf_counter() - started)
+        found["reading alone redirects/CPU-s"] = count / (time.process_time() - cpu)
+        uris = ["memory:", f"sqlite:///{tmp}/s.db"]
+        with contextlib.ExitStack() as stack:
+            if redis:
+                from redis_bench import redis_server
+
+                uris.append(stack.enter_context(redis_server()) + "?namespace=learn")
+            for uri in uris:
+                name = uri.split(":")[0]
+                store = open_store(uri)
+                started, cpu = time.perf_counter(), time.process_time()
+                summary, reading = learn_files(store, [path])
+                store.close()
+                found[f"{name} redirects/s"] = count / (time.perf_counter() - started)
+                found[f"{name} redirects/CPU-s"] = count / (time.process_time() - cpu)
+                found[f"{name} aliases learned"] = summary.aliases_learned
     return found
 
 
@@ -243,25 +279,30 @@ def main() -> int:
     parser.add_argument("--memory", action="store_true")
     parser.add_argument("--copies", default="1,4,16", help="--memory: the input sizes, in copies of the archive")
     parser.add_argument("--no-per-link", action="store_true", help="skip the per-link figures")
-    parser.add_argument("--learn", type=int, default=0)
+    parser.add_argument("--learn", type=int, default=0, metavar="N", help="store learn on N redirect records")
+    parser.add_argument("--redis", action="store_true", help="--learn: into a private redis-server too")
+    parser.add_argument("--hosts", type=int, default=997, help="--learn: the hosts the redirects are spread over")
     parser.add_argument("--nodes", action="store_true")
     parser.add_argument("--engines", type=int, default=0, metavar="COPIES",
                         help="local, Dask and Spark on COPIES copies of the archive")
+    parser.add_argument("--rung", default="scheme", help="--engines: the rung (protocol: two passes)")
+    parser.add_argument("--parallel", action="store_true", help="--engines: run the three engines at the same time")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
-    path = archive(args.dir)
     figures: dict[str, float] = {}
+    if not args.no_per_link or args.memory or args.nodes or args.engines:
+        path = archive(args.dir)
     if not args.no_per_link:
         figures.update(per_link(path))
     if args.memory:
         figures.update(memory(path, args.dir, [int(n) for n in args.copies.split(",")]))
     if args.learn:
-        figures.update(learn(args.learn))
+        figures.update(learn(args.learn, args.redis, args.hosts))
     if args.nodes:
         figures.update(nodes(path))
     if args.engines:
-        figures.update(engines(path, args.dir, args.engines))
+        figures.update(engines(path, args.dir, args.engines, args.rung, args.parallel))
     for name, value in figures.items():
         print(f"{name:<40}{value:>14,.2f}")
     if args.json:

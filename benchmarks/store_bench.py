@@ -7,8 +7,9 @@ Builds a store of ``--aliases`` N exact aliases over 1,000 hosts (URLs of
 counts for: about 197 per host, nearly all refuted candidates), or through
 :meth:`EquivalenceStore.learn` (``--mode learn`` on SQLite, ``--mode
 redis-learn`` on a private ``redis-server``: the same observations, the same
-resulting store as ``record_redirect`` one at a time), then measures in a
-fresh process:
+resulting store as ``record_redirect`` one at a time; ``--mode memory-learn``
+into a store in memory, the learner alone, and nothing more is measured),
+then measures in a fresh process:
 
 * **open**: ``open_store(uri)`` wall time;
 * **resident bytes per alias**: growth of the process's private resident
@@ -26,6 +27,7 @@ fresh process:
     nice .venv/bin/python benchmarks/store_bench.py --aliases 10000000 --mode bulk --record-more 100000
     nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode learn --record-more 10000
     nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode redis-learn --record-more 10000
+    nice .venv/bin/python benchmarks/store_bench.py --aliases 100000 --mode memory-learn
 
 ``--record-more K`` adds K observations through ``record_redirect`` to the
 store once it is built, and reports their throughput (learning at that
@@ -193,7 +195,7 @@ def measure_and_save(results: dict[str, Any], name: str, row: dict[str, Any], n:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--aliases", type=int, default=1_000_000)
-    parser.add_argument("--mode", choices=["bulk", "record", "learn", "redis", "redis-learn"], default="bulk")
+    parser.add_argument("--mode", choices=["bulk", "record", "learn", "redis", "redis-learn", "memory-learn"], default="bulk")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/scrapy-iri-store-bench"))
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # the fresh measuring process
     parser.add_argument("--reuse", action="store_true", help="measure the store built by an earlier run")
@@ -206,6 +208,15 @@ def main() -> None:
         print(json.dumps(measure(args.measure, args.aliases)))  # type: ignore[arg-type]
         return
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    if args.mode == "memory-learn":  # the learner alone: no file, no server, nothing to open again
+        from scrapy_iri.store import open_store
+
+        row = learn_into(open_store("memory:"), args.aliases)
+        print(f"{args.mode}-{args.aliases}: {row}")
+        results.update(json.loads(RESULTS.read_text()) if RESULTS.exists() else {})
+        results[f"{args.mode}-{args.aliases}"] = row
+        RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+        return
     if args.mode in ("redis", "redis-learn"):
         from redis_bench import redis_server
 

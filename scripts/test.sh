@@ -22,15 +22,19 @@ if ! command -v java >/dev/null 2>&1; then
   fi
 fi
 
-# The archive tests (tests/graph) crawl Debian's Python documentation with Debian's wget.
+# The archive tests (tests/graph) crawl Debian's Python documentation with Debian's wget, served by
+# a test server and by Debian's nginx (started by the test on loopback, with a self-signed certificate);
+# the real-server site test (tests/scrapy/test_realserver_site.py) serves it with Debian's nginx too.
 missing=()
 command -v wget >/dev/null 2>&1 || missing+=(wget)
 [ -f /usr/share/doc/python3-doc/html/tutorial/index.html ] || missing+=(python3-doc)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "installing ${missing[*]} (Debian packages) for the archive tests" >&2
+    echo "installing ${missing[*]} (Debian packages) for the archive and real-server tests" >&2
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null) \
-      || echo "warning: could not install ${missing[*]}; the archive tests will be skipped" >&2
+      || echo "warning: could not install ${missing[*]}; the archive and real-server tests will be skipped" >&2
   fi
 fi
 

@@ -182,19 +182,33 @@ def target_uri(record: Record) -> str:
 class ArchiveRows:
     """The link rows of archive files, the records they skip (counted), and how far the reading is."""
 
-    def __init__(self, files: list[str], redirects: str = "skip") -> None:
+    def __init__(self, files: list[str], redirects: str = "skip", pieces: list[Any] | None = None) -> None:
         self.files = files
         self.redirects = redirects == "edges"
         self.skipped: Counter[str] = Counter()
-        self.total = sum(os.path.getsize(path) for path in files)
+        self.pieces = pieces  # the files' pieces (:class:`~scrapy_iri.graph._pieces.Piece`), when not read whole
+        self.total = (sum(os.path.getsize(path) for path in files) if pieces is None
+                      else sum(piece.end - piece.start for piece in pieces))
         self.done = 0
         self.current: Any = None
+        self.start = 0
 
     def tell(self) -> int:
-        position = self.current.tell() if self.current is not None and not self.current.closed else 0
+        position = self.current.tell() - self.start if self.current is not None and not self.current.closed else 0
         return self.done + position
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        if self.pieces is not None:
+            from ._pieces import span_records
+
+            for piece in self.pieces:
+                with open(piece.location, "rb") as file:
+                    self.current, self.start = file, piece.start
+                    for record in span_records(file, piece.start, piece.end):
+                        yield from self._rows(piece.path, record)
+                self.done += piece.end - piece.start
+                self.current, self.start = None, 0
+            return
         for path in self.files:
             with open(path, "rb") as file:
                 self.current = file

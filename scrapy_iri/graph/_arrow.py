@@ -173,6 +173,16 @@ def _kernel(
     return found
 
 
+def kernel_of(options: dict[str, Any], cache_size: int | None = None) -> Callable[[Any], tuple[str | None, str | None]]:
+    """:func:`_kernel` for the keyword options of :func:`canonicalize_edges` (``cache_size`` overrides theirs)."""
+    return _kernel(
+        Rung.parse(options.get("rung", Rung.SCHEME)), bool(options.get("keep_fragment", False)),
+        bool(options.get("lenient", True)), options.get("store"), options.get("aliases"),
+        int(options.get("cache_size", CACHE_SIZE) if cache_size is None else cache_size),
+        bool(options.get("identity", False)),
+    )
+
+
 def canonicalize_array(
     array: pa.Array | pa.ChunkedArray | Sequence[str | None],
     rung: Rung | str = Rung.SCHEME,
@@ -257,10 +267,7 @@ def _value_forms(values: pa.Array, options: dict[str, Any]) -> tuple[pa.Array, p
     """
     import pyarrow.compute as pc
 
-    one = _kernel(
-        Rung.parse(options["rung"]), bool(options["keep_fragment"]), bool(options["lenient"]), options["store"],
-        options["aliases"], 0, bool(options.get("identity")),
-    )
+    one = kernel_of(options, cache_size=0)
     values = _string_array(values)
     canon, error = _forms(one, values)
     return pc.if_else(pc.equal(canon, values), pa.scalar(None, pa.string()), canon), error
@@ -370,28 +377,18 @@ def _texts(values: list[Any]) -> list[str | None]:
 
 
 def normalize_batch(
-    batch: pa.RecordBatch | pa.Table,
-    source: str = "source",
-    target: str = "target",
-    *,
-    rung: Rung | str = Rung.SCHEME,
-    keep_fragment: bool = False,
-    lenient: bool = True,
-    store: Any = None,
-    aliases: Any = None,
-    keep: Sequence[str] = (),
-    cache_size: int = CACHE_SIZE,
+    batch: pa.RecordBatch | pa.Table, source: str = "source", target: str = "target", **options: Any
 ) -> tuple[pa.Table, pa.Table]:
-    """(edges, bad_rows) of one batch of edges (see :func:`canonicalize_edges`); not de-duplicated.
+    """(edges, bad_rows) of one batch of edges; not de-duplicated. ``options`` are
+    :func:`canonicalize_edges`'s (``rung``, ``keep_fragment``, ``lenient``, ``store``, ``aliases``,
+    ``keep``, ``cache_size``).
 
     ``edges`` has the canonical ``source`` and ``target`` of every valid row
     and the ``keep`` columns; ``bad_rows`` the original ``source`` and
     ``target``, the ``keep`` columns and ``reason``.
     """
-    rows = canonicalize_edges(
-        batch, source, target, rung=rung, keep_fragment=keep_fragment, lenient=lenient, store=store,
-        aliases=aliases, keep=keep, cache_size=cache_size,
-    )
+    rows = canonicalize_edges(batch, source, target, **options)
+    keep = options.get("keep", ())
     return split_rows(rows, source, target, keep)
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 
 from .._ladder import Rung
-from ._arrow import CACHE_SIZE, _arrow_rows, _kernel, _rows
+from ._arrow import _arrow_rows, _rows, kernel_of
 
 __all__ = ["normalize_graph"]
 
@@ -28,8 +28,7 @@ def _values(values: pd.Series) -> list[Any]:
 def _partition(
     frame: pd.DataFrame, source: str, target: str, keep: Sequence[str], options: dict[str, Any]
 ) -> pd.DataFrame:
-    one = _kernel(options["rung"], options["keep_fragment"], options["lenient"], options["store"],
-                  options["aliases"], options["cache_size"])
+    one = kernel_of(options)
     keep_columns = {name: pa.Array.from_pandas(frame[name]) for name in keep}
     sources, targets = _values(frame[source]), _values(frame[target])
     try:  # strings and missing values only: the vectorized kernel
@@ -40,34 +39,28 @@ def _partition(
     return rows.to_pandas(types_mapper={pa.string(): pd.StringDtype("pyarrow")}.get)
 
 
-def normalize_graph(
-    ddf: Any,
-    source: str = "source",
-    target: str = "target",
-    *,
-    rung: Rung | str = Rung.SCHEME,
-    keep_fragment: bool = False,
-    lenient: bool = True,
-    store: str | None = None,
-    aliases: Any = None,
-    keep: Sequence[str] = (),
-    cache_size: int = CACHE_SIZE,
-) -> tuple[Any, Any]:
-    """(edges, bad_rows), two lazy Dask DataFrames.
+_OPTIONS = ("rung", "keep_fragment", "lenient", "store", "aliases", "cache_size")
+
+
+def normalize_graph(ddf: Any, source: str = "source", target: str = "target", **options: Any) -> tuple[Any, Any]:
+    """(edges, bad_rows), two lazy Dask DataFrames; ``options`` are those of
+    :func:`scrapy_iri.arrow.normalize_batch` (``rung``, ``keep_fragment``, ``lenient``, ``store``,
+    ``aliases``, ``keep``, ``cache_size``), with its defaults.
 
     ``edges`` holds each distinct canonical edge once (columns ``source``
-    and ``target``, named as in ``ddf``); ``bad_rows`` every row with an
-    end that is not a valid IRI: its original ends, the ``keep`` columns
-    and ``reason``. Nothing is dropped silently. The protocol rung takes
+    and ``target``, named as in ``ddf``); ``bad_rows`` every row with an end
+    that is not a valid IRI: its original ends, the ``keep`` columns and
+    ``reason``. Nothing is dropped silently. The protocol rung takes
     ``store``, a store URI each worker opens once, or ``aliases``, an
     alias table (the path of a Parquet file, read once per worker; a
     :class:`pyarrow.Table` is shipped with every task). Compute both in
     one ``dask.compute(edges, bad_rows)`` so the kernel runs once.
     """
-    options = dict(
-        rung=Rung.parse(rung), keep_fragment=keep_fragment, lenient=lenient, store=store, aliases=aliases,
-        cache_size=cache_size,
-    )
+    keep = options.pop("keep", ())
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise TypeError(f"normalize_graph() got unexpected keyword arguments: {', '.join(unknown)}")
+    options["rung"] = Rung.parse(options.get("rung", Rung.SCHEME))
     keep = tuple(keep)
     empty = ddf._meta if hasattr(ddf, "_meta") else ddf.head(0)
     meta = _partition(empty.iloc[:0], source, target, keep, options)

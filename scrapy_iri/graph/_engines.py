@@ -1,9 +1,13 @@
-"""``scrapy-iri graph --engine dask|spark``: canonicalization on an engine, merging here.
+"""``scrapy-iri graph --engine dask|spark``: the engines behind one :class:`Runner`, merging here.
 
-This project's reader reads IN (so bad rows are found, with their line
-numbers, the same way on every engine) and the rows are merged here,
-exactly as the local engine merges them: same edges, same order, same
-summary. The engine canonicalizes: the rows come in chunks, each chunk's
+A :class:`Runner` (Dask's cluster, Spark's session) runs a function of
+this package on a worker (:meth:`Runner.run`, :meth:`Runner.wait`;
+:func:`in_order` keeps a few on the engine at a time and gives the
+results in order): web archives are read that way, a piece per task (see
+``_split``). For edge files, this project's reader reads IN (so bad
+rows are found, with their line numbers, the same way on every engine)
+and the rows are merged here, exactly as the local engine merges them:
+same edges, same order, same summary. The engine canonicalizes: the rows come in chunks, each chunk's
 distinct values that this process holds no node for go to the engine as
 one Arrow array, their canonical forms and errors come back, and the
 chunk is merged once they are in (a few chunks are on the engine at a
@@ -23,7 +27,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from operator import itemgetter
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import GraphError
 from ._readers import Row
@@ -71,6 +75,16 @@ class _Dask:
                 silence_logs=logging.ERROR,
             )
             self.client = Client(self.cluster)
+
+    def run(self, function: Callable[..., Any], *args: Any) -> Any:
+        """``function(*args)`` on a worker: a job for :meth:`wait`."""
+        return self.client.submit(function, *args, pure=False)
+
+    def wait(self, job: Any) -> Any:
+        try:
+            return job.result()
+        finally:
+            job.release()
 
     def submit(self, values: Any, options: dict[str, Any]) -> Any:
         from ._arrow import _value_forms
@@ -131,6 +145,7 @@ class _Spark:
         self.workers = workers
         self.depth, self.scale = 2, 3  # one job at a time, in larger chunks: each job costs the JVM planning
         self.jobs = ThreadPoolExecutor(1, thread_name_prefix="scrapy-iri-spark")  # jobs run while chunks merge
+        self.tasks = ThreadPoolExecutor(workers, thread_name_prefix="scrapy-iri-spark-task")  # one job a task
 
         active = SparkSession.getActiveSession()
         self.owned = active is None  # a session this process already has is used, and left running
@@ -140,6 +155,15 @@ class _Spark:
                 self.spark = active if active is not None else session(workers, **_quiet_spark())
             except Exception as exc:  # no Java, a JVM that did not start
                 raise GraphError(f"--engine spark: Spark did not start (is a Java runtime installed?): {exc}") from None
+
+    def run(self, function: Callable[..., Any], *args: Any) -> Any:
+        """``function(*args)`` in a Python worker, as a Spark job of one task: a job for :meth:`wait`."""
+        from ._spark import _task
+
+        return self.tasks.submit(_task, self.spark, function, args)
+
+    def wait(self, job: Any) -> Any:
+        return job.result()
 
     def submit(self, values: Any, options: dict[str, Any]) -> Any:
         from ._spark import _value_job
@@ -152,9 +176,59 @@ class _Spark:
 
     def close(self) -> None:
         self.jobs.shutdown(wait=True, cancel_futures=True)
+        self.tasks.shutdown(wait=True, cancel_futures=True)
         if self.owned:
             with suppress(Exception):
                 self.spark.stop()
+
+
+class Runner(Protocol):
+    """An engine: Dask's cluster or Spark's session, running functions of this package on workers."""
+
+    workers: int
+
+    def run(self, function: Callable[..., Any], *args: Any) -> Any: ...
+
+    def wait(self, job: Any) -> Any: ...
+
+    def submit(self, values: Any, options: dict[str, Any]) -> Any: ...
+
+    def result(self, job: Any) -> tuple[list[Any], list[Any], list[Any]]: ...
+
+    def close(self) -> None: ...
+
+
+def start(engine: str, workers: int | None, on_stage: Callable[[str], Any] | None = None) -> Runner:
+    """The engine ``engine`` with ``workers`` workers (the CPUs by default), started or found running."""
+    workers = workers or os.cpu_count() or 1
+    if on_stage is not None:
+        on_stage(f"starting {engine} with {workers} worker{'s' if workers != 1 else ''}")
+    return _Dask(workers) if engine == "dask" else _Spark(workers)
+
+
+def in_order(
+    runner: Runner, engine: str, function: Callable[..., Any], items: list[Any], *args: Any
+) -> Iterator[tuple[Any, Any]]:
+    """(item, ``function(item, *args)``) for every item, in order, ``2 * workers`` on the engine at a time."""
+    window: deque[tuple[Any, Any]] = deque()
+    depth = 2 * runner.workers
+    pending = iter(items)
+    while True:
+        try:
+            while len(window) < depth:
+                item = next(pending, _ABSENT)
+                if item is _ABSENT:
+                    break
+                window.append((item, runner.run(function, item, *args)))
+            if not window:
+                return
+            item, job = window.popleft()
+            result = runner.wait(job)
+        except GraphError:
+            raise
+        except Exception as exc:
+            raise _failed(engine, exc) from exc
+        yield item, result
 
 
 def _failed(engine: str, exc: Exception) -> GraphError:
@@ -259,9 +333,6 @@ def engine_rows(
     _pyarrow(f"--engine {engine}", engine)  # a clear error when pyarrow is missing
     import pyarrow as pa
 
-    workers = workers or os.cpu_count() or 1
-    if on_stage is not None:
-        on_stage(f"canonicalizing on {engine} with {workers} worker{'s' if workers != 1 else ''}")
     runner: Any = None
     collecting = gc.isenabled()
     nodes: dict[str, Any] = {}
@@ -300,7 +371,9 @@ def engine_rows(
                     yield row, None, None
 
     try:
-        runner = _Dask(workers) if engine == "dask" else _Spark(workers)
+        runner = start(engine, workers)
+        if on_stage is not None:
+            on_stage(f"canonicalizing on {engine} with {runner.workers} worker{'s' if runner.workers != 1 else ''}")
         gc.freeze()  # the engine's modules and client live as long as the run: no collection need walk them
         chunk_rows = CHUNK_ROWS * runner.scale
         part_rows = min(PART_ROWS, chunk_rows)

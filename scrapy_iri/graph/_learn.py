@@ -116,10 +116,12 @@ def _capture(url: str, when: float, status: int, headers: dict[str, list[str]]) 
     return Capture(when, url, status, target, location, context, _max_age(headers))
 
 
-def warc_captures(path: str, reading: Reading) -> Iterator[Capture]:
-    """The HTTP captures of a WARC or WAT file."""
+def warc_captures(path: str, reading: Reading, span: tuple[int, int] | None = None) -> Iterator[Capture]:
+    """The HTTP captures of a WARC or WAT file (of bytes ``span`` of it: whole records)."""
+    from ._pieces import span_records
+
     with open(path, "rb") as file:
-        for record in records(file):
+        for record in records(file) if span is None else span_records(file, *span):
             where = f"{path}:{record.offset}"
             if isinstance(record, BadRecord):
                 reading.add(where, record.reason)

@@ -129,6 +129,10 @@ class GraphNormalizer:
         show = self._show
         return _Node(canon, error, show(canon) if show is not None and canon is not None else None)
 
+    def node_of(self, raw: str) -> _Node:
+        """The node of an original, as :meth:`add_edge` looks it up (through the cache)."""
+        return self._lookup(raw)
+
     def add(self, source: str, target: str) -> tuple[str, str] | None:
         pair = self.add_edge(source, target)
         return None if pair is None else (pair[0].canon, pair[1].canon)  # type: ignore[return-value]

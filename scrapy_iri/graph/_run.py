@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import tempfile
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -171,9 +172,12 @@ class _Run:
         started = time.perf_counter()
         try:
             with ExitStack() as stack:
-                store = self._store(stack, fmt)
-                normalizer = self._normalizer(store)
-                source = open_input(self.src, fmt, self.hooks.stdin, stack, redirects=options.redirects)
+                if fmt in ARCHIVE_FORMATS and options.engine != "local":
+                    store, normalizer, source = self._split(stack)
+                else:
+                    store = self._store(stack, fmt)
+                    normalizer = self._normalizer(store)
+                    source = open_input(self.src, fmt, self.hooks.stdin, stack, redirects=options.redirects)
                 self._merge(source, normalizer, store, stack)
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:  # a truncated or corrupt gzip stream
             raise GraphError(f"{self.name}: {exc}") from exc
@@ -205,6 +209,40 @@ class _Run:
             return opened
         return store
 
+    def _split(self, stack: ExitStack) -> tuple[Any, GraphNormalizer, GraphInput]:
+        """Archives on Dask or Spark: in pieces, each read, parsed and canonicalized on a worker; the
+        protocol rung without a store learned first from the pieces' captures."""
+        from . import _split
+        from ._archive import archive_files
+        from ._engines import in_order, start
+        from ._links import _lxml
+
+        options, stage = self.options, self.hooks.on_stage or (lambda text: None)
+        engine = options.engine
+        _lxml()  # a clear error when the parser is missing
+        files = archive_files(self.src)
+        runner = start(engine, options.workers, stage)
+        stack.callback(runner.close)
+        stage(f"finding record boundaries in {len(files):,} archive file{'s' if len(files) != 1 else ''}")
+        found = _split.pieces(files, _split.PIECE_BYTES)
+        total = sum(piece.end - piece.start for piece in found)
+        stage(f"{len(found):,} pieces on {engine}")
+        store = options.store
+        if options.rung is Rung.PROTOCOL and store is None:
+            stage(f"learning the protocol rung from the captures in {self.src}, on {engine}")
+            directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="scrapy-iri-learned-"))
+            captures = in_order(runner, engine, _split.piece_captures, found)
+            store = _split.learned_file(captures, total, directory, self.hooks.progress)
+        normalizer = self._normalizer(store)
+        stage(f"reading, parsing and canonicalizing on {engine}")
+
+        def on_repeated(count: int) -> None:
+            normalizer.edges_in += count
+
+        links = in_order(runner, engine, _split.piece_links, found, options.redirects, self._engine_options(store))
+        source = _split.split_input(links, found, normalizer.node, on_repeated)
+        return store, normalizer, source
+
     def _normalizer(self, store: Any) -> GraphNormalizer:
         options = self.options
         lookup = None
@@ -226,7 +264,15 @@ class _Run:
     def _engine_items(self, rows: Any, normalizer: GraphNormalizer, store: Any) -> Iterator[tuple[Any, Any, Any]]:
         """(row, source node, target node): nodes the engine made (None for a row the reader found bad)."""
         options = self.options
-        engine_options = {
+        return engine_rows(
+            options.engine, iter(rows), normalizer.node, workers=options.workers, options=self._engine_options(store),
+            cache_size=options.cache_size, on_stage=self.hooks.on_stage,
+        )
+
+    def _engine_options(self, store: Any) -> dict[str, Any]:
+        """What a worker's kernel is made with (:func:`scrapy_iri.graph._arrow._kernel`)."""
+        options = self.options
+        return {
             "rung": options.rung,
             "keep_fragment": options.keep_fragment,
             "lenient": options.lenient,
@@ -235,10 +281,6 @@ class _Run:
             "cache_size": options.cache_size or 0,
             "identity": options.identity,
         }
-        return engine_rows(
-            options.engine, iter(rows), normalizer.node, workers=options.workers, options=engine_options,
-            cache_size=options.cache_size, on_stage=self.hooks.on_stage,
-        )
 
     def _write_aliases(self, normalizer: GraphNormalizer, stack: ExitStack) -> None:
         options = self.options
@@ -276,35 +318,36 @@ class _Run:
                 raise GraphError(f"{where}: stopped at the first bad row (--fail-fast)")
 
         if options.engine == "local":
-            add_edge = normalizer.add_edge
-            for row in counted:
-                if row[4] is None:
-                    try:
-                        pair = add_edge(row[1], row[2])
-                    except BadEdge as exc:
-                        bad(row, str(exc))
-                    else:
-                        if pair is not None:
-                            write_edge(row, *pair)
-                else:
-                    normalizer.bad_rows += 1
-                    bad(row, row[4])
+            items: Iterator[tuple[Any, Any, Any]] = _local_items(counted, normalizer)
+        elif source.made:
+            items = iter(counted)
         else:
-            add_nodes = normalizer.add_nodes
-            for row, s, t in self._engine_items(counted, normalizer, store):
-                if row[4] is None:
-                    try:
-                        pair = add_nodes(row[1], row[2], s, t)
-                    except BadEdge as exc:
-                        bad(row, str(exc))
-                    else:
-                        if pair is not None:
-                            write_edge(row, *pair)
+            items = self._engine_items(counted, normalizer, store)
+        add_nodes = normalizer.add_nodes
+        for row, s, t in items:
+            if row[4] is None:
+                try:
+                    pair = add_nodes(row[1], row[2], s, t)
+                except BadEdge as exc:
+                    bad(row, str(exc))
                 else:
-                    normalizer.bad_rows += 1
-                    bad(row, row[4])
+                    if pair is not None:
+                        write_edge(row, *pair)
+            else:
+                normalizer.bad_rows += 1
+                bad(row, row[4])
         if hooks.progress is not None:
             hooks.progress(counted.rows, source.tell(), source.total)
+
+
+def _local_items(rows: Any, normalizer: GraphNormalizer) -> Iterator[tuple[Any, Any, Any]]:
+    """(row, source node, target node), the nodes looked up here (None for a row the reader found bad)."""
+    node = normalizer.node_of
+    for row in rows:
+        if row[4] is None:
+            yield row, node(row[1]), node(row[2])
+        else:
+            yield row, None, None
 
 
 def _identity(raw: str) -> tuple[str | None, str | None]:

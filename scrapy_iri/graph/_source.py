@@ -21,7 +21,8 @@ class GraphInput:
     ``where`` is a line number (edge files) or ``file:offset`` (archives);
     ``reject(row, problem)`` is the row's text in the bad-rows output, under
     ``header``; ``columns`` are the output's; ``skipped`` counts archive
-    records that hold no links, by why.
+    records that hold no links, by why; ``made`` says the rows come with
+    their nodes, made by an engine that read the input itself.
     """
 
     rows: Iterator[tuple[Any, ...]]
@@ -31,5 +32,6 @@ class GraphInput:
     tell: Callable[[], int | None] = lambda: None
     total: int | None = None
     skipped: Counter[str] = field(default_factory=Counter)
+    made: bool = False  # rows come as (row, source node, target node), their nodes made by an engine
 
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 from .._ladder import Rung
 from ._arrow import CACHE_SIZE, _value_forms, canonicalize_edges
 
-__all__ = ["normalize_graph", "session"]
+__all__ = ["archive_rows", "normalize_graph", "session"]
 
 
 def session(workers: int | None = None, *, app_name: str = "scrapy-iri", **conf: str) -> Any:
@@ -76,6 +76,51 @@ def _value_job(spark: Any, values: pa.Array, options: dict[str, Any]) -> pa.Tabl
         ).toArrow()
 
 
+def _task(spark: Any, function: Any, args: tuple[Any, ...]) -> Any:
+    """``function(*args)`` in a Python worker of ``spark``: a job of one task."""
+    return spark.sparkContext.parallelize([args], 1).map(lambda given: function(*given)).collect()[0]
+
+
+def archive_rows(
+    spark: Any,
+    *names: str,
+    rung: Rung | str = Rung.SCHEME,
+    store: Any = None,
+    learned: str | None = None,
+    redirects: str = "skip",
+    keep_fragment: bool = False,
+    lenient: bool = True,
+    piece_bytes: int | None = None,
+) -> Any:
+    """Every link row of the web archives ``names`` (files, directories, globs), read, parsed and
+    canonicalized by Spark's Python workers, one task per piece: a DataFrame of
+    :data:`scrapy_iri.graph.ROW_COLUMNS`, nothing de-duplicated (``reason`` null in a good row).
+
+    The protocol rung takes ``store`` (a URI every worker can open); without
+    one, a first job collects the archives' captures and this process learns
+    them, in date order, into the SQLite file ``learned`` (a ``sqlite:`` URI
+    of a new file every worker can read; a temporary file by default, which
+    suits a local session), as ``scrapy-iri graph --rung protocol`` does.
+    """
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    from ._split import ROW_COLUMNS, archive_pieces, learn_captures, piece_captures, piece_rows
+
+    found = archive_pieces(*names, piece_bytes=piece_bytes)
+    context = spark.sparkContext
+    if Rung.parse(rung) is Rung.PROTOCOL and store is None:
+        captures = context.parallelize(found, len(found)).flatMap(piece_captures).collect()
+        if learned is None:
+            import tempfile
+
+            learned = "sqlite:///" + os.path.join(tempfile.mkdtemp(prefix="scrapy-iri-learned-"), "learned.sqlite")
+        store = learn_captures(captures, learned)
+    rows = context.parallelize(found, len(found)).flatMap(
+        partial(piece_rows, rung=rung, store=store, redirects=redirects, keep_fragment=keep_fragment, lenient=lenient)
+    )
+    return spark.createDataFrame(rows, StructType([StructField(name, StringType(), True) for name in ROW_COLUMNS]))
+
+
 def rows_schema(df: Any, source: str, target: str, keep: Sequence[str]) -> Any:
     """The schema of :func:`scrapy_iri.arrow.canonicalize_edges`'s rows for ``df``."""
     from pyspark.sql.types import StringType, StructField, StructType
@@ -118,20 +163,9 @@ def canonical_rows(
         )
 
 
-def normalize_graph(
-    df: Any,
-    source: str = "source",
-    target: str = "target",
-    *,
-    rung: Rung | str = Rung.SCHEME,
-    keep_fragment: bool = False,
-    lenient: bool = True,
-    store: str | None = None,
-    aliases: Any = None,
-    keep: Sequence[str] = (),
-    cache_size: int = CACHE_SIZE,
-) -> tuple[Any, Any]:
-    """(edges, bad_rows), two lazy Spark DataFrames.
+def normalize_graph(df: Any, source: str = "source", target: str = "target", **options: Any) -> tuple[Any, Any]:
+    """(edges, bad_rows), two lazy Spark DataFrames; ``options`` are :func:`canonical_rows`'s
+    (``rung``, ``keep_fragment``, ``lenient``, ``store``, ``aliases``, ``keep``, ``cache_size``).
 
     ``edges`` holds each distinct canonical edge once (``source`` and
     ``target``, named as in ``df``); ``bad_rows`` every row with an end that
@@ -143,10 +177,8 @@ def normalize_graph(
     """
     from pyspark.sql import functions as F
 
-    rows = canonical_rows(
-        df, source, target, rung=rung, keep_fragment=keep_fragment, lenient=lenient, store=store,
-        aliases=aliases, keep=keep, cache_size=cache_size,
-    )
+    rows = canonical_rows(df, source, target, **options)
+    keep = tuple(options.get("keep", ()))
     edges = rows.where(F.col("reason").isNull()).select(source, target).dropDuplicates()
     bad = rows.where(F.col("reason").isNotNull()).select(
         F.col(f"{source}_original").alias(source), F.col(f"{target}_original").alias(target), *keep, "reason"

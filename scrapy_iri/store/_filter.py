@@ -47,8 +47,15 @@ class KeyFilter:
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str):
             return False
-        bits = self.bits
-        return all(bits[p >> 3] & (1 << (p & 7)) for p in self._positions(key))
+        digest = blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        h1 = int.from_bytes(digest[:8], "little")
+        h2 = int.from_bytes(digest[8:], "little") | 1
+        size, bits = self.size, self.bits
+        for i in range(PROBES):  # a key never added fails at its first probes: stop there
+            p = (h1 + i * h2) % size
+            if not bits[p >> 3] & (1 << (p & 7)):
+                return False
+        return True
 
     @property
     def full(self) -> bool:

@@ -9,11 +9,35 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple, TypeVar
 
 from ..errors import IRIError
 from .._grammar import SPLIT as _TOP
 from .._ladder import Rung, canonicalize
+
+
+_T = TypeVar("_T")
+
+#: the longest string a cache of the store's learner keeps (a hostile URL is computed each time, never held)
+CACHED_LENGTH = 2048
+
+
+def short_cache(size: int) -> Callable[[Callable[[str], _T]], Callable[[str], _T]]:
+    """Remember the last ``size`` results of a function of one string, for strings of at most :data:`CACHED_LENGTH`."""
+
+    def wrap(function: Callable[[str], _T]) -> Callable[[str], _T]:
+        cached = lru_cache(maxsize=size)(function)
+
+        def lookup(text: str) -> _T:
+            return cached(text) if len(text) <= CACHED_LENGTH else function(text)
+
+        lookup.__doc__ = function.__doc__
+        lookup.cache_info = cached.cache_info  # type: ignore[attr-defined]
+        lookup.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+        return lookup
+
+    return wrap
 
 
 class Form(NamedTuple):
@@ -98,6 +122,7 @@ def scheme_form(url: str) -> SchemeForm | None:
 _PARAMS = re.compile(r";[^/]*")
 
 
+@short_cache(1 << 13)
 def sink_key(url: str) -> str:
     """The page a redirect lands on, normalized so that one sink has one key.
 

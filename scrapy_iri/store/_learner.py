@@ -19,6 +19,7 @@ Redis) does. Safety properties, each with a test in ``tests/store`` and
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -28,8 +29,8 @@ from .._schemes import SCHEMES
 from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
 from ._observation import LEARN_CHUNK, LearnSummary, Observation, batched, observation_forms, prefetch_keys
-from ._forms import has_userinfo, origin_of, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
-from ._psl import same_site, site_of, www_partner
+from ._forms import has_userinfo, origin_of, scheme_form, short_cache, sink_key, source_key, spelling_key, split_form, split_fragment
+from ._psl import is_ip_host, site_of, www_partner
 from ._report import Explanation, explanation, export, rule_label, stats
 from ._resolution import Resolution, Step
 from ._rules import (
@@ -38,6 +39,7 @@ from ._rules import (
     BLOCK,
     KINDS_BY_NAME,
     DECLARED_CASE,
+    KINDS,
     PERMANENT,
     PRIOR_KINDS,
     PRIOR_SITES,
@@ -45,6 +47,7 @@ from ._rules import (
     LearningPolicy,
     alias_key,
     RuleKey,
+    RuleKind,
     RuleRecord,
     RuleStatus,
     Verdict,
@@ -58,6 +61,10 @@ from ._storage import Storage
 
 #: answers that say a redirect is gone: an alias of the URL ends
 GONE = frozenset({404, 410})
+#: rule kind -> whether it is a server-wide convention (see :meth:`EquivalenceStore._count_rule`)
+_GENERALIZES = {kind: rule_kind.generalizes for kind, rule_kind in KINDS_BY_NAME.items()}
+#: origins whose kinds of rules in force are held (then forgotten all at once)
+_KINDS_HELD = 4096
 
 __all__ = ["EquivalenceStore", "Explanation", "Outcome", "Resolution", "Step", "StoreError"]
 
@@ -129,11 +136,34 @@ def _origin(url: str) -> str:
     return origin_of(url)
 
 
+#: the site of a host, asked twice for every redirect learned
+_site = short_cache(1 << 14)(site_of)
+
+
+def _same_site(a: str, b: str) -> bool:
+    """:func:`._psl.same_site`, each host's site remembered."""
+    return bool(a) and bool(b) and _site(a) == _site(b)
+
+
+class _At:
+    """The clock of a bulk learning run: each observation's own time, else the given clock's."""
+
+    __slots__ = ("clock", "time")
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.time: float | None = None
+
+    def __call__(self) -> float:
+        when = self.time
+        return self.clock() if when is None else when
+
+
 def _site_and_family(origin: str) -> tuple[str, str]:
     """An origin's site (registrable domain) and host family (its host without a ``www.`` that has an apex partner)."""
     host = _host(origin + "/")
     partner = www_partner(host) if host.startswith("www.") else None
-    return site_of(host), partner or host
+    return _site(host), partner or host
 
 
 class EquivalenceStore:
@@ -167,6 +197,12 @@ class EquivalenceStore:
         self._noted: set[RuleKey] = set()
         #: per origin: confirmations of aliases of earlier sessions counted in this session
         self._confirmed_here: dict[str, int] = {}
+        #: while a bulk chunk is learned: rule records counted since their last write (``None``:
+        #: not learning in bulk, every count is written at once), and those written in the chunk
+        self._unwritten: dict[RuleKey, RuleRecord] | None = None
+        self._written: set[RuleKey] = set()
+        #: per origin: (its records in force, their number, the kinds they hold, whether one is a block)
+        self._kinds: dict[str, tuple[Mapping[RuleKey, RuleRecord], int, tuple[RuleKind, ...], bool]] = {}
 
     @property
     def policy(self) -> LearningPolicy:
@@ -235,11 +271,14 @@ class EquivalenceStore:
         self.storage.refresh()
         base, fragment = split_fragment(url)
         now = self.clock()
+        held: list[Alias] = []
+        step = self._step(base, now, held)
+        if step is None:  # most URLs: no hop
+            return Resolution(url, url, held=held[-1] if held else None)
         steps: list[Step] = []
         visited = {base}
         current = base
-        held: list[Alias] = []
-        while (step := self._step(current, now, held)) is not None:
+        while step is not None:
             if step.target in visited:
                 return Resolution(url, url, (*steps, step), "loop: no merge")
             if len(steps) >= self.policy.max_chain:
@@ -247,6 +286,7 @@ class EquivalenceStore:
             steps.append(step)
             visited.add(step.target)
             current = step.target
+            step = self._step(current, now, held)
         last = held[-1] if held and held[-1].source == current else None
         if not steps:
             return Resolution(url, url, held=last)
@@ -269,7 +309,10 @@ class EquivalenceStore:
                 held.append(alias)
         origin = _origin(url)
         records = self.storage.rules_in_force(origin)
-        if not records or self._blocked(records, origin, now):
+        if not records:
+            return None  # no rule in force on the origin: answered in memory
+        kinds, blockable = self._kinds_in_force(origin, records)
+        if not kinds or (blockable and self._blocked(records, origin, now)):
             return None
 
         def active(key: RuleKey) -> bool:
@@ -284,21 +327,48 @@ class EquivalenceStore:
                     self._leaning.setdefault(key.kind, set()).add(key)
             return True
 
-        def known(key: str) -> str | None:  # read only where a declared-case rule applies
-            scope = path_prefix(split_form(key).path)
-            return self.storage.case_target(key) if active(RuleKey(origin, DECLARED_CASE, scope)) else None
-
-        # the rules that could cover this URL, one or two per convention (not every rule of the origin)
-        for prediction in predictions(url, known):
-            key = prediction.key
-            kind = KINDS_BY_NAME[key.kind]
-            wide = RuleKey(origin, key.kind, generalized(key.scope)) if kind.generalizes else None
-            for candidate in (wide, key):
-                if candidate is not None and active(candidate) and prediction.target != url:
-                    if kept is not None and prediction.target != kept.target:
+        form = split_form(url)
+        known = self.storage.case_target  # read only where a declared-case rule is active (below)
+        # only the conventions with a rule in force here; one or two keys looked up for each
+        for kind in kinds:
+            if kind.name == DECLARED_CASE and not active(RuleKey(origin, DECLARED_CASE, path_prefix(form.path.lower()))):
+                continue  # no case to read: the rule of the URL's directory is not active
+            found = kind.predict(form, known)
+            if found is None:
+                continue
+            scope, predicted = found
+            target: str | None = None
+            for candidate in (RuleKey(origin, kind.name, generalized(scope)) if kind.generalizes else None, RuleKey(origin, kind.name, scope)):
+                if candidate is not None and active(candidate):
+                    if target is None:
+                        target = predicted.unsplit()
+                    if target == url:
+                        continue
+                    if kept is not None and target != kept.target:
                         return None
-                    return Step(url, prediction.target, candidate)
+                    return Step(url, target, candidate)
         return None
+
+    def _kinds_in_force(self, origin: str, records: Mapping[RuleKey, RuleRecord]) -> tuple[tuple[RuleKind, ...], bool]:
+        """The conventions (in :data:`~._rules.KINDS` order) with a record in ``records``, the origin's
+        records in force, and whether one is the origin's block: read once per mapping, not per lookup.
+
+        A storage answers a new mapping when the records in force change (SQLite, Redis) or a mapping
+        of another size (memory); a URL of an origin no convention covers (not http or https, an IP
+        host, userinfo) gets none.
+        """
+        found = self._kinds.get(origin)
+        if found is not None and found[0] is records and found[1] == len(records):
+            return found[2], found[3]
+        names = {key.kind for key in records}
+        scheme, _, authority = origin.partition("://")
+        host = authority if authority.startswith("[") else authority.partition(":")[0]
+        covered = scheme in ("http", "https") and bool(authority) and "@" not in authority and not is_ip_host(host)
+        kinds = tuple(kind for kind in KINDS if kind.name in names) if covered else ()
+        if len(self._kinds) >= _KINDS_HELD:
+            self._kinds.clear()
+        self._kinds[origin] = (records, len(records), kinds, BLOCK in names)
+        return kinds, BLOCK in names
 
     def prior(self, key: RuleKey) -> int:
         """How far this session's evidence elsewhere supports ``key``'s convention, none failing.
@@ -327,11 +397,11 @@ class EquivalenceStore:
 
     def _judged(self, key: RuleKey) -> LearningPolicy:
         """The policy ``key``'s status is judged with: fewer observations make it as the prior grows."""
-        if key.kind not in PRIOR_KINDS:
-            return self.policy
+        if key.kind not in PRIOR_KINDS or not self._held.get(key.kind):
+            return self._policy
         prior = self.prior(key)
         if not prior:
-            return self.policy
+            return self._policy
         needed = 1 if prior >= PRIOR_SITES else max(1, self.policy.min_observations - prior)
         return self._policy_needing(needed)
 
@@ -414,7 +484,7 @@ class EquivalenceStore:
     def _blocked(self, records: Mapping[RuleKey, RuleRecord], origin: str, now: float) -> bool:
         """Whether a sink blocks every rule of ``origin``."""
         block = records.get(RuleKey(origin, BLOCK))
-        return block is not None and block.status(self.policy, now) is RuleStatus.SUSPENDED
+        return block is not None and block.status(self._policy, now) is RuleStatus.SUSPENDED
 
     def _is_sink(self, target: str) -> bool:
         return self.storage.is_sink(target, self.policy.sink_fanin)
@@ -476,7 +546,8 @@ class EquivalenceStore:
         self, src: str, status: int, tgt: str, context: frozenset[str], location: str | None, lifetime: float | None = None
     ) -> Outcome:
         """Learn from one redirect hop between two scheme forms."""
-        if not _host(src) or not _host(tgt):  # no site: nothing to learn about
+        src_host, tgt_host = _host(src), _host(tgt)
+        if not src_host or not tgt_host:  # no site: nothing to learn about
             return Outcome(ignored="a URI without a host")
         flags = context
         if has_userinfo(src) or has_userinfo(tgt):  # credentials in the URL: who asked matters, always
@@ -490,9 +561,9 @@ class EquivalenceStore:
         if spelling_key(src) == spelling_key(tgt):
             sources = []
         else:
-            sources = self.storage.add_fanin(sink_key(tgt), source_key(src), self.policy.sink_fanin)
-        outcome.sink = len(sources) >= self.policy.sink_fanin
-        cross_site = not same_site(_host(src), _host(tgt))
+            sources = self.storage.add_fanin(sink_key(tgt), source_key(src), self._policy.sink_fanin)
+        outcome.sink = len(sources) >= self._policy.sink_fanin
+        cross_site = not _same_site(src_host, tgt_host)
 
         if status in PERMANENT and src != tgt:
             refusal = self._alias_refusal(flags, cross_site, outcome.sink)
@@ -511,10 +582,13 @@ class EquivalenceStore:
 
         trusted = not flags and not outcome.sink and not cross_site
         hop = f"{src} -{status}-> {tgt}"
+        judged = []
         for prediction in predictions(src, self.storage.case_target):
             verdict = judge(prediction.target, status, tgt, trusted=trusted)
             if verdict is not Verdict.NEUTRAL:
-                self._count(prediction.key, verdict, now, hop, outcome)
+                judged.append((prediction.key, verdict))
+        if judged:
+            self._count_all(_origin(src), judged, now, hop, outcome)
         if outcome.sink:
             notes.append(f"sink: {len(sources)}+ sources redirect to {sink_key(tgt)}")
             for origin in {_origin(src), *(_origin(s) for s in sources)}:
@@ -628,10 +702,13 @@ class EquivalenceStore:
         self.storage.answered(u)
         records = self.storage.rules_at(_origin(u))
         known = False
+        judged = []
         for prediction in predictions(u, self.storage.case_target):
             record = records.get(prediction.key)
             known = known or (record is not None and record.support > 0)
-            self._count(prediction.key, Verdict.AGAINST, now, f"{u} answered {status}", outcome)
+            judged.append((prediction.key, Verdict.AGAINST))
+        if judged:
+            self._count_all(_origin(u), judged, now, f"{u} answered {status}", outcome)
         if known or outcome.dropped_alias:
             self.storage.add_evidence(Evidence(now, u, status, None, frozenset(context), "; ".join(notes)))
         if not context and self._declares_case(u, now):
@@ -657,25 +734,47 @@ class EquivalenceStore:
         summary = LearnSummary()
         storage = self.storage
         clock, storage_clock = self.clock, storage.clock
+        at = _At(clock)
         done = 0
+        # the cyclic collector waits while a chunk is learned (its objects form no cycles), and
+        # what was allocated before is kept out of its passes (given back at the end)
+        collecting = gc.isenabled()
+        freeze = collecting and not gc.get_freeze_count()
         try:
             for batch in batched(observations, max(1, chunk)):
+                if freeze:
+                    gc.freeze()
+                if collecting:
+                    gc.disable()
                 forms = [observation_forms(obs) for obs in batch]
                 storage.refresh()
                 if storage.reads_ahead:
                     storage.prefetch(prefetch_keys(forms))
+                self.clock = storage.clock = at
                 storage.recorded_time = True
+                self._unwritten = {}
+                add, learn_one = summary.add, self._learn_observation
                 for obs, (src, tgt) in zip(batch, forms):
-                    when = obs.time
-                    self.clock = storage.clock = clock if when is None else (lambda when=when: when)
-                    summary.add(self._learn_observation(obs, src, tgt))
+                    at.time = obs.time
+                    add(learn_one(obs, src, tgt))
+                self._write_unwritten()
+                self._unwritten = None
                 self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
                 summary.rules_contradicted += len(self._observed(Outcome()).contradicted)
+                if collecting:
+                    gc.enable()
                 done += len(batch)
                 if progress is not None:
                     progress(done)
         finally:
+            if self._unwritten is not None:
+                self._write_unwritten()
+                self._unwritten = None
             self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
+            if collecting:
+                gc.enable()
+            if freeze:
+                gc.unfreeze()
         return summary
 
     def _learn_observation(self, obs: Observation, src: str | None, tgt: str | None) -> Outcome | str:
@@ -746,23 +845,81 @@ class EquivalenceStore:
         """Add one judged observation to a rule and report the rules whose status it changed."""
         records = self.storage.rules_at(key.origin)
         blocked = self._blocked(records, key.origin, now)
+        if key.kind == BLOCK:
+            self._count_record(records, key, verdict, now, note)
+            if not blocked:  # every active rule of the origin stops at once
+                others = self.storage.rules_at(key.origin).values()
+                outcome.contradicted += [r.key for r in others if r.key.kind != BLOCK and r.status(self._judged(r.key), now) is RuleStatus.ACTIVE]
+            return
+        self._count_rule(records, blocked, key, verdict, now, note, outcome)
+
+    def _count_all(
+        self, origin: str, judged: list[tuple[RuleKey, Verdict]], now: float, note: str, outcome: Outcome
+    ) -> None:
+        """:meth:`_count` for the rules (none a block) one observation judged, in order: the origin's
+        records and block read once (only a sink's block count, made after them, changes the block)."""
+        records = self.storage.rules_at(origin)
+        blocked = self._blocked(records, origin, now)
+        for key, verdict in judged:
+            self._count_rule(records, blocked, key, verdict, now, note, outcome)
+
+    def _count_record(
+        self, records: Mapping[RuleKey, RuleRecord], key: RuleKey, verdict: Verdict, now: float, note: str
+    ) -> tuple[RuleRecord, RuleStatus]:
+        """Add one judged observation to ``key``'s record, stored; the record, and its status before."""
         record = records.get(key)
+        forgot = False
         if record is None:
             record = RuleRecord(key)
             was = RuleStatus.CANDIDATE
         else:
             was = record.status(self._judged(key), now)
-            record.expire(self.policy, now)
+            forgot = record.stale(self._policy, now)
+            if forgot and self._unwritten and key in self._unwritten:  # what it held, as recording one at a time wrote it
+                self.storage.set_rule(key, self._unwritten.pop(key))
+            record.expire(self._policy, now)
         record.add(verdict, now, note)
-        self.storage.set_rule(key, record)
-        if key.kind == BLOCK:
-            if not blocked:  # every active rule of the origin stops at once
-                others = self.storage.rules_at(key.origin).values()
-                outcome.contradicted += [r.key for r in others if r.key.kind != BLOCK and r.status(self._judged(r.key), now) is RuleStatus.ACTIVE]
-            return
+        self._write_rule(key, record, forgot)
+        return record, was
+
+    def _write_rule(self, key: RuleKey, record: RuleRecord, forgot: bool) -> None:
+        """Store a counted record; in a bulk chunk, a record already written in it is written again
+        at the chunk's end (it is the same object the storage holds), unless its counts just fell."""
+        unwritten = self._unwritten
+        if unwritten is None:
+            self.storage.set_rule(key, record)
+        elif forgot or key not in self._written:
+            self.storage.set_rule(key, record)  # the first write of a chunk holds the origin's records
+            self._written.add(key)
+            unwritten.pop(key, None)
+        else:
+            unwritten[key] = record
+
+    def _write_unwritten(self) -> None:
+        """Write the records counted again since their last write in this chunk."""
+        unwritten = self._unwritten
+        if unwritten:
+            for key, record in unwritten.items():
+                self.storage.set_rule(key, record)
+            unwritten.clear()
+        self._written.clear()
+
+    def _count_rule(
+        self,
+        records: Mapping[RuleKey, RuleRecord],
+        blocked: bool,
+        key: RuleKey,
+        verdict: Verdict,
+        now: float,
+        note: str,
+        outcome: Outcome,
+    ) -> None:
+        """Count one observation for a rule (not a block) of an origin whose records are ``records``."""
+        record, was = self._count_record(records, key, verdict, now, note)
         if blocked:
             return
-        now_status = record.status(self._judged(key), now)
+        # a counterexample just counted suspends the rule: only an active one changes status
+        now_status = RuleStatus.SUSPENDED if verdict is Verdict.AGAINST else record.status(self._judged(key), now)
         if was is RuleStatus.ACTIVE and now_status is not RuleStatus.ACTIVE:
             outcome.contradicted.append(key)
             self._note_prior(key, held=False)
@@ -775,31 +932,18 @@ class EquivalenceStore:
         elif was is RuleStatus.ACTIVE and verdict is Verdict.SUPPORT:
             outcome.confirmed.append(key)
             self._note_prior(key, held=True, support=record.support)
-        self._count_generalized(key, verdict, record.support == 1, now, note, outcome)
+        # A directory's rule of a server-wide kind speaks for the origin-wide rule too (scope
+        # ANYWHERE): it gains one support from the first support under each first-level directory,
+        # and every counterexample under any directory counts against it, so it applies everywhere
+        # once min_observations directories have supported it and none has refuted it. Once
+        # active, every confirmation under any directory counts for it.
+        if _GENERALIZES.get(key.kind) and not key.scope.startswith(ANYWHERE):
+            wide = RuleKey(key.origin, key.kind, generalized(key.scope))
+            if verdict is Verdict.AGAINST or (verdict is Verdict.SUPPORT and (record.support == 1 or self._is_active(wide, now, records))):
+                self._count_rule(records, blocked, wide, verdict, now, note, outcome)
 
-    def _count_generalized(
-        self, key: RuleKey, verdict: Verdict, first: bool, now: float, note: str, outcome: Outcome
-    ) -> None:
-        """A directory's rule of a server-wide kind speaks for the origin-wide rule too.
-
-        The origin-wide rule (scope :data:`~._rules.ANYWHERE`) gains one
-        support from the first support under each first-level directory
-        (``first``), and every counterexample under any directory counts
-        against it: it applies everywhere once ``min_observations``
-        directories have supported it and none has refuted it. Once active,
-        every confirmation under any directory counts for it.
-        """
-        kind = KINDS_BY_NAME.get(key.kind)
-        if kind is None or not kind.generalizes or key.scope.startswith(ANYWHERE):
-            return
-        wide = RuleKey(key.origin, key.kind, generalized(key.scope))
-        if verdict is Verdict.AGAINST:
-            self._count(wide, Verdict.AGAINST, now, note, outcome)
-        elif verdict is Verdict.SUPPORT and (first or self._is_active(wide, now)):
-            self._count(wide, Verdict.SUPPORT, now, note, outcome)
-
-    def _is_active(self, key: RuleKey, now: float) -> bool:
-        record = self.storage.rules_at(key.origin).get(key)
+    def _is_active(self, key: RuleKey, now: float, records: Mapping[RuleKey, RuleRecord] | None = None) -> bool:
+        record = (self.storage.rules_at(key.origin) if records is None else records).get(key)
         return record is not None and record.status(self._judged(key), now) is RuleStatus.ACTIVE
 
     def confirmations(self, key: RuleKey) -> int:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 
 from ._evidence import Alias, Evidence
 from ._forms import sink_key
 from ._learner import EquivalenceStore
+from ._port import CaseAliases, StoragePort
 from ._rules import LearningPolicy, RuleKey, RuleRecord, case_key, is_case_change
 from ._storage import Storage
 
@@ -30,6 +31,8 @@ class MemoryStorage(Storage):
         self._log: list[Evidence] = []
         self._deferred: dict[RuleKey, dict[str, None]] = {}
         self._policy: LearningPolicy | None = None
+        #: the port's reads of these dictionaries (what a cached layer over it would read)
+        self.port = MemoryPort(self)
 
     # lookups
     def alias(self, source: str) -> Alias | None:
@@ -131,6 +134,41 @@ class MemoryStorage(Storage):
 
     def save_policy(self, policy: LearningPolicy) -> None:
         self._policy = policy
+
+
+class MemoryPort(StoragePort):
+    """:class:`._port.StoragePort` over a :class:`MemoryStorage`'s dictionaries (always readable)."""
+
+    def __init__(self, storage: MemoryStorage) -> None:
+        self.storage = storage
+
+    def read_aliases(self, sources: Sequence[str], follow: bool = False) -> dict[str, Alias | None] | None:
+        aliases = self.storage._aliases
+        found = {source: aliases.get(source) for source in sources}
+        if follow:
+            for alias in list(found.values()):
+                if alias is not None and alias.target not in found:
+                    found[alias.target] = aliases.get(alias.target)
+        return found
+
+    def read_cases(self, keys: Sequence[str]) -> dict[str, tuple[CaseAliases, str | None]] | None:
+        storage = self.storage
+        return {key: (dict(storage._case_aliases.get(key, {})), storage._declared.get(key)) for key in keys}
+
+    def read_fanins(self, targets: Sequence[str], cap: int) -> dict[str, list[str]] | None:
+        return {target: list(self.storage._fanins.get(target, []))[:cap] for target in targets}
+
+    def read_sinks(self, cap: int, targets: Sequence[str] | None = None) -> set[str] | None:
+        fanins = self.storage._fanins
+        among = fanins if targets is None else [t for t in targets if t in fanins]
+        return {target for target in among if len(fanins[target]) >= cap}
+
+    def read_rules(self, keys: Sequence[RuleKey]) -> dict[RuleKey, RuleRecord | None] | None:
+        rules = self.storage._rules
+        return {key: rules.get(key.origin, {}).get(key) for key in keys}
+
+    def read_origin(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
+        return dict(self.storage._rules.get(origin, {}))
 
 
 class MemoryStore(EquivalenceStore):

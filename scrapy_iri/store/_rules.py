@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
-from ._forms import Form, origin_of, split_form
+from ._forms import Form, origin_of, short_cache, split_form
 from ._psl import WWW, is_ip_host, www_partner
 
 #: statuses that make the source an exact alias of the target (RFC 9110 15.4)
@@ -80,8 +80,12 @@ def _nothing(key: str) -> str | None:
     return None
 
 
+
+
+@short_cache(1 << 13)
 def case_key(url: str) -> str:
-    """A URL with its path case-folded: what a case-insensitive server cannot tell apart."""
+    """A URL with its path case-folded: what a case-insensitive server cannot tell apart (learning
+    asks twice per URL: read ahead, then the declared case)."""
     form = split_form(url)
     return form._replace(path=form.path.lower()).unsplit()
 
@@ -109,6 +113,7 @@ _DIGITS_OUTSIDE_ESCAPES = re.compile(r"%[0-9A-F]{2}|[0-9]+")
 
 
 _DIGIT = re.compile("[0-9]")
+_DIGITS = re.compile("[0-9]+")
 
 
 def path_template(path: str) -> str:
@@ -120,6 +125,8 @@ def path_template(path: str) -> str:
     about ``/both-1`` or ``/about``); paths without digits are learned one
     by one, as exact aliases.
     """
+    if "%" not in path:  # no escape to keep: every run of digits goes
+        return _DIGITS.sub("#", path)
     return _DIGITS_OUTSIDE_ESCAPES.sub(lambda m: m.group() if m.group()[0] == "%" else "#", path)
 
 
@@ -188,11 +195,15 @@ def _http_to_https(f: Form, known: Known) -> tuple[str, Form] | None:
     return _scoped(f.path), Form("https", f.authority, f.path, f.query)
 
 
+#: a host's ``www.`` partner, asked for every URL learned on it
+_partner = short_cache(1 << 14)(www_partner)
+
+
 def _www_to_apex(f: Form, known: Known) -> tuple[str, Form] | None:
     host = f.host
     if host is None or not host.startswith(WWW):
         return None
-    apex = www_partner(host)
+    apex = _partner(host)
     return None if apex is None else (_scoped(f.path), Form(f.scheme, apex, f.path, f.query))
 
 
@@ -200,7 +211,7 @@ def _apex_to_www(f: Form, known: Known) -> tuple[str, Form] | None:
     host = f.host
     if host is None or host.startswith(WWW):
         return None
-    www = www_partner(host)
+    www = _partner(host)
     return None if www is None else (_scoped(f.path), Form(f.scheme, www, f.path, f.query))
 
 
@@ -218,7 +229,7 @@ def _declared_case(f: Form, known: Known) -> tuple[str, Form] | None:
     if known is _nothing:
         return None
     url = f.unsplit()
-    declared = known(_with_path(f, f.path.lower()).unsplit())  # case_key(url), from the parts at hand
+    declared = known(case_key(url))
     if declared is None or declared == url:
         return None
     return _scoped(f.path.lower()), split_form(declared)
@@ -327,18 +338,54 @@ class Prediction(NamedTuple):
 
 def predictions(url: str, known: Known = _nothing) -> Iterator[Prediction]:
     """Every rule that covers a scheme form, with the URL it predicts."""
-    form = split_form(url)
-    if form.scheme not in _SCHEMES or not form.authority or "@" in form.authority:
+    found = _known_free(url)
+    if found is None:
         return
-    host = form.authority if form.authority.startswith("[") else form.authority.partition(":")[0]
-    if is_ip_host(host):
-        return  # an IP literal is a site of its own: no convention generalizes there
+    before, after = found
+    yield from before
+    if known is not _nothing:
+        form = split_form(url)
+        declared = _declared_case(form, known)
+        if declared is not None:
+            yield Prediction(RuleKey(form.origin, DECLARED_CASE, declared[0]), declared[1].unsplit())
+    yield from after
+
+
+#: the kinds whose prediction depends on the URL alone, before and after the declared case
+_BEFORE_DECLARED = tuple(kind for kind in KINDS[: _KIND_INDEX[DECLARED_CASE]])
+_AFTER_DECLARED = tuple(kind for kind in KINDS[_KIND_INDEX[DECLARED_CASE] + 1 :])
+
+
+def _covered_host(authority: str) -> bool:
+    """Whether conventions may generalize on an authority: a host without userinfo, not an IP."""
+    if "@" in authority:
+        return False
+    host = authority if authority.startswith("[") else authority.partition(":")[0]
+    return not is_ip_host(host)
+
+
+_covered = short_cache(1 << 14)(_covered_host)
+
+
+@short_cache(1 << 13)
+def _known_free(url: str) -> tuple[tuple[Prediction, ...], tuple[Prediction, ...]] | None:
+    """The predictions of ``url`` that need nothing known (those tried before the declared case, and
+    after it); ``None`` when no rule covers it. Learning asks twice per URL (read ahead, then count)."""
+    form = split_form(url)
+    if form.scheme not in _SCHEMES or not form.authority or not _covered(form.authority):
+        return None
     origin = form.origin
-    for kind in KINDS:
-        found = kind.predict(form, known)
+    return _predicted(form, origin, _BEFORE_DECLARED), _predicted(form, origin, _AFTER_DECLARED)
+
+
+def _predicted(form: Form, origin: str, kinds: tuple[RuleKind, ...]) -> tuple[Prediction, ...]:
+    out = []
+    for kind in kinds:
+        found = kind.predict(form, _nothing)
         if found is not None:
             scope, target = found
-            yield Prediction(RuleKey(origin, kind.name, scope), target.unsplit())
+            out.append(Prediction(RuleKey(origin, kind.name, scope), target.unsplit()))
+    return tuple(out)
 
 
 def predict(url: str, key: RuleKey, known: Known = _nothing) -> str | None:
@@ -437,6 +484,12 @@ class RuleRecord:
         if self.support >= policy.min_observations and now - self.last_support <= policy.rule_ttl:
             return RuleStatus.ACTIVE
         return RuleStatus.CANDIDATE
+
+    def stale(self, policy: LearningPolicy, now: float) -> bool:
+        """Whether :meth:`expire` would forget a count now."""
+        return bool(self.against and now - self.last_against > policy.rule_ttl) or bool(
+            self.support and now - self.last_support > policy.rule_ttl
+        )
 
     def expire(self, policy: LearningPolicy, now: float) -> None:
         """Forget evidence older than the TTL (a suspended rule starts learning afresh)."""

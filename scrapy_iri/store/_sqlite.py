@@ -53,31 +53,25 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from ..errors import StoreError
-from ._codec import copy_counts, policy_from_text, policy_text, rule_record, rule_values
+from ._cached import CachedReads, CachedStorage
+from ._codec import policy_from_text, policy_text, rule_record
 from ._evidence import Alias, Evidence
 from ._filter import KeyFilter
-from ._observation import Prefetch
-from ._forms import sink_key
 from ._learner import EquivalenceStore
-from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord
+from ._rules import LearningPolicy, RuleKey, RuleRecord
+from ._sqlite_port import SQLitePort
 from ._sqlite_schema import (
     ALIAS,
-    ALIAS_AND_NEXT,
-    ALIAS_FIELDS,
-    EVIDENCE,
+    ALIAS_COLUMNS,
     EVIDENCE_COLUMNS,
     MIGRATIONS,
     RULE_COLUMNS,
     SCHEMA_VERSION,
-    WRITES,
-    ALIAS_COLUMNS,
-    ALIAS_FIELDS,
     alias_of,
     alias_row,
     create_schema,
@@ -85,20 +79,8 @@ from ._sqlite_schema import (
     locked,
     transaction,
 )
-from ._storage import (
-    DEFAULT_CACHE_SIZE,
-    DEFAULT_RULE_CACHE,
-    EVIDENCE_MAX,
-    EVIDENCE_MAX_AGE,
-    LRU,
-    MISSING,
-    OriginRules,
-    PendingCases,
-    RuleCache,
-    Storage,
-    held_keys,
-    held_record,
-)
+from ._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX, EVIDENCE_MAX_AGE
+from ._writes import WriteBehind
 
 logger = logging.getLogger(__name__)
 
@@ -107,17 +89,11 @@ logger = logging.getLogger(__name__)
 MMAP_SIZE = 1 << 31
 #: bytes of SQLite's own page cache per process
 PAGE_CACHE = 8 << 20
-#: entries of the change log kept for processes that fell behind (they reload otherwise)
-CHANGES_MAX = 100_000
 #: commits between two saves of the alias filter (and at close)
 FILTER_SAVE_EVERY = 256
 
-_EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
-#: the pending write of a rule: its row is read off the image when the batch commits
-_WRITTEN: tuple[Any, ...] = ()
 
-
-class SQLiteStorage(Storage):
+class SQLiteStorage(CachedStorage):
     """One SQLite file: rules and sinks in memory, aliases read on demand, writes in batches."""
 
     def __init__(
@@ -142,13 +118,6 @@ class SQLiteStorage(Storage):
     ) -> None:
         self.clock = clock
         self.path = Path(path)
-        self.batch_size = batch_size
-        self.flush_interval = flush_interval
-        self.evidence_max = evidence_max
-        self.evidence_max_age = evidence_max_age
-        #: how long the file remembers that a URL answered for itself: an alias of it another process
-        #: observed earlier and commits later is refused (an alias write older than this is refused too)
-        self.answered_horizon = answered_horizon
         self.sync_interval = sync_interval
         self.lock_wait = lock_wait
         self.close_wait = close_wait
@@ -172,47 +141,32 @@ class SQLiteStorage(Storage):
             self._db.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
-        # bounded caches of what is on disk
-        self._rule_cache = RuleCache(
-            rule_cache, self._read_rules, self._pinned_origins, self._rules_evicted, lazy=self._origin_rules
-        )
-        #: for origins not held whole: the records a lookup may need (few), for many more origins
-        self._in_force = LRU(max(1024, rule_cache // 4))
-        #: the targets with at least ``_sink_cap`` sources (read when a lookup first asks with that cap)
-        self._sinks: set[str] = set()
-        self._sink_cap = 0
-        self._aliases = LRU(cache_size)
-        self._cases = LRU(cache_size // 4)
-        # the pending batch: (table, key) -> row (None: a delete), latest write last
-        self._pending: dict[tuple[str, Any], tuple[Any, ...] | None] = {}
-        self._pending_evidence: list[tuple[Any, ...]] = []
-        self._pending_cases = PendingCases()
-        self._pending_fanin: dict[str, list[str]] = {}
-        #: fan-in records read ahead for a chunk of observations (pending sources included)
-        self._fanin_known: dict[str, list[str]] = {}
-        self._dropped_fanin: set[str] = set()
-        self._pending_changes: dict[tuple[str, str], None] = {}
-        #: per rule: (support, against) as last written to the image, and the observations
-        #: added since the last commit (merged into the row on disk)
-        self._rule_seen: dict[RuleKey, tuple[int, int]] = {}
-        self._rule_delta: dict[RuleKey, tuple[int, int]] = {}
-        #: another process's rule rows were not read into the image (pending counts here): the commit merges
-        self._must_merge = False
-        self._rule_dropped: set[RuleKey] = set()
-        self._last_flush = monotonic()
+        #: the writes not committed yet, read over the file
+        self.writes = WriteBehind(batch_size, flush_interval, monotonic)
         self._next_sync = monotonic() + sync_interval
-        self._commits = 0
         self._warned_lock = 0.0
         #: after a commit found the file locked: when to try again, and how long the last wait was
         self._retry_at = 0.0
         self._lock_backoff = 0.0
+        #: bounded caches of what is on disk, the pending batch read over them
+        self.port = SQLitePort(
+            self._read,
+            self._connection,
+            clock=clock,
+            policy=lambda: self.policy,
+            answered_horizon=answered_horizon,
+            evidence_max=evidence_max,
+            evidence_max_age=evidence_max_age,
+        )
+        self.cached = self.writes.cached = CachedReads(
+            self.port, self.writes, cache_size, rule_cache, lambda: self.force_floor
+        )
         try:
-            self._data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
+            self.port.data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
             self._change_id = self._db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()[0]
-            self._load_rules()
             #: the change the filter took in every change up to (besides those the syncs read)
             self._filter_change_id = 0
-            self._filter = self._load_filter()
+            self.cached.filter = self._load_filter()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
 
@@ -262,6 +216,14 @@ class SQLiteStorage(Storage):
                 version += 1
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
+    @property
+    def _filter(self) -> KeyFilter:
+        """The filter of alias sources (built at open: a SQLite storage always has one)."""
+        found = self.cached.filter
+        if found is None:
+            found = self.cached.filter = self._build_filter()
+        return found
+
     def _connection(self) -> sqlite3.Connection:
         if self._db is None:
             raise StoreError(f"{self.path}: the store is closed")
@@ -285,7 +247,7 @@ class SQLiteStorage(Storage):
         self._sync_if_due()
 
     def answered(self, url: str) -> None:
-        self._write("answered", url, (url, self.clock()))
+        self.writes.answered(url, self.clock())
 
     def observed(self) -> None:
         self._flush_if_due()
@@ -293,13 +255,13 @@ class SQLiteStorage(Storage):
     @property
     def pending(self) -> int:
         """Writes not yet committed."""
-        return len(self._pending) + len(self._pending_evidence)
+        return len(self.writes)
 
     def _flush_if_due(self) -> None:
         now = self.monotonic()
         if now < self._retry_at:
             return
-        if self.pending >= self.batch_size or now - self._last_flush >= self.flush_interval:
+        if self.writes.due():
             self.flush()
 
     def flush(self) -> None:
@@ -312,9 +274,9 @@ class SQLiteStorage(Storage):
             # the next attempt waits: the file stays locked for a while (a long transaction elsewhere)
             self._lock_backoff = min(max(2 * self._lock_backoff, 1.0), 10.0)
             self._retry_at = self.monotonic() + self._lock_backoff
-            self._last_flush = self.monotonic()
-            if self._last_flush - self._warned_lock >= 60.0:
-                self._warned_lock = self._last_flush
+            now = self.writes.last_commit = self.monotonic()
+            if now - self._warned_lock >= 60.0:
+                self._warned_lock = now
                 logger.warning("%s: %s; keeping %d writes for the next attempt", self.path, exc, self.pending)
 
     def close(self) -> None:
@@ -341,130 +303,17 @@ class SQLiteStorage(Storage):
     # -- the commit ---------------------------------------------------------------
 
     def _commit(self) -> None:
-        """One transaction: the batch, rules merged with what other processes wrote meanwhile.
-
-        A rule row is never overwritten with this process's image: the
-        observations counted since the last commit are added to the row on
-        disk (after forgetting what the TTL expired), the latest times and
-        notes win, and the rules of the origins written are read back, so a
-        counterexample another process recorded is never lost and is seen here.
-        """
-        if not self._pending and not self._pending_evidence:
+        """Apply the pending writes in one transaction (:meth:`.SQLitePort.apply`); the cache follows the file."""
+        if not len(self.writes):
             return
-        db = self._connection()
-        fresh: dict[str, dict[RuleKey, RuleRecord]] = {}
-        cutoff = self.clock() - self.answered_horizon
-        with transaction(db):
-            rules: dict[str, list[tuple[RuleKey, tuple[Any, ...] | None]]] = {}
-            # one statement at a time, each table's deletes before its upserts: the pending writes hold
-            # one write per entry (the latest), and a fan-in drop took its target's pending sources with it
-            runs: dict[str, list[tuple[Any, ...]]] = {}
-            for (table, key), row in self._pending.items():
-                if table == "rule":
-                    rules.setdefault(key[0], []).append((RuleKey(*key), row))
-                    continue
-                upsert, delete = WRITES[table]
-                if row is None:
-                    runs.setdefault(delete, []).append(key if isinstance(key, tuple) else (key,))
-                elif table == "alias":  # the stored row, then the horizon (its last item: whether it applies)
-                    runs.setdefault(upsert, []).append((*row[:-1], cutoff if row[-1] else float("-inf")))
-                else:
-                    runs.setdefault(upsert, []).append(row)
-            for upsert, delete in WRITES.values():
-                for statement in (delete, upsert):
-                    if statement in runs:
-                        db.executemany(statement, runs[statement])
-            upsert, delete = WRITES["rule"]
-            alone = db.execute("PRAGMA data_version").fetchone()[0] == self._data_version
-            touched = sorted(rules)
-            if alone and not self._rule_dropped and not self._must_merge:
-                # nobody else committed since this process last looked: the rows on disk are
-                # what it read or wrote, so its image is the merge (no read back)
-                image = [self._image(rule) for written in rules.values() for rule, row in written if row is not None]
-                db.executemany(upsert, [(*record.key, *rule_values(record)) for record in image])
-                db.executemany(delete, [tuple(rule) for written in rules.values() for rule, row in written if row is None])
-                rules = {}
-            for origin, written in rules.items():  # one read per origin: the rows as other processes left them
-                disk: dict[RuleKey, RuleRecord] = {}
-                for row in db.execute(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,)):
-                    key = RuleKey(origin, row[0], row[1])
-                    disk[key] = rule_record(key, row[2:])
-                for rule, row in written:
-                    if row is None or rule in self._rule_dropped:
-                        db.execute(delete, tuple(rule))
-                        disk.pop(rule, None)
-                    if row is not None:
-                        disk[rule] = self._merged_rule(rule, disk.get(rule))
-                        db.execute(upsert, (*rule, *rule_values(disk[rule])))
-                fresh[origin] = disk
-            db.executemany(EVIDENCE, self._pending_evidence)
-            db.executemany(
-                "INSERT INTO change (kind, name) VALUES (?, ?)",
-                [*self._pending_changes, *(("r", origin) for origin in touched)],
-            )
-            self._commits += 1
-            self._prune(db)
-        for origin, records in fresh.items():  # the image follows the disk
-            self._set_rules(origin, records)
-        self._rule_delta.clear()
-        self._must_merge = False
-        self._rule_cache.trim()  # nothing is pinned now
-        self._rule_dropped.clear()
-        self._pending, self._pending_evidence = {}, []
-        self._pending_cases.clear()
-        self._pending_fanin.clear()
-        self._dropped_fanin.clear()
-        self._pending_changes.clear()
-        self._last_flush = self.monotonic()
+        self.writes.committed(self.port.apply(self.writes.changeset()))
         self._retry_at = 0.0
         self._lock_backoff = 0.0
         if self._filter.full:
-            self._filter = self._build_filter()
+            self.cached.filter = self._build_filter()
             self._save_filter()
-        elif self._commits % FILTER_SAVE_EVERY == 0:
+        elif self.port.commits % FILTER_SAVE_EVERY == 0:
             self._save_filter()
-
-    def _prune(self, db: sqlite3.Connection) -> None:
-        """Keep the evidence log and the change log within their caps."""
-        # two queries: SQLite answers min() and max() alone from the index's ends, together by a scan
-        (low,) = db.execute("SELECT min(id) FROM evidence").fetchone()
-        (high,) = db.execute("SELECT max(id) FROM evidence").fetchone()
-        if high is not None and high - low + 1 > self.evidence_max:
-            db.execute("DELETE FROM evidence WHERE id <= ?", (high - self.evidence_max,))
-        # by age at every commit: the oldest entry first, so this stops at once when nothing is old
-        cutoff = self.clock() - self.evidence_max_age
-        first = db.execute("SELECT id FROM evidence WHERE time >= ? ORDER BY id LIMIT 1", (cutoff,)).fetchone()
-        db.execute("DELETE FROM evidence WHERE id < ?", (first[0] if first else (high or 0) + 1,))
-        if self._commits % 64 == 1:
-            db.execute("DELETE FROM change WHERE id <= (SELECT max(id) FROM change) - ?", (CHANGES_MAX,))
-            db.execute("DELETE FROM answered WHERE time < ?", (self.clock() - self.answered_horizon,))
-            # rule records whose every count is older than the TTL mean nothing any more (a record
-            # expires them when next counted): gone, so an origin keeps only what still counts
-            stale = self.clock() - self.policy.rule_ttl
-            db.execute(
-                "DELETE FROM rule WHERE (support = 0 OR last_support < ?) AND (against = 0 OR last_against < ?)",
-                (stale, stale),
-            )
-
-    def _merged_rule(self, key: RuleKey, on_disk: RuleRecord | None) -> RuleRecord:
-        """The row on disk plus what this process observed since its last commit."""
-        image = self._image(key) or RuleRecord(key)
-        disk = on_disk if on_disk is not None else RuleRecord(key)
-        disk.expire(self.policy, self.clock())
-        support, against = self._rule_delta.get(key, (0, 0))
-        newer_support = image if image.last_support >= disk.last_support else disk
-        newer_against = image if image.last_against >= disk.last_against else disk
-        firsts = [t for t in (image.first_seen, disk.first_seen) if t]
-        return RuleRecord(
-            key,
-            disk.support + support,
-            disk.against + against,
-            min(firsts) if firsts else 0.0,
-            max(image.last_support, disk.last_support),
-            max(image.last_against, disk.last_against),
-            newer_support.example or image.example or disk.example,
-            newer_against.counterexample or image.counterexample or disk.counterexample,
-        )
 
     # -- what other processes committed -----------------------------------------------
 
@@ -479,7 +328,7 @@ class SQLiteStorage(Storage):
         db = self._connection()
         try:
             version = db.execute("PRAGMA data_version").fetchone()[0]
-            if version == self._data_version:
+            if version == self.port.data_version:
                 return
             low = db.execute("SELECT min(id) FROM change").fetchone()[0]
             rows = db.execute("SELECT id, kind, name FROM change WHERE id > ? ORDER BY id", (self._change_id,)).fetchall()
@@ -487,162 +336,30 @@ class SQLiteStorage(Storage):
             if not locked(exc):
                 raise StoreError(f"{self.path}: {exc}") from exc
             return  # the next look will do
-        self._data_version = version
-        self._fanin_known.clear()
+        self.port.data_version = version
+        cached = self.cached
+        cached.fanins.clear()
         if (low is not None and low > self._change_id + 1) or any(kind == "*" for _, kind, _ in rows):
             # fell behind the log, or a bulk write: start afresh
-            self._must_merge = True
-            self._aliases.clear()
-            self._cases.clear()
-            self._load_rules()
-            self._sink_cap = 0  # read again when next asked
-            self._filter = self._build_filter()
+            self.writes.must_merge()
+            cached.forget_cached()
+            cached.filter = self._build_filter()
         else:
+            changes = []
             for _, kind, name in rows:
-                if kind == "a":
-                    self._aliases.pop(name)
-                    self._filter.add(name)
-                elif kind == "c":
-                    self._cases.pop(name)
-                elif kind == "r":
-                    if any(key.origin == name for key in self._rule_delta):
-                        self._must_merge = True  # rules written here meanwhile are read back at the commit
-                    else:
-                        self._reload_rules(name)
-                elif kind == "s" and ("sink", name) not in self._pending and self._sink_cap:
-                    row = db.execute("SELECT sources FROM sink WHERE target = ?", (name,)).fetchone()
-                    if row is not None and row[0] >= self._sink_cap:
-                        self._sinks.add(name)
-                    else:
-                        self._sinks.discard(name)
+                if kind == "r" and any(key.origin == name for key in self.writes.changes.rules):
+                    self.writes.must_merge()  # rules written here meanwhile are read back at the commit
+                elif not (kind == "s" and name in self.writes.changes.sinks):
+                    changes.append((kind, name))
+            again = cached.follow(changes)
+            found = self.port.read(again)
+            if found is None:  # locked: read again when used
+                cached.rules.clear()
+                cached.sink_cap = 0
+            else:
+                cached.refreshed(again, found)
         if rows:
             self._change_id = rows[-1][0]
-
-    def _load_rules(self) -> None:
-        """Forget every origin's rules but those with counts not committed yet (read again when used)."""
-        self._rule_cache.clear()
-        self._in_force.clear()
-
-    def _read_rules(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
-        """The rows of one origin's rules (``None`` when the file is locked: nothing is cached then)."""
-        rows = self._read(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,))
-        if rows is None:
-            return None
-        self._in_force.pop(origin)  # held whole from now on
-        records = {}
-        for row in rows:
-            key = RuleKey(origin, row[0], row[1])
-            records[key] = record = rule_record(key, row[2:])
-            self._rule_seen[key] = (record.support, record.against)
-        return records
-
-    def _pinned_origins(self) -> set[str]:
-        """Origins whose records hold counts not committed yet: never evicted."""
-        return {key.origin for key in (*self._rule_delta, *self._rule_dropped)}
-
-    def _rules_evicted(self, origin: str, keys: list[RuleKey]) -> None:
-        for key in keys:
-            self._rule_seen.pop(key, None)
-
-    def _origin_rules(self, origin: str, grew: Callable[[int], None]) -> OriginRules:
-        """An origin's records, read one at a time as the learner asks for them."""
-        self._in_force.pop(origin)  # held from now on
-        return OriginRules(origin, self._read_rule, self._rule_rows, grew, self._seen)
-
-    def _seen(self, record: RuleRecord) -> None:
-        self._rule_seen[record.key] = (record.support, record.against)
-
-    def _read_rule(self, key: RuleKey) -> RuleRecord | None:
-        rows = self._read(f"SELECT {RULE_COLUMNS} FROM rule WHERE origin = ? AND kind = ? AND scope = ?", tuple(key), one=True)
-        if rows is None:
-            return MISSING  # type: ignore[no-any-return]
-        return rule_record(key, rows[0]) if rows else None
-
-    def _rule_rows(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
-        rows = self._read(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,))
-        if rows is None:
-            return None
-        return {(key := RuleKey(origin, row[0], row[1])): rule_record(key, row[2:]) for row in rows}
-
-    def _image(self, key: RuleKey) -> RuleRecord | None:
-        records = self._rule_cache.peek(key.origin)
-        return None if records is None else held_record(records, key)
-
-    def _reload_rules(self, origin: str) -> None:
-        self._in_force.pop(origin)
-        if self._rule_cache.peek(origin) is None:
-            return  # not used here lately: read when next used
-        records = self._read_rules(origin)
-        if records is None:
-            self._rule_cache.clear()  # locked: read again when used
-            return
-        self._set_rules(origin, records)
-
-    def _set_rules(self, origin: str, records: dict[RuleKey, RuleRecord]) -> None:
-        """Make the image of ``origin``'s rules what ``records`` says (record objects kept where they exist)."""
-        current = self._rule_cache.peek(origin) or {}
-        for key in [k for k in held_keys(current) if k not in records]:
-            self._rule_seen.pop(key, None)
-        self._rule_cache.replace(origin, records, copy_counts)
-        for key, record in records.items():
-            self._rule_seen[key] = (record.support, record.against)
-
-    # -- reading ahead for many observations --------------------------------------------
-
-    def prefetch(self, keys: Prefetch) -> None:
-        """Read the aliases, fan-in, cases and rules a chunk of observations needs, a few queries in all."""
-        self._fanin_known.clear()
-        for part in _parts([s for s in keys.sources if ("alias", s) not in self._pending and s not in self._aliases.data]):
-            rows = self._read(f"SELECT {ALIAS_COLUMNS} FROM alias WHERE source IN ({_marks(part)})", part)
-            if rows is None:
-                return  # locked: each observation reads for itself
-            found = {row[0]: alias_of(row[0], row[1:]) for row in rows}
-            for source in part:
-                self._aliases.put(source, found.get(source))
-        for part in _parts([t for t in keys.sinks if t not in self._dropped_fanin]):
-            rows = self._read(f"SELECT target, source FROM fanin WHERE target IN ({_marks(part)})", part)
-            if rows is None:
-                return
-            for target in part:
-                self._fanin_known[target] = []
-            for target, source in rows:
-                self._fanin_known[target].append(source)
-            for target in part:
-                known = self._fanin_known[target]
-                known += [s for s in self._pending_fanin.get(target, ()) if s not in known]
-        for part in _parts([k for k in keys.cases if k not in self._cases.data]):
-            rows = self._read(f"SELECT case_key, source, target, time FROM alias WHERE case_key IN ({_marks(part)})", part)
-            declared = self._read(f"SELECT key, url FROM declared_case WHERE key IN ({_marks(part)})", part)
-            if rows is None or declared is None:
-                return
-            by_key: dict[str, list[tuple[Any, ...]]] = {}
-            for row in rows:
-                by_key.setdefault(row[0], []).append(row[1:])
-            urls = dict(declared)
-            for key in part:
-                self._case_from(key, by_key.get(key, []), [(urls[key],)] if key in urls else [])
-        wanted: list[RuleKey] = []
-        for origin, rules in _by_origin(keys.rules).items():
-            held = self._rule_cache.get(origin)
-            wanted += held.wanted(rules) if isinstance(held, OriginRules) else []
-        for start in range(0, len(wanted), _PART // 3):
-            part = wanted[start : start + _PART // 3]
-            marks = ", ".join(["(?, ?, ?)"] * len(part))
-            rows = self._read(  # each wanted key looked up by the primary key (CROSS JOIN keeps that order)
-                f"WITH want(o, k, s) AS (VALUES {marks}) SELECT origin, kind, scope, {RULE_COLUMNS}"
-                " FROM want CROSS JOIN rule ON origin = o AND kind = k AND scope = s",
-                tuple(v for key in part for v in key),
-            )
-            if rows is None:
-                return
-            found: dict[RuleKey, RuleRecord | None] = dict.fromkeys(part)
-            for row in rows:
-                key = RuleKey(*row[:3])
-                found[key] = rule_record(key, row[3:])
-            for origin, records in _by_origin(found).items():
-                held = self._rule_cache.peek(origin)
-                if isinstance(held, OriginRules):
-                    held.learned({key: found[key] for key in records})
 
     # -- the filter of alias sources ------------------------------------------------------
 
@@ -672,12 +389,13 @@ class SQLiteStorage(Storage):
         """A filter of every alias source in the file (and those pending here), sized for twice as many."""
         db = self._connection()
         (n,) = db.execute("SELECT count(*) FROM alias").fetchone()
-        built = KeyFilter(2 * (n + len(self._pending)))
+        written = self.writes.changes.aliases
+        built = KeyFilter(2 * (n + len(written)))
         for (source,) in db.execute("SELECT source FROM alias"):
             built.add(source)
-        for (table, key), row in self._pending.items():
-            if table == "alias" and row is not None:
-                built.add(key)
+        for source, (alias, _, _) in written.items():
+            if alias is not None:
+                built.add(source)
         return built
 
     def _save_filter(self) -> None:
@@ -688,12 +406,12 @@ class SQLiteStorage(Storage):
                 known = max(self._change_id, self._filter_change_id)  # what it took in already
                 (low,) = db.execute("SELECT min(id) FROM change").fetchone()
                 if low is not None and low > known + 1:  # fell behind the log
-                    self._filter = self._build_filter()
+                    self.cached.filter = self._build_filter()
                 for kind, name in db.execute("SELECT kind, name FROM change WHERE id > ?", (known,)):
                     if kind == "a":
                         self._filter.add(name)
                     elif kind == "*":
-                        self._filter = self._build_filter()
+                        self.cached.filter = self._build_filter()
                 (change_id,) = db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()
                 self._filter_change_id = change_id
                 capacity, count, bits = self._filter.dump()
@@ -724,54 +442,18 @@ class SQLiteStorage(Storage):
 
     # -- primitives: aliases ------------------------------------------------------------
 
-    def _write(self, table: str, key: Any, row: tuple[Any, ...] | None) -> None:
-        self._pending.pop((table, key), None)  # the latest write goes last: commit order is write order
-        self._pending[(table, key)] = row
-
-    def alias(self, source: str) -> Alias | None:
-        row = self._pending.get(("alias", source), MISSING) if self._pending else MISSING
-        if row is not MISSING:
-            return None if row is None else _pending_alias(row)
-        alias = self._aliases.get(source)
-        if alias is not MISSING:
-            return alias  # type: ignore[no-any-return]
-        if source not in self._filter:
-            return None  # never an alias anywhere: answered in memory
-        # the alias and its target's own alias in one read: resolving follows the target next
-        rows = self._read(ALIAS_AND_NEXT, (source,), one=True)
-        if rows is None:
-            return None  # unknown: no merge (a missed merge costs one fetch)
-        if not rows:
-            self._aliases.put(source, None)
-            return None
-        row, n = rows[0], len(ALIAS_FIELDS)
-        alias = alias_of(source, row[:n])
-        target = alias.target
-        if self._aliases.get(target) is MISSING and ("alias", target) not in self._pending:
-            self._aliases.put(target, None if row[n] is None else alias_of(target, row[n:]))
-        self._aliases.put(source, alias)
-        return alias
-
     def set_alias(self, source: str, alias: Alias | None) -> None:
-        old = self.alias(source)
-        if alias is not None:
-            self._filter.add(source)
-        self._write("alias", source, None if alias is None else (*alias_row(alias), not self.recorded_time))
-        self._aliases.put(source, alias)
-        self._pending_changes[("a", source)] = None
-        for key in self._pending_cases.wrote(source, old, alias):
-            self._cases.pop(key)
-            self._pending_changes[("c", key)] = None
+        self.writes.alias(source, self.alias(source), alias, not self.recorded_time, self.clock())
 
     def aliases(self) -> Iterator[Alias]:
         self.flush()
-        written = {key: row for (table, key), row in self._pending.items() if table == "alias"}
+        written = {source: alias for source, (alias, _, _) in self.writes.changes.aliases.items()}
         for row in self._connection().execute(f"SELECT {ALIAS_COLUMNS} FROM alias"):
             if row[0] not in written:
                 yield alias_of(row[0], row[1:])
-        for row in written.values():
-            if row is not None:
-                yield _pending_alias(row)
+        for alias in written.values():
+            if alias is not None:
+                yield alias
 
     def bulk_aliases(self, aliases: Iterable[Alias], *, chunk: int = 500_000) -> int:
         """Write many aliases at once (an import; no evidence is logged for them). Returns how many."""
@@ -785,8 +467,8 @@ class SQLiteStorage(Storage):
                 count += self._bulk(db, rows)
                 rows = []
         count += self._bulk(db, rows)
-        self._aliases.clear()
-        self._cases.clear()
+        self.cached.aliases.clear()
+        self.cached.cases.clear()
         self._save_filter()  # the import's change ('*'): the filter is built again from the aliases, once
         return count
 
@@ -801,108 +483,22 @@ class SQLiteStorage(Storage):
 
     # -- primitives: cases ----------------------------------------------------------
 
-    def case_target(self, key: str) -> str | None:
-        cached = self._cases.get(key)
-        if cached is not MISSING:
-            return cached  # type: ignore[no-any-return]
-        rows = self._read("SELECT source, target, time FROM alias WHERE case_key = ?", (key,))
-        if rows is None:
-            return None
-        return self._case_from(key, rows)
-
-    def _case_from(self, key: str, rows: list[tuple[Any, ...]], declared: Any = MISSING) -> str | None:
-        """The case of ``key`` from its case-only alias rows (and its declared-case row, when read), cached."""
-        url = self._pending_cases.case(key, {source: (time_, target) for source, target, time_ in rows})
-        if url is None:
-            row = self._pending.get(("declared_case", key), MISSING)
-            if row is MISSING:
-                if declared is MISSING:
-                    declared = self._read("SELECT url FROM declared_case WHERE key = ?", (key,))
-                if declared is None:
-                    return None
-                url = declared[0][0] if declared else None
-            elif row is not None:
-                url = row[1]
-        self._cases.put(key, url)
-        return url
-
-    def declared_case(self, key: str) -> str | None:
-        row = self._pending.get(("declared_case", key), MISSING)
-        if row is not MISSING:
-            return None if row is None else row[1]
-        rows = self._read("SELECT url FROM declared_case WHERE key = ?", (key,))
-        return rows[0][0] if rows else None
-
     def set_declared_case(self, key: str, url: str | None) -> None:
-        self._write("declared_case", key, None if url is None else (key, url))
-        self._cases.pop(key)
-        self._pending_changes[("c", key)] = None
+        self.writes.declared(key, url, self.clock())
 
     def declared_cases(self) -> Iterator[str]:
         self.flush()
-        written = {key: row for (table, key), row in self._pending.items() if table == "declared_case"}
+        written = self.writes.changes.cases
         urls = [url for key, url in self._connection().execute("SELECT key, url FROM declared_case") if key not in written]
-        return iter(urls + [row[1] for row in written.values() if row is not None])
+        return iter(urls + [url for url, _, _ in written.values() if url is not None])
 
     # -- primitives: rules (read by origin, the origins used last kept) ----------------
 
-    def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        return self._rule_cache.get(origin) or _EMPTY
-
-    def forget_in_force(self) -> None:
-        self._in_force.clear()
-
-    def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        held = self._rule_cache.peek(origin)
-        if isinstance(held, OriginRules):
-            if not (held.forced or held.complete):
-                rows = self._in_force_rows(origin)
-                if rows is None:  # locked: what is held here, no more (read again next time)
-                    return held.in_force(self.force_floor) or _EMPTY
-                held.learned(rows)  # those held here stay: they may hold counts not written yet
-                held.forced = True
-            return held.in_force(self.force_floor) or _EMPTY
-        if held is not None:
-            return held
-        view = self._in_force.get(origin)
-        if view is MISSING:
-            view = self._in_force_rows(origin)
-            if view is None:
-                return _EMPTY  # locked: no rule applies now (no merge)
-            self._in_force.put(origin, view)
-        return view or _EMPTY
-
-    def _in_force_rows(self, origin: str) -> dict[RuleKey, RuleRecord | None] | None:
-        """The records of ``origin`` a lookup may need, from the file (``None``: locked)."""
-        rows = self._read(
-            f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ? AND (kind = ? OR support >= ?)",
-            (origin, BLOCK, self.force_floor),
-        )
-        if rows is None:
-            return None
-        return {(key := RuleKey(origin, row[0], row[1])): rule_record(key, row[2:]) for row in rows}
-
     def set_rule(self, key: RuleKey, record: RuleRecord | None) -> None:
         if record is None:
-            self._drop_rule(key)
-            return
-        self._rule_cache.put(record)
-        seen_support, seen_against = self._rule_seen.get(key, (0, 0))
-        support, against = self._rule_delta.get(key, (0, 0))
-        # what was counted since the image was last written; a count that went down was
-        # expired (the TTL): what it holds now was all counted since
-        support = support + record.support - seen_support if record.support >= seen_support else record.support
-        against = against + record.against - seen_against if record.against >= seen_against else record.against
-        self._rule_delta[key] = (support, against)
-        self._rule_seen[key] = (record.support, record.against)
-        self._write("rule", tuple(key), _WRITTEN)  # the row is the image's at the commit
-
-    def _drop_rule(self, key: RuleKey) -> None:
-        self._rule_cache.drop(key)
-        self._rule_seen.pop(key, None)
-        self._rule_delta.pop(key, None)
-        self._rule_dropped.add(key)
-        self._write("rule", tuple(key), None)
+            self.writes.drop_rule(key)
+        else:
+            self.writes.rule(key, record)
 
     def rules(self) -> Iterator[RuleRecord]:
         """Every rule record, from the file (after a commit of what is pending)."""
@@ -911,72 +507,19 @@ class SQLiteStorage(Storage):
         listed = {}
         for row in rows:
             key = RuleKey(*row[:3])
-            listed[key] = self._image(key) or rule_record(key, row[3:])
-        for key in self._rule_delta:  # not committed (a locked file): what this process holds
-            if (image := self._image(key)) is not None:
+            listed[key] = self.cached.held(key) or rule_record(key, row[3:])
+        for key, write in self.writes.changes.rules.items():  # not committed (a locked file): what is held here
+            if write.record is not None and (image := self.cached.held(key)) is not None:
                 listed[key] = image
         return iter(list(listed.values()))
 
     # -- primitives: fan-in (on disk, read per redirect; sinks resident) -----------------
 
-    def _fanin_sources(self, target: str, cap: int) -> list[str] | None:
-        known = self._fanin_known.get(target)
-        if known is not None:
-            return known[:cap]
-        sources: list[str] = []
-        if target not in self._dropped_fanin:
-            rows = self._read("SELECT source FROM fanin WHERE target = ? LIMIT ?", (target, cap))
-            if rows is None:
-                return None
-            sources = [source for (source,) in rows]
-        for source in self._pending_fanin.get(target, ()):
-            if source not in sources:
-                sources.append(source)
-        return sources[:cap]
-
     def add_fanin(self, target: str, source: str, cap: int) -> list[str]:
-        sources = self._fanin_sources(target, cap)
-        if sources is None:  # locked: count this source only (no sink is declared on a guess)
-            sources = []
-        if source not in sources and len(sources) < cap:
-            sources.append(source)
-            if target in self._fanin_known:
-                self._fanin_known[target] = list(sources)
-            self._pending_fanin.setdefault(target, []).append(source)
-            self._write("fanin", (target, source), (target, source))
-        if len(sources) >= 2:  # a sink for any sink_fanin up to its number of sources
-            self._write("sink", target, (target, len(sources)))
-            self._pending_changes[("s", target)] = None
-        if len(sources) >= cap:
-            self._sinks_for(cap).add(target)
-        return sources
-
-    def is_sink(self, url: str, cap: int) -> bool:
-        """Resident: no read once the sinks of ``cap`` are known (a target counts its sources as they come)."""
-        sinks = self._sinks_for(cap)
-        return bool(sinks) and sink_key(url) in sinks
-
-    def _sinks_for(self, cap: int) -> set[str]:
-        """The targets with ``cap`` sources or more: read once per cap (the crawl's), kept up to date after."""
-        if cap != self._sink_cap:
-            rows = self._read("SELECT target FROM sink WHERE sources >= ?", (cap,))
-            if rows is None:  # locked: none known yet (a lookup merges through an alias; asked again next time)
-                return set()
-            self._sinks = {target for (target,) in rows}
-            self._sinks |= {t for t, s in self._pending_fanin.items() if len(s) >= cap}
-            self._sink_cap = cap
-        return self._sinks
+        return self.writes.add_fanin(target, source, cap)
 
     def drop_fanin(self, target: str) -> None:
-        self._fanin_known.pop(target, None)
-        self._sinks.discard(target)
-        self._write("sink", target, None)
-        self._pending_changes[("s", target)] = None
-        self._pending_fanin.pop(target, None)
-        self._dropped_fanin.add(target)
-        for key in [k for k in self._pending if k[0] == "fanin" and k[1][0] == target]:
-            del self._pending[key]
-        self._write("fanin", target, None)
+        self.writes.drop_fanin(target)
 
     def fanins(self) -> Iterator[tuple[str, int]]:
         self.flush()
@@ -986,10 +529,7 @@ class SQLiteStorage(Storage):
     # -- primitives: evidence (on disk) -----------------------------------------------
 
     def add_evidence(self, evidence: Evidence) -> None:
-        e = evidence
-        self._pending_evidence.append(
-            (e.time, e.url, e.status, e.target, ",".join(sorted(e.context)), e.note, e.location)
-        )
+        self.writes.evidence(evidence)
 
     def evidence(self, url: str | None = None) -> Iterator[Evidence]:
         self.flush()
@@ -1010,21 +550,22 @@ class SQLiteStorage(Storage):
 
     def counts(self) -> dict[str, int]:
         db = self._connection()
-        deferred = sum(1 for key, row in self._pending.items() if key[0] == "deferred" and row)
+        changes = self.writes.changes
+        deferred = sum(1 for added in changes.deferred.values() if added)
         return {
-            "evidence": db.execute("SELECT count(*) FROM evidence").fetchone()[0] + len(self._pending_evidence),
+            "evidence": db.execute("SELECT count(*) FROM evidence").fetchone()[0] + len(changes.evidence),
             "deferred": db.execute("SELECT count(*) FROM deferred").fetchone()[0] + deferred,
         }
 
     # -- primitives: deferred requests (on disk) ---------------------------------------
 
     def add_deferred(self, rule: RuleKey, url: str) -> None:
-        self._write("deferred", (str(rule), url), (str(rule), url))
+        self.writes.deferred(str(rule), url, True)
 
     def take_deferred(self, rule: RuleKey) -> list[str]:
         """The URLs deferred under ``rule`` by any process, taken in one transaction (one taker gets each)."""
         name = str(rule)
-        mine = [key[1][1] for key, row in self._pending.items() if key[0] == "deferred" and key[1][0] == name and row]
+        mine = [url for (r, url), added in self.writes.changes.deferred.items() if r == name and added]
         db = self._connection()
         try:
             self._commit()
@@ -1037,33 +578,10 @@ class SQLiteStorage(Storage):
             rows = self._read("SELECT url FROM deferred WHERE rule = ?", (name,)) or []
             urls = sorted({*mine, *(url for (url,) in rows)})
             for url in urls:
-                self._write("deferred", (name, url), None)
+                self.writes.deferred(name, url, False)
         return sorted(set(urls))
 
 
-#: values bound in one query (SQLite's limit is 32,766 since 3.32)
-_PART = 500
-
-
-def _pending_alias(row: tuple[Any, ...]) -> Alias:
-    """The alias of a pending write: :func:`alias_row`'s row (and whether the horizon applies)."""
-    return alias_of(row[0], row[1 : 1 + len(ALIAS_FIELDS)])
-
-
-def _by_origin(keys: Iterable[RuleKey]) -> dict[str, list[RuleKey]]:
-    grouped: dict[str, list[RuleKey]] = {}
-    for key in keys:
-        grouped.setdefault(key.origin, []).append(key)
-    return grouped
-
-
-def _parts(items: list[str]) -> Iterator[list[str]]:
-    for start in range(0, len(items), _PART):
-        yield items[start : start + _PART]
-
-
-def _marks(part: list[str]) -> str:
-    return ", ".join("?" * len(part))
 
 
 class SQLiteStore(EquivalenceStore):

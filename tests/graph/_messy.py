@@ -103,10 +103,44 @@ def archive_directory(wget_archive, tmp_path):
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         records.append(inflater.decompress(data))
         data = inflater.unused_data
+    (directory / "c.warc").write_bytes(b"".join(records))  # uncompressed: cut by headers and Content-Length
+    (directory / "d.wat.gz").write_bytes(b"".join(gzip.compress(r) for r in wat_records(records)))
     records[7] = records[7].replace(b"Content-Length: ", b"Content-Length: 1", 1)
     damaged = b"".join(gzip.compress(r) for r in records)
     (directory / "b.warc.gz").write_bytes(damaged[: len(damaged) - 5000])
     return directory
+
+
+def wat_records(records: list[bytes]) -> list[bytes]:
+    """WAT records (Common Crawl's layout) for the HTTP responses of WARC records: links by a plain
+    pattern (what a WAT writer found), redirects with their Location."""
+    import json
+    import re
+
+    found = []
+    for data in records:
+        head, _, rest = data.partition(b"\r\n\r\n")
+        if b"WARC-Type: response" not in head:
+            continue
+        uri = re.search(rb"WARC-Target-URI: <?([^\r>]*)", head).group(1).decode()
+        date = re.search(rb"WARC-Date: ([^\r]*)", head).group(1).decode()
+        status_line, _, after = rest.partition(b"\r\n")
+        headers_text, _, body = after.partition(b"\r\n\r\n")
+        headers = dict(line.decode("latin-1").split(": ", 1) for line in headers_text.split(b"\r\n") if b": " in line)
+        http = {"Response-Message": {"Version": "HTTP/1.1", "Status": status_line.split()[1].decode(), "Reason": ""},
+                "Headers": headers}
+        if b"text/html" in headers_text:
+            hrefs = re.findall(rb'(?:href|src)="([^"]*)"', body)[:40]
+            http["HTML-Metadata"] = {"Head": {}, "Links": [{"path": "A@/href", "url": h.decode("utf-8", "replace")}
+                                                          for h in hrefs]}
+        envelope = {"Format": "WARC",
+                    "WARC-Header-Metadata": {"WARC-Type": "response", "WARC-Target-URI": uri, "WARC-Date": date},
+                    "Payload-Metadata": {"HTTP-Response-Metadata": http}}
+        block = json.dumps({"Container": {}, "Envelope": envelope}).encode()
+        found.append(f"WARC/1.0\r\nWARC-Type: metadata\r\nWARC-Target-URI: {uri}\r\nWARC-Date: {date}\r\n"
+                     f"Content-Type: application/json\r\nContent-Length: {len(block)}\r\n\r\n".encode()
+                     + block + b"\r\n\r\n")
+    return found
 
 
 def run_archive_cli(capsys, tmp_path, name: str, archive, *options: str) -> dict[str, object]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import gzip
-from html.parser import HTMLParser
-from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
+from _archive_checks import (Hrefs, cdx_lines, documents_of_nodes, graphs_at_every_rung, read_csv,
+                             redirects_as_learned)
 from _archive_web import HOST, TEMPORARY, WWW
 
 from scrapy_iri import canonicalize
@@ -16,37 +15,6 @@ from scrapy_iri._cli import main
 from scrapy_iri.graph import normalize_graph_file
 from scrapy_iri.graph._learn import LearnedStore
 from scrapy_iri.store import open_store
-
-LINKS = {"a": "href", "link": "href", "img": "src", "script": "src", "iframe": "src", "form": "action"}
-
-
-class _Hrefs(HTMLParser):
-    """The reference reading of a served page: Python's own HTML parser, urljoin."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.url, self.links = url, []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        wanted = LINKS.get(tag)
-        for name, value in attrs:
-            if name == wanted and value is not None:
-                self.links.append(urljoin(self.url, value.strip()))
-
-
-def cdx_lines(archive: Path) -> list[dict[str, str]]:
-    """wget's CDX (columns ``a b a m s k r M V g u``): url, timestamp, status, redirect."""
-    rows = []
-    for line in archive.with_suffix("").with_suffix(".cdx").read_text().splitlines()[1:]:
-        f = line.split(" ")
-        redirect = f[6].replace("%3A//", "://", 1) if f[6] != "-" else None
-        rows.append({"url": f[0], "time": f[1], "status": f[4], "redirect": redirect})
-    return rows
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +25,7 @@ def learned(wget_archive):
 @pytest.fixture(scope="module")
 def outputs(wget_archive, tmp_path_factory):
     """The graph of the archive at every rung (protocol: learned from the archive itself)."""
-    out = tmp_path_factory.mktemp("graphs")
-    found = {}
-    for rung in ("string", "syntax", "scheme", "protocol"):
-        path = out / f"{rung}.csv"
-        summary = normalize_graph_file(wget_archive, path, rung, bad_rows=out / f"{rung}-bad.csv")
-        found[rung] = (read_csv(path), summary)
-    return found
+    return graphs_at_every_rung(wget_archive, tmp_path_factory.mktemp("graphs"))
 
 
 def test_wget_recorded_every_alias_convention(wget_archive):
@@ -80,33 +42,12 @@ def test_no_node_denotes_two_documents(outputs, docs_site, learned, rung):
     rows, summary = outputs[rung]
     assert summary.bad_rows == 0 and summary.edges_out == len(rows)
     store = learned if rung == "protocol" else None
-    documents: dict[str, set] = {}
-    for row in rows:
-        for end in ("source", "target"):
-            original = row[f"{end}_original"]
-            assert canonicalize(original, rung, keep_fragment=False, lenient=True, store=store) == row[end]
-            document = docs_site.document(original)
-            if document is not None:
-                documents.setdefault(row[end], set()).add(document)
+    documents = documents_of_nodes(rows, rung, store, docs_site.document)
     assert documents and all(len(found) == 1 for found in documents.values())
 
 
 def test_every_clean_301_is_merged_and_no_302_at_the_protocol_rung(wget_archive, learned):
-    lines = cdx_lines(wget_archive)
-    answered_later = {(row["url"], row["time"]) for row in lines if row["status"] == "200"}
-    permanent = temporary = 0
-    for row in lines:
-        if not row["redirect"]:
-            continue
-        contradicted = any(url == row["url"] and time > row["time"] for url, time in answered_later)
-        source = canonicalize(row["url"], "protocol", store=learned)
-        target = canonicalize(row["redirect"], "protocol", store=learned)
-        if row["status"] in ("301", "308") and not contradicted:
-            permanent += 1
-            assert source == target, row
-        elif row["status"] in ("302", "303", "307"):
-            temporary += 1
-            assert source != target, row
+    permanent, temporary = redirects_as_learned(wget_archive, learned)
     assert permanent >= 10 and temporary >= 5
 
 
@@ -120,7 +61,7 @@ def test_no_edge_of_the_true_graph_is_missing(wget_archive, outputs, docs_site):
     truth = set()
     for url, document in served.items():
         page = document.read_bytes().replace(b"</body>", docs_site.footer(urlsplit(url).path) + b"</body>", 1)
-        parser = _Hrefs(url)
+        parser = Hrefs(url)
         parser.feed(page.decode("utf-8"))
         for link in parser.links:
             target = docs_site.document(link)

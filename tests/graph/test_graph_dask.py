@@ -181,17 +181,54 @@ def test_progress_says_when_the_engine_takes_over(client, capsys, tmp_path):
     assert "scrapy-iri: graph: 100 rows, " in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("rung, chunk_rows", [("scheme", 250_000), ("protocol", 500)])
+@pytest.mark.parametrize("rung, piece_bytes", [("scheme", 64 << 20), ("protocol", 20_000), ("scheme", 50_000)])
 def test_cli_dask_on_archives_equals_local_byte_for_byte(client, capsys, tmp_path, monkeypatch, wget_archive,
-                                                         rung, chunk_rows):
+                                                         rung, piece_bytes):
+    """Workers read pieces (whole files, or runs of records inside one), parse and canonicalize them."""
     from _messy import archive_directory, run_archive_cli
 
-    from scrapy_iri.graph import _engines
+    from scrapy_iri.graph import _split
 
-    monkeypatch.setattr(_engines, "CHUNK_ROWS", chunk_rows)
+    monkeypatch.setattr(_split, "PIECE_BYTES", piece_bytes)
     archives = archive_directory(wget_archive, tmp_path)
+    files = sorted(str(path) for path in archives.iterdir())
+    assert len(_split.pieces(files, piece_bytes)) > (len(files) if piece_bytes < 1 << 20 else len(files) - 1)
     local = run_archive_cli(capsys, tmp_path, "local", archives, "--rung", rung)
     on_dask = run_archive_cli(capsys, tmp_path, "dask", archives, "--rung", rung, "--engine", "dask", "--workers", "2")
     assert local["code"] == on_dask["code"] == 1  # the damaged copy's bad records
     assert on_dask == local
     assert local["out"].count(b"\n") > 300 and b"lies" in local["bad"] and b"cut off" in local["bad"]
+
+
+def test_progress_on_archives_names_each_pass_and_the_bytes_read(client, capsys, tmp_path, monkeypatch, wget_archive):
+    from scrapy_iri._cli import main
+    from scrapy_iri.graph import _split
+
+    monkeypatch.setattr(_split, "PIECE_BYTES", 100_000)
+    code = main(["graph", str(wget_archive), str(tmp_path / "out.csv"), "--rung", "protocol", "--engine", "dask",
+                 "--progress"])
+    err = capsys.readouterr().err
+    assert code == 0 and "Traceback" not in err
+    stages = [line for line in err.splitlines() if line.startswith("scrapy-iri: graph: ")]
+    assert any(" pieces on dask" in line for line in stages)
+    learning = next(i for i, line in enumerate(stages) if "learning the protocol rung" in line)
+    reading = next(i for i, line in enumerate(stages) if "reading, parsing and canonicalizing on dask" in line)
+    assert learning < reading
+    assert any("MB read" in line for line in stages[learning:reading])  # the first pass's progress
+    assert any("MB read (100%)" in line for line in stages[reading:])
+
+
+def test_a_relative_archive_name_is_read_by_workers_in_another_directory(client, capsys, tmp_path, monkeypatch,
+                                                                          wget_archive):
+    from _messy import run_archive_cli
+
+    from scrapy_iri.graph import _split
+
+    monkeypatch.setattr(_split, "PIECE_BYTES", 100_000)
+    (tmp_path / "crawl").mkdir()
+    (tmp_path / "crawl" / "a.warc.gz").write_bytes(wget_archive.read_bytes())
+    monkeypatch.chdir(tmp_path)  # the workers were started elsewhere
+    local = run_archive_cli(capsys, tmp_path, "local", "crawl/a.warc.gz")
+    on_dask = run_archive_cli(capsys, tmp_path, "dask", "crawl/a.warc.gz", "--engine", "dask")
+    assert local["code"] == on_dask["code"] == 0
+    assert on_dask == local and local["out"].count(b"\n") > 300

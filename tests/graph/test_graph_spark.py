@@ -82,21 +82,48 @@ def test_cli_spark_equals_local_byte_for_byte(spark, capsys, tmp_path, monkeypat
     assert on_spark == local
 
 
-def test_the_spark_example_of_the_docs(spark, tmp_path):
+def test_the_spark_examples_of_the_docs(spark, tmp_path, request):
     from _docs import python_blocks, run_python
 
     examples = python_blocks(with_spark=True)
-    assert examples
+    assert len(examples) >= 2
     for block in examples:
+        if '"crawl/"' in block:  # the archive example reads wget's archive of the docs site
+            (tmp_path / "crawl").mkdir(exist_ok=True)
+            (tmp_path / "crawl" / "a.warc.gz").write_bytes(request.getfixturevalue("wget_archive").read_bytes())
         run_python(block, tmp_path)
 
 
-def test_cli_spark_on_archives_at_the_protocol_rung_equals_local(spark, capsys, tmp_path, wget_archive):
+@pytest.mark.parametrize("piece_bytes", [64 << 20, 30_000])
+def test_cli_spark_on_archives_at_the_protocol_rung_equals_local(spark, capsys, tmp_path, wget_archive, monkeypatch,
+                                                                 piece_bytes):
+    """Python workers read pieces (whole files, or runs of records inside one), parse and canonicalize them;
+    the captures they find are learned here, in date order, first."""
     from _messy import archive_directory, run_archive_cli
 
+    from scrapy_iri.graph import _split
+
+    monkeypatch.setattr(_split, "PIECE_BYTES", piece_bytes)
     archives = archive_directory(wget_archive, tmp_path)
     local = run_archive_cli(capsys, tmp_path, "local", archives, "--rung", "protocol")
     on_spark = run_archive_cli(capsys, tmp_path, "spark", archives, "--rung", "protocol", "--engine", "spark",
                                "--workers", "2")
     assert local["code"] == on_spark["code"] == 1
     assert on_spark == local
+
+
+def test_archive_rows_in_your_own_spark_job_give_the_commands_edges(spark, capsys, tmp_path, wget_archive):
+    """``scrapy_iri.spark.archive_rows``: pieces read on the workers, the protocol rung learned first."""
+    from _archive_checks import read_csv
+    from _messy import archive_directory, run_archive_cli
+
+    from scrapy_iri.spark import archive_rows
+
+    archives = archive_directory(wget_archive, tmp_path)
+    run_archive_cli(capsys, tmp_path, "local", archives, "--rung", "protocol")
+    rows = archive_rows(spark, str(archives), rung="protocol", piece_bytes=30_000).cache()
+    edges = {(r.source, r.target) for r in rows.where("reason is null").select("source", "target").collect()}
+    assert edges == {(r["source"], r["target"]) for r in read_csv(tmp_path / "local-out.csv")}
+    bad = {(r.where, r.reason) for r in rows.where("reason is not null").collect()}
+    expected = {(f"{r['file']}:{r['offset']}", r["reason"]) for r in read_csv(tmp_path / "local-bad.csv")}
+    assert len(bad) > 2 and bad == expected

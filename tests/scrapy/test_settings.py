@@ -112,4 +112,4 @@ def test_the_middleware_reads_verification_and_rewriting_from_the_settings() -> 
 def test_the_store_caches_are_sized_by_the_settings(tmp_path) -> None:
     c = crawler(IRI_STORE=f"sqlite:///{tmp_path}/s.db", IRI_STORE_CACHE_SIZE=100, IRI_STORE_RULE_CACHE=7)
     storage = crawler_store(c).storage
-    assert storage._aliases.size == 100 and storage._rule_cache.size == 7  # type: ignore[attr-defined]
+    assert storage.cached.aliases.size == 100 and storage.cached.rules.size == 7  # type: ignore[attr-defined]

@@ -62,7 +62,7 @@ def test_a_bulk_import_and_a_store_without_a_saved_filter(tmp_path: Path) -> Non
     with open_store(uri) as store:
         store.bulk_aliases(Alias(f"http://b.example/{i}", f"http://b.example/{i}/", 301, time.time()) for i in range(MIN_CAPACITY + 5))  # type: ignore[attr-defined]
     with open_store(uri, create=False) as store:
-        assert store.storage._filter.capacity > MIN_CAPACITY  # type: ignore[attr-defined]  # grown with the store
+        assert store.storage.cached.filter.capacity > MIN_CAPACITY  # type: ignore[attr-defined]  # grown with the store
         assert store.representative("http://b.example/77") == "http://b.example/77/"
     import sqlite3
 

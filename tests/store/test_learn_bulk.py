@@ -273,3 +273,66 @@ def test_an_archive_older_than_any_horizon_is_learned(kind: str, tmp_path: Path,
         assert [(a.source, a.target) for a in store.aliases()] == [("http://a.example/old", "http://a.example/new")]
     finally:
         made.close()
+
+
+def _lengthened(obs: Observation, padding: str) -> Observation:
+    def longer(url: str | None) -> str | None:
+        return None if url is None else url.replace("/item-", f"/{padding}/item-").replace("/Docs/", f"/Docs/{padding}/")
+
+    return replace(obs, url=longer(obs.url), target=longer(obs.target))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_learn_equals_one_at_a_time_past_the_cache_length(seed: int) -> None:
+    """URLs longer than the learner's caches keep (a hostile size) are learned alike, bulk or one at a time."""
+    from scrapy_iri.store._forms import CACHED_LENGTH
+
+    padding = "p" * (CACHED_LENGTH + 1)
+    observations = [_lengthened(obs, padding) for obs in stream(seed, 300)]
+    assert sum(len(obs.url) > CACHED_LENGTH for obs in observations) > 20
+    end = observations[-1].time + 1.0  # type: ignore[operator]
+    urls = [u.replace("/item-", f"/{padding}/item-") for u in universe()]
+
+    reference_clock = Clock(T0)
+    reference = MemoryStore(POLICY, clock=reference_clock)
+    expected_totals = record_one_at_a_time(reference, reference_clock, observations)
+    reference_clock.now = end
+    expected = state(reference, end, urls)
+    assert any(len(source) > CACHED_LENGTH for source, *_ in expected["aliases"])
+
+    learner = MemoryStore(POLICY, clock=Clock(end))
+    assert summary_totals(learner.learn(observations, chunk=64)) == expected_totals
+    assert state(learner, end, urls) == expected
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 5000])
+def test_rules_written_once_a_chunk_give_the_sqlite_merge_the_same_counts(
+    chunk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rule record counted again in a chunk is written once more at its end: at every commit the
+    SQLite storage holds the counts to merge (what another process's rows get added) that writing
+    every count at once gives it, the counts a TTL forgot included."""
+    from scrapy_iri.store import _sqlite
+    from scrapy_iri.store._learner import EquivalenceStore
+
+    commits: list[Any] = []
+    commit = _sqlite.SQLiteStorage._commit
+
+    def noting(storage: Any) -> None:
+        rules = storage.writes.changeset().rules
+        commits.append({key: (w.support, w.against, w.dropped, storage.writes.rule_seen.get(key)) for key, w in rules.items()})
+        commit(storage)
+
+    monkeypatch.setattr(_sqlite.SQLiteStorage, "_commit", noting)
+    runs = []
+    for deferred in (True, False):
+        if not deferred:
+            monkeypatch.setattr(EquivalenceStore, "_write_rule", lambda self, key, record, forgot: self.storage.set_rule(key, record))
+        commits.clear()
+        for seed in range(4):
+            store = open_store(f"sqlite:///{tmp_path}/{deferred}-{seed}.db", policy=POLICY, clock=Clock(T0))
+            store.learn(stream(seed, 600), chunk=chunk)
+            store.close()
+        runs.append(list(commits))
+    assert runs[0] == runs[1]
+    assert sum(len(c) for c in runs[0]) > 100

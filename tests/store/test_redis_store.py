@@ -815,3 +815,32 @@ def test_all_evidence_older_than_the_max_age_is_pruned_at_the_next_batch(make_st
     store.record_redirect("http://e.example/a", 301, "http://e.example/b")
     store.flush()
     assert [e.url for e in store.evidence()] == ["http://e.example/a"]
+
+
+def test_rule_records_whose_evidence_expired_are_compacted(make_store, redis_server):
+    """A record whose every count is older than the TTL is dropped from Redis (it meant nothing any
+    more), as the SQLite store does; a record with a live count stays, what lookups answer does not
+    change."""
+    clock = Clock()
+    policy = LearningPolicy(rule_ttl=1000.0)
+    ns = f"compact-{uuid.uuid4().hex[:8]}"
+    store = make_store(ns, clock=clock, policy=policy)
+    for i in range(3):
+        store.record_redirect(f"http://old.example/d{i}", 301, f"http://old.example/d{i}/")
+    store.record_response("http://old.example/x", 200)  # counterexamples for the https/www candidates
+    store.flush()
+    assert {r.key.origin for r in store.rules()} == {"http://old.example"}
+    clock.now += 5000.0  # every count of old.example is past the TTL
+    for i in range(3):
+        store.record_redirect(f"http://new.example/d{i}", 301, f"http://new.example/d{i}/")
+    store.flush()
+    again = make_store(ns, clock=clock, policy=policy)
+    again.record_redirect("http://new.example/d3", 301, "http://new.example/d3/")
+    again.flush()  # the first batch of a process compacts
+    client = redis_server.client()
+    assert client.smembers(f"{ns}:store:origins") == {b"http://new.example"}
+    assert client.exists(f"{ns}:store:rules:http://old.example") == 0
+    assert {r.key.origin for r in again.rules()} == {"http://new.example"}
+    assert again.counters["compacted"] > 0
+    assert again.representative("http://new.example/d7") == "http://new.example/d7/"
+    assert again.representative("http://old.example/d7") == "http://old.example/d7"

@@ -74,6 +74,28 @@ def test_predict_only_inside_the_rule_origin_and_scope() -> None:
 def test_path_template() -> None:
     assert path_template("/2024/05/post-17/") == "/#/#/post-#/"
     assert path_template("/about") == "/about"
+    assert path_template("/a%31b-2/%2F3") == "/a%31b-#/%2F#"  # digits of escapes stay
+
+
+def test_predictions_of_a_hostile_url_are_those_of_any_url_and_not_kept() -> None:
+    """The learner remembers predictions of URLs up to CACHED_LENGTH characters; longer ones are
+    computed each time, alike, and never held."""
+    from scrapy_iri.store._forms import CACHED_LENGTH
+    from scrapy_iri.store._rules import _known_free
+
+    _known_free.cache_clear()
+    for length in (CACHED_LENGTH - 100, CACHED_LENGTH + 100, 1_000_000):
+        segment = "x" * (length - len("http://a.example/Topic-1/"))
+        url = f"http://a.example/Topic-1/{segment}"
+        found = {p.key.kind: (p.key.scope, p.target) for p in predictions(url)}
+        assert found == {
+            "http-to-https": ("/Topic-1/", f"https://a.example/Topic-1/{segment}"),
+            "apex-to-www": ("/Topic-1/", f"http://www.a.example/Topic-1/{segment}"),
+            "add-slash": (f"/Topic-#/{segment}", f"{url}/"),
+            "lowercase-path": ("/topic-1/", f"http://a.example/topic-1/{segment}"),
+        }
+        assert found == {p.key.kind: (p.key.scope, p.target) for p in predictions(url)}  # asked again
+    assert _known_free.cache_info().currsize == 1  # the short one only
 
 
 def test_rule_key_round_trip() -> None:

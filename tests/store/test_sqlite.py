@@ -354,12 +354,12 @@ def test_the_alias_cache_is_bounded_and_remembers_misses(tmp_path: Path) -> None
         n = store.bulk_aliases(Alias(f"http://b.example/p{i}", f"http://b.example/q{i}", 301, time.time()) for i in range(2000))
         assert n == 2000
     with open_store(uri(path), cache_size=100) as store:
-        assert store.storage._rule_cache.origins == {}  # type: ignore[attr-defined]  # nothing is loaded at open
+        assert store.storage.cached.rules.origins == {}  # type: ignore[attr-defined]  # nothing is loaded at open
         for i in range(2000):
             assert store.representative(f"http://b.example/p{i}") == f"http://b.example/q{i}"
             assert store.representative(f"http://b.example/q{i}") == f"http://b.example/q{i}"
-        assert len(store.storage._aliases.data) == 100  # type: ignore[attr-defined]
-        assert store.storage._aliases.data.get("http://b.example/q1999", 0) is None  # type: ignore[attr-defined]
+        assert len(store.storage.cached.aliases.data) == 100  # type: ignore[attr-defined]
+        assert store.storage.cached.aliases.data.get("http://b.example/q1999", 0) is None  # type: ignore[attr-defined]
 
 
 WHOLE = textwrap.dedent(
@@ -634,7 +634,7 @@ def test_another_process_reads_a_rule_row_through_the_change_log(tmp_path: Path)
     assert ("r", "http://a.example") in _table(path, "SELECT kind, name FROM change")
     assert b.representative("http://a.example/topic-9") == "http://a.example/topic-9/"
     assert b.storage._change_id == last  # type: ignore[attr-defined]
-    assert unrelated in b.storage._aliases.data  # type: ignore[attr-defined]  # not a reload: the cache is kept
+    assert unrelated in b.storage.cached.aliases.data  # type: ignore[attr-defined]  # not a reload: the cache is kept
     record = next(r for r in b.rules() if r.key == RuleKey("http://a.example", "add-slash", "/topic-#"))
     assert (record.support, record.against) == (3, 0)
     a.record_response("http://a.example/topic-5", 200)  # a counterexample, committed by A
@@ -642,7 +642,7 @@ def test_another_process_reads_a_rule_row_through_the_change_log(tmp_path: Path)
     assert b.representative("http://a.example/topic-9") == "http://a.example/topic-9"
     record = next(r for r in b.rules() if r.key == RuleKey("http://a.example", "add-slash", "/topic-#"))
     assert (record.support, record.against) == (3, 1)
-    assert unrelated in b.storage._aliases.data  # type: ignore[attr-defined]
+    assert unrelated in b.storage.cached.aliases.data  # type: ignore[attr-defined]
     a.close()
     b.close()
 

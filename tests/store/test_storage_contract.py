@@ -715,10 +715,10 @@ def test_rules_of_many_origins_are_held_within_the_cache_and_read_again(backend:
     for host in hosts:
         teach_slash(store, host)
     store.flush()
-    held = store.storage._rule_cache if backend.kind == "sqlite" else store.storage.image.rules  # type: ignore[attr-defined]
+    held = store.storage.cached.rules if backend.kind == "sqlite" else store.storage.image.rules  # type: ignore[attr-defined]
     assert held.count <= 12  # after the commit nothing is pinned: the bound holds
     again = backend.open(rule_cache=12)
-    held_again = again.storage._rule_cache if backend.kind == "sqlite" else again.storage.image.rules  # type: ignore[attr-defined]
+    held_again = again.storage.cached.rules if backend.kind == "sqlite" else again.storage.image.rules  # type: ignore[attr-defined]
     assert held_again.count == 0  # opening reads no rule
     for host in hosts:  # every origin's rule, read when used: the same answer as where it was learned
         assert again.representative(f"{host}/topic-9") == f"{host}/topic-9/"

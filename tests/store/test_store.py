@@ -192,6 +192,26 @@ def test_a_rule_on_one_host_never_rewrites_another(store: EquivalenceStore) -> N
         assert rep(store, other) == other
 
 
+def test_a_lookup_sees_each_kind_of_rule_as_it_is_learned_and_forgotten(store: EquivalenceStore) -> None:
+    # a lookup predicts only the conventions with a rule in force on the origin: held per origin,
+    # so each one learned (or forgotten) after a lookup must count from the next lookup on
+    index = "http://a.example/zz/index.html"
+    assert rep(store, "http://a.example/topic-9") == "http://a.example/topic-9"
+    teach_slash(store)
+    assert rep(store, "http://a.example/topic-9") == "http://a.example/topic-9/"
+    assert rep(store, index) == index
+    for i in range(1, 4):
+        store.record_redirect(f"http://a.example/area-{i}/index.html", 301, f"http://a.example/area-{i}/")
+    assert rep(store, index) == "http://a.example/zz/"
+    assert rep(store, "http://a.example/topic-9") == "http://a.example/topic-9/"
+    store.forget_host("a.example")
+    for url in (index, "http://a.example/topic-9"):
+        assert rep(store, url) == url
+    teach_slash(store, start=20)
+    assert rep(store, "http://a.example/topic-9") == "http://a.example/topic-9/"
+    assert rep(store, index) == index
+
+
 @pytest.mark.parametrize(
     ("source", "target", "unseen", "expected"),
     [

@@ -91,8 +91,8 @@ address keys they build from the namespace, which Redis Cluster cannot
 route; a cluster is refused at open.
 
 Modules: :mod:`.connection` (client, outages, key names), :mod:`.scripts`
-(the Lua scripts), :mod:`.codec` (JSON encodings), :mod:`.journal` (the
-pending writes), :mod:`.ledger` (what was ended, kept beside the crawl's
+(the Lua scripts), :mod:`.codec` (JSON encodings), :mod:`.journal` (a
+flush's changeset as batches, what a rollback would lose), :mod:`.ledger` (what was ended, kept beside the crawl's
 state), :mod:`.sync` (the resident image and following Redis),
 :mod:`.storage` (:class:`RedisStorage`) and :mod:`.store` (:class:`RedisStore`,
 the learner over it). This package does not import Scrapy.

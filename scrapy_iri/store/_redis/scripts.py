@@ -232,3 +232,29 @@ local target = cjson.decode(a)[1]
 if target == '' then return {a} end
 return {a, redis.call('HGET', KEYS[1], target)}
 """
+
+#: Drop the rule records of a few origins whose every count is older than the rule TTL (they mean
+#: nothing any more: a record expires them when next counted), so an origin keeps only what still
+#: counts. The origins are visited in turn (a cursor over the origins set, kept in Redis), a few per
+#: call: each call is short. As in the SQLite store, no change is logged: a process that holds such a
+#: record keeps it (a count added to it starts it afresh, as on Redis), the others no longer read it.
+#: ARGV: prefix, now, rule TTL, origins per call. Returns the number of records dropped.
+COMPACT = """
+local p = ARGV[1]
+local now, ttl = tonumber(ARGV[2]), tonumber(ARGV[3])
+local scan = redis.call('SSCAN', p .. 'origins', redis.call('GET', p .. 'compacted') or '0', 'COUNT', ARGV[4])
+redis.call('SET', p .. 'compacted', scan[1])
+local dropped = 0
+for _, origin in ipairs(scan[2]) do
+  local key = p .. 'rules:' .. origin
+  local fields = redis.call('HGETALL', key)
+  for i = 1, #fields, 2 do
+    local s = cjson.decode(fields[i + 1])
+    if (s[1] == 0 or now - s[4] > ttl) and (s[2] == 0 or now - s[5] > ttl) then
+      redis.call('HDEL', key, fields[i]); dropped = dropped + 1
+    end
+  end
+  if redis.call('EXISTS', key) == 0 then redis.call('SREM', p .. 'origins', origin) end
+end
+return dropped
+"""

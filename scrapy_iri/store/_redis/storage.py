@@ -1,4 +1,4 @@
-"""The Redis storage: point reads behind bounded caches, a write-behind journal, and its life."""
+"""The Redis storage: the shared cached reads and write-behind over its port, batches applied at most once, and its life."""
 
 from __future__ import annotations
 
@@ -7,52 +7,37 @@ import logging
 import re
 import time
 import uuid
-from collections import Counter
-from dataclasses import replace
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from ...errors import StoreError
 from .._codec import policy_from_text, policy_text
 from .._evidence import Alias, Evidence
 from .._filter import KeyFilter
-from .._forms import sink_key
-from .._rules import BLOCK, RuleKey, RuleRecord, alias_case_key
-from .._observation import Prefetch
-from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING, OriginRules, PendingCases, Storage, held_record
-from .codec import (
-    EMPTY_BATCH,
-    LAYOUT,
-    alias_of,
-    alias_value,
-    case_aliases,
-    case_of,
-    case_value,
-    chunks,
-    rule_field,
-    rule_of,
-    evidence_of,
-    evidence_value,
-    glob_escape,
-    text,
-    tombstone,
-)
+from .._rules import RuleKey, RuleRecord, alias_case_key
+from .._cached import CachedStorage
+from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING
+from .._writes import WriteBehind
+from .codec import LAYOUT, alias_of, case_of, chunks, evidence_of, glob_escape, rule_of, text
 from .connection import UNAVAILABLE, Outage, RedisKeys, RedisUnavailable, check_reachable, describe, drop_stale_connections
-from .journal import ANSWERED, DROP, PUT, REPUBLISHED, Journal, rule_op, saved_batches
+from .journal import Journal, batch_of, parts, save, saved_batches
 from .ledger import Ledger, default_ledger_path
-from .scripts import ALIAS, BATCH, SAVE_FILTER, TAKE
+from .scripts import ALIAS, BATCH, COMPACT, SAVE_FILTER, TAKE
+from .port import RedisPort
 from .sync import Follower, Image
 
 logger = logging.getLogger("scrapy_iri.store._redis")
 
 #: the id of a batch or a take: a uuid4 hex
 _BATCH_ID = re.compile(r"[0-9a-f]{32}")
-_EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
+#: batches between two compactions of expired rule records (a process's first batch compacts too)
+COMPACT_EVERY = 16
+#: origins whose rule records one compaction looks at (in turn: every origin is visited over time)
+COMPACT_ORIGINS = 64
 
 
-class RedisStorage(Storage):
+class RedisStorage(CachedStorage):
     """A store in Redis, shared by every process that opens the same namespace.
 
     ``client`` is a ``redis.Redis``. Opening checks that Redis answers
@@ -107,23 +92,32 @@ class RedisStorage(Storage):
         self.pending_path = None if pending_path is None else Path(pending_path)
         #: counters of the store's traffic (round trips, reloads, ...)
         self.counters: dict[str, int] = {}
-        self.image = Image(cache_size, rule_cache, self._read_rules, self._pinned_origins, self._origin_rules)
+        #: what a rollback would lose (the last batches' writes), and the rules to take again
         self.journal = Journal(rollback_memory)
-        # case keys this process wrote and Redis has not got yet: key -> source -> alias (None: dropped)
-        self._pending_cases = PendingCases()
+        #: the writes Redis has not got yet, read over what it answers
+        self.writes = WriteBehind(batch_size, sync_interval, monotonic)
         self._batch = client.register_script(BATCH)
         self._alias_sha = client.register_script(ALIAS).sha
         self._conn: Any = None
-        #: the batch being sent, its id, and the rules' records it counted up to (kept until applied)
-        self._unacked: tuple[dict[str, list[Any]], str, dict[RuleKey, RuleRecord | None]] | None = None
+        self.port = RedisPort(
+            client, self.keys, self._read, self._command, lambda: self._alias_sha,
+            lambda batch, batch_id: self._apply(batch, batch_id), batch_size,
+        )  # fmt: skip
+        self.image = self.cached = self.writes.cached = Image(
+            self.port, self.writes, cache_size, rule_cache, lambda: self.force_floor
+        )
         self._take = client.register_script(TAKE)
+        self._compact_script = client.register_script(COMPACT)
+        self._batches = 0
+        self._next_compaction = 1
         self._save_filter_script = client.register_script(SAVE_FILTER)
         #: what this machine's processes ended or suspended, and the newest batch they applied (see :mod:`.ledger`)
         self.ledger = Ledger(ledger_path if ledger_path is not None else default_ledger_path(self.where, namespace))
         self.ledger.compact()
         self.accept_rollback_risk = accept_rollback_risk
         self.follower = Follower(
-            client, self.keys, self.image, self.journal, self._apply, self._tally, self.where, self.ledger
+            client, self.keys, self.image, self.journal, self._apply, self._tally, self.where, self.ledger,
+            RedisPort(client, self.keys, _raising, self._command, lambda: self._alias_sha),
         )
         self._next_tick = 0.0
         self._closed = False
@@ -143,8 +137,6 @@ class RedisStorage(Storage):
     def _tally(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
 
-    # -- reads: the journal first, then the cache, then one round trip ------------------
-
     def _read(self, call: Callable[[], Any]) -> Any:
         """A read, or MISSING while Redis is unreachable (the caller answers "unknown": no merge).
 
@@ -158,31 +150,6 @@ class RedisStorage(Storage):
         except UNAVAILABLE as exc:
             self.outage.failed(exc)
             return MISSING
-
-    def alias(self, source: str) -> Alias | None:
-        op = self.journal.aliases.get(source)
-        if op is not None:
-            return alias_of(source, op[0])
-        cached = self.image.aliases.get(source)
-        if cached is not MISSING:
-            return cached  # type: ignore[no-any-return]
-        if self.image.filter is not None and source not in self.image.filter:
-            return None  # never an alias in Redis: answered in memory
-        answer = self._read(lambda: self._command("EVALSHA", self._alias_sha, 1, self.keys.aliases, source))
-        if answer is MISSING:
-            return None
-        alias = alias_of(source, answer[0]) if answer else None
-        if (
-            alias is not None
-            and len(answer) > 1
-            and alias.target not in self.journal.aliases
-            and self.image.aliases.get(alias.target) is MISSING
-        ):
-            # the target's own alias came with it: resolving asks for it next
-            target = alias.target
-            self.image.aliases.put(target, None if answer[1] is None else alias_of(target, answer[1]))
-        self.image.aliases.put(source, alias)
-        return alias
 
     def _command(self, *args: Any) -> Any:
         """One read on this storage's private connection (about half the client's cost per call).
@@ -214,243 +181,40 @@ class RedisStorage(Storage):
                 raise
         raise AssertionError("unreachable")
 
-    def case_target(self, key: str) -> str | None:
-        cached = self.image.cases.get(key)
-        if cached is not MISSING and key not in self._pending_cases and key not in self.journal.cases:
-            return cached  # type: ignore[no-any-return]
-
-        def read() -> list[Any]:
-            pipe = self.client.pipeline(transaction=False)
-            pipe.hget(self.keys.case_aliases, key)
-            pipe.hget(self.keys.cases, key)
-            return pipe.execute()  # type: ignore[no-any-return]
-
-        answer = self._read(read)
-        if answer is MISSING:
-            return None
-        url = self._pending_cases.case(key, case_aliases(answer[0]))
-        if url is None:
-            op = self.journal.cases.get(key)
-            url = case_of(op[0]) if op is not None else (None if answer[1] is None else case_of(answer[1]))
-        self.image.cases.put(key, url)
-        return url
-
-    def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        return self.image.rules.get(origin) or _EMPTY
-
-    def forget_in_force(self) -> None:
-        self.image.in_force.clear()
-
-    def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        held = self.image.rules.peek(origin)
-        if isinstance(held, OriginRules):
-            if not (held.forced or held.complete):
-                rows = self._in_force_rows(origin)
-                if rows is None:  # unreachable: what is held here, no more (read again next time)
-                    return held.in_force(self.force_floor) or _EMPTY
-                held.learned(rows)  # those held here stay: they may hold counts Redis has not got yet
-                held.forced = True
-            return held.in_force(self.force_floor) or _EMPTY
-        if held is not None:
-            return held
-        view = self.image.in_force.get(origin)
-        if view is MISSING:
-            view = self._in_force_rows(origin)
-            if view is None:
-                return _EMPTY  # unreachable: no rule applies now (no merge)
-            self.image.in_force.put(origin, view)
-        return view or _EMPTY
-
-    def _in_force_rows(self, origin: str) -> dict[RuleKey, RuleRecord | None] | None:
-        """The records of ``origin`` a lookup may need, from Redis (``None``: unreachable)."""
-        fields = self._read(lambda: self.client.hgetall(self.keys.rules(origin)))
-        if fields is MISSING:
-            return None
-        view: dict[RuleKey, RuleRecord | None] = {}
-        for field, raw in fields.items():
-            record = rule_of(origin, field, raw)
-            if record.key.kind == BLOCK or record.support >= self.force_floor:
-                view[record.key] = record
-        return view
-
-    def _read_rules(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
-        """One origin's rules from Redis (``None`` while it is unreachable: nothing is cached then)."""
-        fields = self._read(lambda: self.client.hgetall(self.keys.rules(origin)))
-        if fields is MISSING:
-            return None
-        self.image.in_force.pop(origin)  # held whole from now on
-        records = {}
-        for field, raw in fields.items():
-            record = rule_of(origin, field, raw)
-            records[record.key] = record
-            self.image.rule_base[record.key] = replace(record)
-        return records
-
-    def _origin_rules(self, origin: str, grew: Callable[[int], None]) -> OriginRules:
-        """An origin's records, read one at a time as the learner asks for them."""
-        self.image.in_force.pop(origin)  # held from now on
-        return OriginRules(origin, self._read_rule, self._rule_rows, grew, self._based)
-
-    def _based(self, record: RuleRecord) -> None:
-        self.image.rule_base[record.key] = replace(record)
-
-    def _read_rule(self, key: RuleKey) -> RuleRecord | None:
-        raw = self._read(lambda: self.client.hget(self.keys.rules(key.origin), rule_field(key)))
-        if raw is MISSING:
-            return MISSING  # type: ignore[no-any-return]
-        return None if raw is None else rule_of(key.origin, rule_field(key), raw)
-
-    def _rule_rows(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
-        fields = self._read(lambda: self.client.hgetall(self.keys.rules(origin)))
-        if fields is MISSING:
-            return None
-        return {(r := rule_of(origin, field, raw)).key: r for field, raw in fields.items()}
-
-    def _pinned_origins(self) -> set[str]:
-        """Origins with counts Redis has not got yet: never evicted."""
-        pinned = {key.origin for key in self.journal.rules}
-        if self._unacked is not None:
-            pinned.update(entry[0] for entry in self._unacked[0].get("r", ()))
-        return pinned
-
-    def is_sink(self, url: str, cap: int) -> bool:
-        sinks = self._sinks_for(cap)
-        return bool(sinks) and sink_key(url) in sinks
-
-    def _sinks_for(self, cap: int) -> set[str]:
-        """The targets with ``cap`` sources or more: read once per cap (the crawl's), kept up to date by syncs."""
-        image = self.image
-        if cap != image.sink_cap:
-            found = self._read(lambda: self.client.zrangebyscore(self.keys.sinks, cap, "+inf"))
-            if found is MISSING:  # unreachable: none known yet (asked again next time)
-                return set()
-            pending = Counter(t for t, s, _ in set(self.journal.fanins) if s)  # sources Redis has not got yet
-            image.sinks = {text(t) for t in found} | {t for t, n in pending.items() if n >= cap}
-            image.sink_cap = cap
-        return image.sinks
-
-    def prefetch(self, keys: Prefetch) -> None:
-        """Read what a chunk of observations needs (aliases, fan-in, cases, rule records) in one pipelined round trip."""
-        image, journal = self.image, self.journal
-        known = image.filter
-        sources = [
-            s for s in keys.sources
-            if s not in journal.aliases and s not in image.aliases.data and (known is None or s in known)
-        ]  # fmt: skip
-        targets = [t for t in keys.sinks if t not in image.fanins.data]
-        cases = [k for k in keys.cases if k not in image.cases.data and k not in self._pending_cases and k not in journal.cases]
-        wanted: list[tuple[OriginRules, list[RuleKey]]] = []
-        by_origin: dict[str, list[RuleKey]] = {}
-        for key in keys.rules:
-            by_origin.setdefault(key.origin, []).append(key)
-        for origin, rules in by_origin.items():
-            held = image.rules.get(origin)
-            if isinstance(held, OriginRules) and (missing := held.wanted(rules)):
-                wanted.append((held, missing))
-
-        def read() -> list[Any]:
-            pipe = self.client.pipeline(transaction=False)
-            pipe.hmget(self.keys.aliases, sources or [""])
-            for target in targets:
-                pipe.smembers(self.keys.fanin(target))
-            pipe.hmget(self.keys.case_aliases, cases or [""])
-            pipe.hmget(self.keys.cases, cases or [""])
-            for held, rules in wanted:
-                pipe.hmget(self.keys.rules(held.origin), [rule_field(k) for k in rules])
-            return pipe.execute()  # type: ignore[no-any-return]
-
-        answer = self._read(read)
-        if answer is MISSING:
-            return  # each observation reads for itself
-        aliases, *rest = answer
-        for source, raw in zip(sources, aliases):
-            image.aliases.put(source, None if raw is None else alias_of(source, raw))
-        for target, members in zip(targets, rest):
-            image.fanins.put(target, sorted(text(m) for m in members)[: self.policy.sink_fanin])
-        rest = rest[len(targets) :]
-        for key, raw_aliases, raw_case in zip(cases, rest[0], rest[1]):
-            found = case_aliases(raw_aliases)
-            url = max(found.values())[1] if found else (None if raw_case is None else case_of(raw_case))
-            image.cases.put(key, url)
-        for (held, rules), values in zip(wanted, rest[2:]):
-            held.learned({k: None if raw is None else rule_of(k.origin, rule_field(k), raw) for k, raw in zip(rules, values)})
-
-    # -- writes: into the journal (and the image), sent by maintain() -------------------
+    # -- writes: into the write-behind (and the cached reads), sent by maintain() -------------------
 
     def set_alias(self, source: str, alias: Alias | None) -> None:
-        old = self.alias(source)
-        if alias is not None and self.image.filter is not None:
-            self.image.filter.add(source)
-        now = self.clock()
-        if alias is None:
-            self.journal.aliases[source] = (tombstone(now), now, DROP, "")
-        else:
-            key = alias_case_key(alias.source, alias.target) or ""
-            mode = REPUBLISHED if self.recorded_time else PUT  # a recorded time: no horizon applies
-            self.journal.aliases[source] = (alias_value(alias), alias.time, mode, key)
-        self.image.aliases.put(source, alias)
-        for key in self._pending_cases.wrote(source, old, alias):
-            self.image.cases.pop(key)
+        self.writes.alias(source, self.alias(source), alias, not self.recorded_time, self.clock())
 
     def answered(self, url: str) -> None:
         """Tell Redis, so that an alias of ``url`` another process observed earlier, and flushes later, is refused."""
-        if url not in self.journal.aliases:
-            now = self.clock()
-            self.journal.aliases[url] = (tombstone(now), now, ANSWERED, "")
-
-    def declared_case(self, key: str) -> str | None:
-        op = self.journal.cases.get(key)
-        if op is not None:
-            return case_of(op[0])
-        raw = self._read(lambda: self.client.hget(self.keys.cases, key))
-        return None if raw is MISSING or raw is None else case_of(raw)
+        self.writes.answered(url, self.clock())
 
     def set_declared_case(self, key: str, url: str | None) -> None:
-        now = self.clock()
-        if url is None:
-            self.journal.cases[key] = (case_value("", now), now, DROP, self.declared_case(key) or "")
-        else:
-            self.journal.cases[key] = (case_value(url, now), now, PUT, "")
-        self.image.cases.pop(key)
+        self.writes.declared(key, url, self.clock())
 
     def set_rule(self, key: RuleKey, record: RuleRecord | None) -> None:
         if record is None:
-            self.image.rules.drop(key)
-            self.journal.rules[key] = "drop"
-            self.image.rule_base.pop(key, None)
-            return
-        self.image.rules.put(record)
-        self.journal.rules[key] = "dropmerge" if self.journal.rules.get(key, "").startswith("drop") else "merge"
+            self.writes.drop_rule(key)
+        else:
+            self.writes.rule(key, record)
 
     def add_fanin(self, target: str, source: str, cap: int) -> list[str]:
-        sources = self.image.fanins.get(target)
-        if sources is MISSING:
-            members = self._read(lambda: self.client.smembers(self.keys.fanin(target)))
-            sources = [] if members is MISSING else sorted(text(m) for m in members)[:cap]
-            sources += [s for t, s, _ in self.journal.fanins if t == target and s and s not in sources]
-        if source not in sources and len(sources) < cap:
-            sources = [*sources, source]
-            self.journal.fanins.append((target, source, cap))
-        self.image.fanins.put(target, sources)
-        if len(sources) >= cap:
-            self._sinks_for(cap).add(target)
-        return list(sources)
+        return self.writes.add_fanin(target, source, cap)
 
     def drop_fanin(self, target: str) -> None:
-        self.image.sinks.discard(target)
-        self.image.fanins.pop(target)
-        self.journal.fanins.append((target, "", 0))
+        self.writes.drop_fanin(target)
 
     def add_evidence(self, evidence: Evidence) -> None:
-        self.journal.evidence.append(evidence_value(evidence))
+        self.writes.evidence(evidence)
 
     def add_deferred(self, rule: RuleKey, url: str) -> None:
         self.image.rules.get(rule.origin).get(rule)  # held: a sync then tells this process if the rule falls
-        self.journal.deferred.setdefault(rule, {})[url] = None
+        self.writes.deferred(str(rule), url, True)
 
     def take_deferred(self, rule: RuleKey) -> list[str]:
         """Take the URLs every process deferred under ``rule`` (atomically: one taker gets them)."""
-        mine = list(self.journal.deferred.get(rule, {}))
+        mine = self.writes.deferred_here(str(rule))
         try:
             self._flush()
             token = f"{self.keys.store}taken:{uuid.uuid4().hex}"
@@ -459,9 +223,10 @@ class RedisStorage(Storage):
             self.ledger.taken(str(rule))
         except UNAVAILABLE as exc:
             self.outage.failed(exc)
-            self.journal.deferred.pop(rule, None)
-            if self._unacked is not None:  # taken here: not to be written to Redis by the batch resent later
-                part = self._unacked[0]
+            for changes in self.writes.layers():
+                for entry in [e for e in changes.deferred if e[0] == str(rule)]:
+                    del changes.deferred[entry]
+            for part, _ in self.port.parts:  # taken here: not to be written to Redis by the batch sent again later
                 part["d"] = [entry for entry in part.get("d", ()) if entry[0] != str(rule)]
             self.journal.retake.add(rule)
             logger.warning(
@@ -501,9 +266,11 @@ class RedisStorage(Storage):
             logger.warning("Redis at %s unreachable (%s): listing the rules this process holds only", self.where, exc)
         for record in self.image.all_rules():
             listed[record.key] = record
-        for key, mode in self.journal.rules.items():
-            if mode == "drop":
-                listed.pop(key, None)
+        dropped: dict[RuleKey, bool] = {}
+        for changes in reversed(self.writes.layers()):  # the oldest first: the latest write wins
+            dropped.update((key, write.record is None) for key, write in changes.rules.items())
+        for key in [key for key, gone in dropped.items() if gone]:
+            listed.pop(key, None)
         return iter(list(listed.values()))
 
     def fanins(self) -> Iterator[tuple[str, int]]:
@@ -552,12 +319,13 @@ class RedisStorage(Storage):
             answer = pipe.execute()
             return int(answer[0]), int(sum(answer[1:]))
 
-        pending = sum(len(urls) for urls in self.journal.deferred.values())
+        layers = self.writes.layers()
+        pending = sum(1 for changes in layers for added in changes.deferred.values() if added)
         try:
             evidence, deferred = run()
         except UNAVAILABLE:
             evidence, deferred = 0, 0
-        return {"evidence": evidence + len(self.journal.evidence), "deferred": deferred + pending}
+        return {"evidence": evidence + sum(len(c.evidence) for c in layers), "deferred": deferred + pending}
 
     # -- the policy ---------------------------------------------------------------------
 
@@ -587,7 +355,7 @@ class RedisStorage(Storage):
 
     @property
     def pending(self) -> int:
-        return len(self.journal)
+        return len(self.writes)
 
     def maintain(self, *, force: bool = False) -> bool:
         """Flush and sync if an interval has passed (or ``force``); False when Redis could not be reached.
@@ -654,12 +422,10 @@ class RedisStorage(Storage):
         except UNAVAILABLE as exc:
             if self.pending_path is not None:
                 retake = {*self.journal.retake, *self.follower.contradicted}
-                unacked = None
-                if self._unacked is not None:  # saved with its id: applied once, whether it was or not
-                    part, batch_id, sent = self._unacked
-                    self._acknowledged(part, sent)
-                    unacked = (batch_id, part)
-                self.journal.save(self.pending_path, self._rule_op, self.batch_size, retake, unacked)
+                # the parts in flight with their ids (applied once, whether they were or not), then the rest
+                batches = [(batch_id, part) for part, batch_id in self.port.parts]
+                batches += [(uuid.uuid4().hex, part) for part in parts(batch_of(self.writes.changes), self.batch_size)]
+                save(self.pending_path, [(i, p) for i, p in batches if any(p.values())], retake)
                 fate = f"saved in {self.pending_path} and written to Redis when the job resumes"
             else:
                 fate = "lost (what this process learned since its last flush; set JOBDIR to keep them)"
@@ -682,7 +448,7 @@ class RedisStorage(Storage):
         def run() -> None:
             k = self.keys
             keys = [k.epoch, k.version, k.changes, k.history, k.aliases, k.cases, k.case_aliases, k.alias_case, k.sinks]
-            keys += [k.store + "answered", k.origins, k.fanins, k.evidence, k.deferreds, k.filter, k.filter_state]
+            keys += [k.store + "answered", k.store + "compacted", k.origins, k.fanins, k.evidence, k.deferreds, k.filter, k.filter_state]
             # sub-keys by the sets that list them, not by a SCAN pattern: a namespace may
             # extend another one's key names ("a" vs "a:store:rules:x"), never its sets
             for members, key_of in ((k.origins, k.rules), (k.fanins, k.fanin), (k.deferreds, k.deferred)):
@@ -700,9 +466,9 @@ class RedisStorage(Storage):
         self._checked(run)
         self.image.filter = KeyFilter(0)
         self.ledger.reset()
-        self.journal.clear()
-        self._unacked = None
-        self._pending_cases.clear()
+        self.writes.clear()
+        self.journal.retake.clear()
+        self.port.applying, self.port.parts = None, []
         self._checked(self.follower.load)
 
     def _checked(self, call: Callable[[], Any]) -> Any:
@@ -738,10 +504,11 @@ class RedisStorage(Storage):
 
     def _build_filter(self) -> KeyFilter:
         """A filter of every source in the aliases hash (ends included), sized for twice as many."""
-        built = KeyFilter(2 * (int(self.client.hlen(self.keys.aliases)) + len(self.journal.aliases)))
+        written = [source for changes in self.writes.layers() for source in changes.aliases]
+        built = KeyFilter(2 * (int(self.client.hlen(self.keys.aliases)) + len(written)))
         for field, _ in self.client.hscan_iter(self.keys.aliases, count=10_000):
             built.add(text(field))
-        for source in self.journal.aliases:
+        for source in written:
             built.add(source)
         self._save_filter(built)
         return built
@@ -828,61 +595,28 @@ class RedisStorage(Storage):
                 pipe.zadd(k.sinks, {target: n})
         pipe.execute()
 
-    # -- sending the journal ----------------------------------------------------------------
-
-    def _rule_op(self, key: RuleKey, mode: str) -> list[Any]:
-        return rule_op(key, mode, self._held(key), self.image.rule_base.get(key), self.policy)
-
-    def _held(self, key: RuleKey) -> RuleRecord | None:
-        records = self.image.rules.peek(key.origin)
-        return None if records is None else held_record(records, key)
+    # -- sending the changes ----------------------------------------------------------------
 
     def _flush(self) -> None:
-        """Send the pending writes as one batch (several when large).
-
-        A write leaves the journal only once a batch holding it was applied:
-        after a failure the rest is sent again later, never what was already
-        applied (a rule's additions would count twice).
-        """
-        if self._unacked is not None:  # its reply was lost: the same batch, the same id (applied once)
-            part, batch_id, sent = self._unacked
-            self._apply(part, batch_id)
-            self._unacked = None
-            self._acknowledged(part, sent)
-        if not self.pending:
+        """Send the pending changes: the changeset in flight first (:meth:`.RedisPort.apply`, the same
+        batches with the same ids), then the changes written since, sealed as the next one."""
+        before = self.port.batches
+        while len(self.writes):
+            self.port.apply(self.writes.seal())
+            self.writes.committed()
+        if self.port.batches == before:
             return
-        batch, rule_keys, _ = self.journal.batch(self._rule_op)
-        sent = {key: self._rule_image(key) for key in rule_keys}  # what the additions were counted up to
-        if sum(len(ops) for ops in batch.values()) <= self.batch_size:
-            parts = [batch]
-        else:
-            parts = [{**EMPTY_BATCH, name: part} for name, ops in batch.items() for part in chunks(ops, self.batch_size)]
-        for part in parts:
-            batch_id = uuid.uuid4().hex
-            self._unacked = (part, batch_id, sent)
-            self._apply(part, batch_id)
-            self._unacked = None
-            self._acknowledged(part, sent)
-        self.image.rules.trim()  # what was pinned by counts not sent is not any more
+        self._batches += self.port.batches - before
+        if self._batches >= self._next_compaction:
+            self._next_compaction = self._batches + COMPACT_EVERY
+            self._compact()
 
-    def _rule_image(self, key: RuleKey) -> RuleRecord | None:
-        record = self._held(key)
-        return None if record is None else replace(record)
-
-    def _acknowledged(self, part: dict[str, list[Any]], sent: dict[RuleKey, RuleRecord | None]) -> None:
-        """A batch was applied: its writes leave the journal, its rules' additions are Redis's now."""
-        for key, mode in self.journal.acknowledged(part):
-            record = sent.get(key)
-            if record is None:
-                self.image.rule_base.pop(key, None)
-            else:
-                self.image.rule_base[key] = record
-            if self.journal.rules.get(key) == mode and self._rule_image(key) == record:
-                del self.journal.rules[key]  # nothing counted since it was sent
-        if not self.journal.aliases:
-            for key in self._pending_cases:  # computed over writes Redis may have refused: read again
-                self.image.cases.pop(key)
-            self._pending_cases.clear()
+    def _compact(self) -> None:
+        """Drop the rule records of a few origins whose every count is older than the rule TTL
+        (they mean nothing any more), as the SQLite storage does at its commits (see :data:`.scripts.COMPACT`)."""
+        dropped = self._compact_script(args=[self.keys.store, self.clock(), self.policy.rule_ttl, COMPACT_ORIGINS])
+        if int(dropped):
+            self._tally("compacted", int(dropped))
 
     def _apply(self, batch: dict[str, list[Any]], batch_id: str | None = None) -> None:
         """Run one batch. When nobody else wrote since this process's last sync, the changes it
@@ -906,7 +640,7 @@ class RedisStorage(Storage):
         if answer[0] == b"ok":
             self.follower.last_batch = (batch_id, self.monotonic())
             self.journal.remember(batch)
-            rules = [r for entry in batch.get("r", ()) if (r := self._held(RuleKey(entry[0], *_field(entry[1])))) is not None]
+            rules = [r for entry in batch.get("r", ()) if (r := self.image.held(RuleKey(entry[0], *_field(entry[1])))) is not None]
             self.ledger.record(batch, answer, batch_id, self.image.epoch, rules, self.image.sinks, self.policy.rule_ttl)
             if int(answer[1]) - int(answer[2]) == self.image.version and not int(answer[3]):
                 self.image.version = int(answer[1])
@@ -922,6 +656,11 @@ class RedisStorage(Storage):
         self.follower.load()
         self.follower.contradicted.update(retake)  # their deferred URLs are taken at the next observation
         logger.info("Wrote %(n)d batches of store writes saved by the previous run to Redis", {"n": len(batches)})
+
+
+def _raising(call: Callable[[], Any]) -> Any:
+    """A read that raises when Redis is unreachable (what a sync needs: all or nothing)."""
+    return call()
 
 
 def _field(field: str) -> tuple[str, str]:

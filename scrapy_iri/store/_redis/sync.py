@@ -12,15 +12,14 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from typing import Any
 
-from .._codec import copy_counts
-from .._filter import KeyFilter
+from .._cached import CachedReads, Overlay
 from .._evidence import Alias
-from .._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus, alias_case_key
-from .._storage import LRU, OriginRules, RuleCache, held_keys, held_record
-from .codec import EMPTY_BATCH, LAYOUT, alias_value, case_value, chunks, rule_of, text
+from .._port import StoragePort
+from .._rules import BLOCK, LearningPolicy, RuleKey, RuleStatus, alias_case_key
+from .._storage import held_keys, held_record
+from .codec import EMPTY_BATCH, LAYOUT, alias_value, case_value, chunks, text
 from .connection import RedisKeys
 from .journal import PUT, REPUBLISHED, Journal, rule_entry
 from .ledger import Ledger
@@ -32,64 +31,18 @@ logger = logging.getLogger("scrapy_iri.store._redis")
 BATCH_MEMORY = 500.0
 
 
-class Image:
-    """What a process holds of the store: the rules of the origins it used last, the sinks of its cap,
-    and bounded caches of aliases, cases and fan-in (misses included)."""
+class Image(CachedReads):
+    """What a process holds of the store (:class:`.._cached.CachedReads`), with the version of
+    the store it is up to date with."""
 
     def __init__(
-        self,
-        cache_size: int,
-        rule_cache: int,
-        load_rules: Callable[[str], dict[RuleKey, RuleRecord] | None],
-        pinned: Callable[[], set[str]],
-        lazy: Callable[[str, Callable[[int], None]], OriginRules] | None = None,
+        self, port: StoragePort, overlay: Overlay, cache_size: int, rule_cache: int, floor: Callable[[], int]
     ) -> None:
-        self.rules = RuleCache(rule_cache, load_rules, pinned, self._evicted, lazy)
-        #: for origins not held whole: the records a lookup may need (few), for many more origins
-        self.in_force = LRU(max(1024, rule_cache // 4))
-        #: each cached rule as Redis last had it: what this process's additions are counted from
-        self.rule_base: dict[RuleKey, RuleRecord] = {}
-        #: the targets with ``sink_cap`` sources or more (read when a lookup first asks with that cap)
-        self.sinks: set[str] = set()
-        self.sink_cap = 0
-        self.aliases = LRU(cache_size)
-        self.cases = LRU(cache_size // 4)
-        self.fanins = LRU(cache_size // 16)
+        super().__init__(port, overlay, cache_size, rule_cache, floor)
         self.version = 0
         self.epoch = ""
-        #: the alias sources Redis may hold (None: not known, every miss asks Redis)
-        self.filter: KeyFilter | None = None
         #: changed by the process that finds Redis went back in time: the others repair too
         self.history = ""
-
-    def _evicted(self, origin: str, keys: list[RuleKey]) -> None:
-        for key in keys:
-            self.rule_base.pop(key, None)
-
-    def forget_cached(self) -> None:
-        self.filter = None
-        self.aliases.clear()
-        self.cases.clear()
-        self.fanins.clear()
-        self.rules.clear()
-        self.in_force.clear()
-        self.sinks, self.sink_cap = set(), 0
-
-    def set_rules(self, origin: str, records: Iterable[RuleRecord]) -> None:
-        """Make a cached origin's rules what Redis says (record objects kept where they exist)."""
-        fresh = {record.key: record for record in records}
-        current = self.rules.peek(origin)
-        if current is None:
-            return
-        for key in [k for k in held_keys(current) if k not in fresh]:
-            self.rule_base.pop(key, None)
-        self.rules.replace(origin, fresh, copy_counts)
-        for key, record in fresh.items():
-            self.rule_base[key] = replace(record)
-
-    def all_rules(self) -> list[RuleRecord]:
-        """The rules this process holds (the origins it used last)."""
-        return self.rules.records()
 
 
 class Follower:
@@ -105,7 +58,10 @@ class Follower:
         tally: Callable[[str, int], None],
         where: str,
         ledger: Ledger,
+        port: StoragePort,
     ) -> None:
+        #: reads that raise when Redis is unreachable (a sync fails whole, and is tried again)
+        self.port = port
         self.client = client
         self.keys = keys
         self.image = image
@@ -196,41 +152,12 @@ class Follower:
 
     def _refresh(self, changes: Iterable[str]) -> None:
         """Forget the cached entries that changed; read the changed rules and sinks again (one round trip)."""
-        image = self.image
-        reads = []
-        for change in sorted(set(changes)):
-            kind, name = change[0], change[1:]
-            if kind == "a":
-                image.aliases.pop(name)
-                if image.filter is not None:
-                    image.filter.add(name)
-            elif kind == "c":
-                image.cases.pop(name)
-            elif kind == "f":
-                image.fanins.pop(name)
-                if image.sink_cap:
-                    reads.append(change)
-            elif kind == "r":
-                image.in_force.pop(name)
-                if image.rules.peek(name) is not None:
-                    reads.append(change)
-        self.tally("refreshed", len(reads))
-        if not reads:
-            return
-        pipe = self.client.pipeline(transaction=False)
-        for change in reads:
-            if change[0] == "r":
-                pipe.hgetall(self.keys.rules(change[1:]))
-            else:
-                pipe.zscore(self.keys.sinks, change[1:])
-        for change, value in zip(reads, pipe.execute()):
-            name = change[1:]
-            if change[0] == "r":
-                image.set_rules(name, [rule_of(name, field, raw) for field, raw in value.items()])
-            elif value is not None and float(value) >= image.sink_cap:
-                image.sinks.add(name)
-            else:
-                image.sinks.discard(name)
+        again = self.image.follow((change[0], change[1:]) for change in sorted(set(changes)))
+        self.tally("refreshed", len(again.origins) + len(again.sinks))
+        if again.origins or again.sinks:
+            found = self.port.read(again)  # raises when Redis is unreachable: the whole sync is tried again
+            if found is not None:
+                self.image.refreshed(again, found)
 
     def rolled_back(
         self, version: int, policy: LearningPolicy, now: float, *, found_here: bool = True, known: int | None = None

@@ -1,0 +1,214 @@
+"""The Redis backend's reads: :class:`.._port.StoragePort` in Redis commands (one round trip per read)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._evidence import Alias
+from .._port import CaseAliases, Changeset, Found, Reads, StoragePort
+from .._rules import BLOCK, RuleKey, RuleRecord
+from .._storage import MISSING
+from .codec import alias_of, case_aliases, case_of, rule_field, rule_of, text
+from .connection import RedisKeys
+from .journal import batch_of, parts
+
+
+class RedisPort(StoragePort):
+    """Reads of one namespace. ``guarded(call)`` runs a read (``MISSING``: Redis unreachable);
+    ``command(*args)`` sends one command on a private connection (the alias read's path);
+    ``send(batch, id)`` runs one batch of the :data:`.scripts.BATCH` script (and records it)."""
+
+    def __init__(
+        self,
+        client: Any,
+        keys: RedisKeys,
+        guarded: Callable[[Callable[[], Any]], Any],
+        command: Callable[..., Any],
+        alias_sha: Callable[[], str],
+        send: Callable[[dict[str, list[Any]], str], None] | None = None,
+        batch_size: int = 1000,
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self.guarded = guarded
+        self.command = command
+        self.alias_sha = alias_sha
+        self.send = send
+        self.batch_size = batch_size
+        #: the changeset being applied, and its batches not applied yet, each with its id
+        self.applying: Changeset | None = None
+        self.parts: list[tuple[dict[str, list[Any]], str]] = []
+        #: batches applied
+        self.batches = 0
+
+    def apply(self, changes: Changeset) -> dict[str, dict[RuleKey, RuleRecord]]:
+        """Send ``changes`` as one batch (several when large), each with its id; raises when Redis is
+        unreachable. Applied again, the same changeset goes on with the same batches and ids, so one
+        whose reply was lost is applied once (the script skips an id it applied)."""
+        assert self.send is not None, "a port without a sender applies nothing"
+        if changes is not self.applying:
+            self.applying = changes
+            self.parts = [(part, uuid.uuid4().hex) for part in parts(batch_of(changes), self.batch_size)]
+        while self.parts:
+            self.send(*self.parts[0])
+            self.parts.pop(0)
+            self.batches += 1
+        self.applying = None
+        return {}
+
+    def _run(self, call: Callable[[], Any]) -> Any:
+        answer = self.guarded(call)
+        return None if answer is MISSING else answer
+
+    def read_aliases(self, sources: Sequence[str], follow: bool = False) -> dict[str, Alias | None] | None:
+        if follow and len(sources) == 1:  # the alias and its target's own alias: one script, one round trip
+            (source,) = sources
+            answer = self._run(lambda: self.command("EVALSHA", self.alias_sha(), 1, self.keys.aliases, source))
+            if answer is None:
+                return None
+            alias = alias_of(source, answer[0]) if answer else None
+            found: dict[str, Alias | None] = {source: alias}
+            if alias is not None and len(answer) > 1:
+                found[alias.target] = None if answer[1] is None else alias_of(alias.target, answer[1])
+            return found
+        values = self._run(lambda: self.client.hmget(self.keys.aliases, list(sources))) if sources else []
+        if values is None:
+            return None
+        found = {s: None if raw is None else alias_of(s, raw) for s, raw in zip(sources, values)}
+        if follow:
+            targets = [a.target for a in found.values() if a is not None and a.target not in found]
+            more = self.read_aliases(targets) if targets else {}
+            if more is None:
+                return None
+            found.update(more)
+        return found
+
+    def read_cases(self, keys: Sequence[str]) -> dict[str, tuple[CaseAliases, str | None]] | None:
+        def read() -> list[Any]:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.hmget(self.keys.case_aliases, list(keys))
+            pipe.hmget(self.keys.cases, list(keys))
+            return pipe.execute()  # type: ignore[no-any-return]
+
+        answer = self._run(read) if keys else [[], []]
+        if answer is None:
+            return None
+        return {
+            key: (case_aliases(aliases), None if declared is None else case_of(declared))
+            for key, aliases, declared in zip(keys, answer[0], answer[1])
+        }
+
+    def read_fanins(self, targets: Sequence[str], cap: int) -> dict[str, list[str]] | None:
+        def read() -> list[Any]:
+            pipe = self.client.pipeline(transaction=False)
+            for target in targets:
+                pipe.smembers(self.keys.fanin(target))
+            return pipe.execute()  # type: ignore[no-any-return]
+
+        answer = self._run(read) if targets else []
+        if answer is None:
+            return None
+        return {target: sorted(text(m) for m in members)[:cap] for target, members in zip(targets, answer)}
+
+    def read_sinks(self, cap: int, targets: Sequence[str] | None = None) -> set[str] | None:
+        if targets is None:
+            found = self._run(lambda: self.client.zrangebyscore(self.keys.sinks, cap, "+inf"))
+            return None if found is None else {text(t) for t in found}
+        def read() -> list[Any]:
+            pipe = self.client.pipeline(transaction=False)
+            for target in targets:
+                pipe.zscore(self.keys.sinks, target)
+            return pipe.execute()  # type: ignore[no-any-return]
+
+        scores = self._run(read) if targets else []
+        return None if scores is None else {t for t, n in zip(targets, scores) if n is not None and float(n) >= cap}
+
+    def read_rules(self, keys: Sequence[RuleKey]) -> dict[RuleKey, RuleRecord | None] | None:
+        if len(keys) == 1:
+            (key,) = keys
+            raw = self.guarded(lambda: self.client.hget(self.keys.rules(key.origin), rule_field(key)))
+            if raw is MISSING:
+                return None
+            return {key: None if raw is None else rule_of(key.origin, rule_field(key), raw)}
+        by_origin: dict[str, list[RuleKey]] = {}
+        for key in keys:
+            by_origin.setdefault(key.origin, []).append(key)
+
+        def read() -> list[Any]:
+            pipe = self.client.pipeline(transaction=False)
+            for origin, wanted in by_origin.items():
+                pipe.hmget(self.keys.rules(origin), [rule_field(k) for k in wanted])
+            return pipe.execute()  # type: ignore[no-any-return]
+
+        answer = self._run(read) if keys else []
+        if answer is None:
+            return None
+        return _rules_found(by_origin, answer)
+
+    def read_origin(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
+        fields = self._run(lambda: self.client.hgetall(self.keys.rules(origin)))
+        if fields is None:
+            return None
+        return {(r := rule_of(origin, field, raw)).key: r for field, raw in fields.items()}
+
+    def read(self, reads: Reads) -> Found | None:
+        """Every read in one pipelined round trip."""
+        by_origin: dict[str, list[RuleKey]] = {}
+        for key in reads.rules:
+            by_origin.setdefault(key.origin, []).append(key)
+        sources, cases, targets = list(reads.aliases), list(reads.cases), list(reads.fanins)
+
+        def read() -> list[Any]:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.hmget(self.keys.aliases, sources or [""])
+            pipe.hmget(self.keys.case_aliases, cases or [""])
+            pipe.hmget(self.keys.cases, cases or [""])
+            for target in targets:
+                pipe.smembers(self.keys.fanin(target))
+            for origin, wanted in by_origin.items():
+                pipe.hmget(self.keys.rules(origin), [rule_field(k) for k in wanted])
+            for origin in (*reads.in_force, *reads.origins):
+                pipe.hgetall(self.keys.rules(origin))
+            for target in reads.sinks:
+                pipe.zscore(self.keys.sinks, target)
+            return pipe.execute()  # type: ignore[no-any-return]
+
+        answer = self._run(read)
+        if answer is None:
+            return None
+        aliases, declared_aliases, declared, *rest = answer
+        found = Found()
+        found.aliases = {s: None if raw is None else alias_of(s, raw) for s, raw in zip(sources, aliases)}
+        found.cases = {
+            key: (case_aliases(raw), None if url is None else case_of(url))
+            for key, raw, url in zip(cases, declared_aliases, declared)
+        }
+        found.fanins = {t: sorted(text(m) for m in members)[: reads.cap] for t, members in zip(targets, rest)}
+        rest = rest[len(targets) :]
+        found.rules = _rules_found(by_origin, rest[: len(by_origin)])
+        rest = rest[len(by_origin) :]
+        for origin, fields in zip(reads.in_force, rest):
+            records = (rule_of(origin, field, raw) for field, raw in fields.items())
+            found.in_force[origin] = {r.key: r for r in records if r.key.kind == BLOCK or r.support >= reads.floor}
+        rest = rest[len(reads.in_force) :]
+        for origin, fields in zip(reads.origins, rest):
+            found.origins[origin] = {(r := rule_of(origin, field, raw)).key: r for field, raw in fields.items()}
+        scores = rest[len(reads.origins) :]
+        found.sinks = {t for t, n in zip(reads.sinks, scores) if n is not None and float(n) >= reads.cap}
+        if reads.follow:
+            targets_of = [a.target for a in found.aliases.values() if a is not None and a.target not in found.aliases]
+            more = self.read_aliases(targets_of) if targets_of else {}
+            if more is None:
+                return None
+            found.aliases.update(more)
+        return found
+
+
+def _rules_found(by_origin: dict[str, list[RuleKey]], answer: list[Any]) -> dict[RuleKey, RuleRecord | None]:
+    found: dict[RuleKey, RuleRecord | None] = {}
+    for (origin, wanted), values in zip(by_origin.items(), answer):
+        for key, raw in zip(wanted, values):
+            found[key] = None if raw is None else rule_of(origin, rule_field(key), raw)
+    return found
