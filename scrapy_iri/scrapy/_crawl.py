@@ -13,6 +13,9 @@ is usually first) and kept on the crawler itself, as Scrapy keeps
   crawl's one Redis connection, its timers and outage state
   (:class:`._redis_crawl.CrawlRedis`);
 * :meth:`seen_set`: the dupefilter's seen set (in Redis when it is shared);
+* ``dropped``: the receiver of the duplicates the dupefilter drops (the
+  protocol rung's middleware keeps those a rule merged away), called
+  directly instead of through Scrapy's ``request_dropped`` signal;
 * :meth:`give_up`: the honest end of a crawl that cannot go on.
 
 Components take their collaborators in ``__init__``; their ``from_crawler``
@@ -33,6 +36,9 @@ from ._identity import RequestIdentities
 from ._settings import IRISettings, store_uri
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy import Request
     from scrapy.crawler import Crawler
 
     from scrapy_iri.store import EquivalenceStore
@@ -63,6 +69,8 @@ class IRICrawl:
         self.gave_up: str | None = None
         #: the spider of a crawl that gave up (``crawler.spider`` is unset then)
         self.spider: Any = None
+        #: called with each duplicate the crawl's dupefilter drops, when a component needs them
+        self.dropped: Callable[[Request], None] | None = None
         self._store: EquivalenceStore | None = None
         self._redis: CrawlRedis | None = None
         self._said: set[str] = set()

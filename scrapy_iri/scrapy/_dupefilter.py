@@ -315,10 +315,16 @@ class IRIDupeFilter(BaseDupeFilter):
             self.seen.clear()
 
     def log(self, request: Request, spider: Spider | None = None) -> None:
-        """Log a filtered duplicate as Scrapy (or scrapy-redis) does, and count it with the rung that merged it."""
+        """Log a filtered duplicate as Scrapy (or scrapy-redis) does, and count it with the rung that merged it.
+
+        The scheduler calls this for each request it drops as a duplicate:
+        the crawl's receiver of dropped requests (:attr:`~._crawl.IRICrawl.dropped`) gets it first.
+        """
         if self.fallback is not None:
             self.fallback.log(request, spider)
             return
+        if self.crawl is not None and self.crawl.dropped is not None:
+            self.crawl.dropped(request)
         _, first, each = self._log
         if self.debug:
             self.logger.debug(each, {"request": request, "referer": referer_str(request)}, extra={"spider": spider})

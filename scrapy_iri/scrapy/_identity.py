@@ -112,7 +112,8 @@ def protocol_mergeable(request: Request) -> bool:
     meta = request.meta
     if request.method not in ("GET", "HEAD") or meta.get("dont_redirect") or meta.get("handle_httpstatus_all"):
         return False
-    return not _REDIRECTS.intersection(meta.get("handle_httpstatus_list", ()))
+    listed = meta.get("handle_httpstatus_list")
+    return not listed or _REDIRECTS.isdisjoint(listed)
 
 
 def protocol_rewritable(request: Request) -> bool:
@@ -259,7 +260,8 @@ class RequestIdentities:
         base = SchemeForm(base)
         if protocol_mergeable(request):
             resolution = self.store.resolve(base)
-            representative, rules = resolution.representative, tuple(str(rule) for rule in resolution.rules)
+            representative = resolution.representative
+            rules = tuple(str(rule) for rule in resolution.rules) if resolution.rules else ()
         else:
             representative, rules = base, ()
         protocol = representative + ("#" + fragment if keep_fragment and fragment else "")

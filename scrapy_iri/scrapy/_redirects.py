@@ -30,7 +30,9 @@ store (``IRI_STORE``) with the dupefilter and:
   permanent redirect ends the alias, and a redirect's stated lifetime
   (``Cache-Control``, ``Expires``) bounds how long its alias is used;
 * keeps every request a rule (or an alias from an earlier crawl) merged away (rewritten, or dropped by the
-  dupefilter as a duplicate of its predicted target) in the store and in
+  dupefilter as a duplicate of its predicted target; the dupefilter hands
+  those over through the crawl object, or Scrapy's ``request_dropped``
+  signal under another scheduler or dupefilter) in the store and in
   memory. When a rule is contradicted those requests are scheduled again:
   a wrong rule costs fetches, never pages. A rule-rewritten request that
   lands on 404/410, or cannot be downloaded at all, has its original fetched
@@ -142,6 +144,36 @@ def location_url(request: Request, location: bytes) -> str:
     return redirect_target(request, location)
 
 
+def _known_enqueues() -> tuple[object, ...]:
+    """The schedulers' ``enqueue_request`` that drop a request only as the dupefilter's duplicate, after its ``log``."""
+    from scrapy.core.scheduler import Scheduler
+
+    known: list[object] = [Scheduler.enqueue_request]
+    try:
+        from scrapy_redis.scheduler import Scheduler as RedisScheduler
+    except ImportError:
+        pass
+    else:
+        known.append(RedisScheduler.enqueue_request)
+    return tuple(known)
+
+
+def _hands_over_duplicates(crawler: Crawler, crawl: object) -> bool:
+    """Whether every request the engine drops passes the crawl's dupefilter's ``log`` (so ``crawl.dropped`` sees it)."""
+    from ._dupefilter import IRIDupeFilter
+
+    scheduler = getattr(crawler.engine, "scheduler", None)
+    df = getattr(scheduler, "df", None)
+    return (
+        isinstance(df, IRIDupeFilter)
+        and df.crawl is crawl
+        and df.fallback is None
+        and type(df).log is IRIDupeFilter.log
+        and "log" not in vars(df)
+        and getattr(type(scheduler), "enqueue_request", None) in _known_enqueues()
+    )
+
+
 class RedirectLearningMiddleware:
     """Downloader middleware of the protocol rung (see the module docstring).
 
@@ -190,6 +222,7 @@ class RedirectLearningMiddleware:
         middleware = cls(crawler, crawl.store, crawl.identities, crawl.settings)
         crawler.signals.connect(middleware.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(middleware.request_dropped, signal=signals.request_dropped)
+        crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(middleware.spider_idle, signal=signals.spider_idle)
         return middleware
@@ -373,6 +406,20 @@ class RedirectLearningMiddleware:
         self._crawl(rewritten.replace(url=original, dont_filter=True, meta=meta))
 
     # -- requests merged away by rules -------------------------------------------
+
+    def spider_opened(self, spider: Spider | None = None) -> None:
+        """Take dropped duplicates from the dupefilter directly when it is scrapy-iri's under a known scheduler.
+
+        Until then (and for good with another scheduler or dupefilter) they
+        come through Scrapy's ``request_dropped`` signal, which costs a
+        dispatch per duplicate link; never both ways at once.
+        """
+        from ._crawl import IRICrawl
+
+        crawl = IRICrawl.of(self.crawler)
+        if _hands_over_duplicates(self.crawler, crawl):
+            self.crawler.signals.disconnect(self.request_dropped, signal=signals.request_dropped)
+            crawl.dropped = self.request_dropped
 
     def request_dropped(self, request: Request, spider: Spider | None = None) -> None:
         """A duplicate the dupefilter dropped: keep it if a rule made it one."""

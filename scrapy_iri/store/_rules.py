@@ -156,6 +156,7 @@ def generalized(scope: str) -> str:
     return f"{ANYWHERE} {detail}" if sep else ANYWHERE
 
 
+@short_cache(1 << 14)
 def _numbered(path: str) -> str | None:
     """The template of a path in a numbered family, or ``None`` (a template of one URL teaches nothing)."""
     if _DIGIT.search(path) is None:

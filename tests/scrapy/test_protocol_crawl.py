@@ -146,16 +146,21 @@ def late_twin_site() -> Site:
     return site
 
 
-def test_a_contradicted_rule_gives_back_what_it_merged(tmp_path: Path) -> None:
+@pytest.mark.parametrize("scheduler", [None, "simweb.spider.OwnScheduler"])
+def test_a_contradicted_rule_gives_back_what_it_merged(tmp_path: Path, scheduler: str | None) -> None:
     """/d-7 is dropped as a duplicate of /d-7/ under the rule; /d-9 is rewritten to /d-9/ (404).
 
     Checking /d-9 as it was contradicts the rule, which brings /d-7 back.
     The store lives in JOBDIR (the default location), so requests are pickled.
+    Scrapy's scheduler has the dupefilter hand the dropped /d-7 over directly;
+    a project's own scheduler tells it through the ``request_dropped`` signal.
     """
     jobdir = tmp_path / "job"
     settings = {
         **ADDON, "JOBDIR": str(jobdir), "IRI_VERIFY_SHARE": 0, "IRI_VERIFY_ADAPTIVE": False, "CONCURRENT_REQUESTS": 1
     }
+    if scheduler is not None:
+        settings["SCHEDULER"] = scheduler
     with SimulatedWeb([late_twin_site()]) as web:
         result = run_crawl(web, settings=settings)
         assert result.returncode == 0, result.log[-3000:]
@@ -163,6 +168,7 @@ def test_a_contradicted_rule_gives_back_what_it_merged(tmp_path: Path) -> None:
         assert result.stat("iri/learned/rule") == 1
         assert result.stat("iri/contradicted") == 1
         assert result.stat("iri/rescheduled") >= 1
+        assert result.stat("iri/deferred") >= 1
     with open_store(f"sqlite:///{jobdir / 'iri-store.sqlite'}", create=False) as store:
         assert store.representative("http://late.example/d-8") == "http://late.example/d-8"
 

@@ -7,6 +7,7 @@ from importlib import import_module
 from typing import Any
 
 import scrapy
+from scrapy.core.scheduler import Scheduler
 from scrapy.http import Response, TextResponse
 
 from .pages import RESOURCE_ID_META
@@ -64,3 +65,16 @@ class FollowAllSpider(scrapy.Spider):
         yield page
         for link in self.link_extractor.extract_links(response):
             yield self.make_request(link.url, callback=self.parse)
+
+
+class OwnScheduler(Scheduler):
+    """A project's own scheduler: Scrapy's, dropping duplicates without logging them (the engine's ``request_dropped`` signal tells)."""
+
+    def enqueue_request(self, request: scrapy.Request) -> bool:
+        if not request.dont_filter and self.df.request_seen(request):
+            return False
+        request.dont_filter = True
+        try:
+            return super().enqueue_request(request)
+        finally:
+            request.dont_filter = False
