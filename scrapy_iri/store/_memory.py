@@ -145,11 +145,7 @@ class MemoryPort(StoragePort):
     def read_aliases(self, sources: Sequence[str], follow: bool = False) -> dict[str, Alias | None] | None:
         aliases = self.storage._aliases
         found = {source: aliases.get(source) for source in sources}
-        if follow:
-            for alias in list(found.values()):
-                if alias is not None and alias.target not in found:
-                    found[alias.target] = aliases.get(alias.target)
-        return found
+        return self.with_targets(found) if follow else found
 
     def read_cases(self, keys: Sequence[str]) -> dict[str, tuple[CaseAliases, str | None]] | None:
         storage = self.storage

@@ -149,39 +149,38 @@ class StoragePort(ABC):
     def read(self, reads: Reads) -> Found | None:
         """Every read of ``reads`` (one round trip where the backend can); ``None`` if any could not be made."""
         found = Found()
-        if reads.aliases:
-            aliases = self.read_aliases(reads.aliases, reads.follow)
-            if aliases is None:
-                return None
-            found.aliases = aliases
-        if reads.cases:
-            cases = self.read_cases(reads.cases)
-            if cases is None:
-                return None
-            found.cases = cases
-        if reads.fanins:
-            fanins = self.read_fanins(reads.fanins, reads.cap)
-            if fanins is None:
-                return None
-            found.fanins = fanins
-        if reads.rules:
-            rules = self.read_rules(reads.rules)
-            if rules is None:
-                return None
-            found.rules = rules
-        if reads.in_force:
-            in_force = self.read_in_force(reads.in_force, reads.floor)
-            if in_force is None:
-                return None
-            found.in_force = in_force
-        for origin in reads.origins:
+        asked = (
+            ("aliases", reads.aliases, lambda: self.read_aliases(reads.aliases, reads.follow)),
+            ("cases", reads.cases, lambda: self.read_cases(reads.cases)),
+            ("fanins", reads.fanins, lambda: self.read_fanins(reads.fanins, reads.cap)),
+            ("rules", reads.rules, lambda: self.read_rules(reads.rules)),
+            ("in_force", reads.in_force, lambda: self.read_in_force(reads.in_force, reads.floor)),
+            ("origins", reads.origins, lambda: self.read_origins(reads.origins)),
+            ("sinks", reads.sinks, lambda: self.read_sinks(reads.cap, reads.sinks)),
+        )
+        for name, keys, read in asked:
+            if keys:
+                answer = read()
+                if answer is None:
+                    return None
+                setattr(found, name, answer)
+        return found
+
+    def read_origins(self, origins: Sequence[str]) -> dict[str, dict[RuleKey, RuleRecord]] | None:
+        """Every record of each of ``origins``."""
+        found = {}
+        for origin in origins:
             records = self.read_origin(origin)
             if records is None:
                 return None
-            found.origins[origin] = records
-        if reads.sinks:
-            sinks = self.read_sinks(reads.cap, reads.sinks)
-            if sinks is None:
-                return None
-            found.sinks = sinks
+            found[origin] = records
+        return found
+
+    def with_targets(self, found: dict[str, Alias | None]) -> dict[str, Alias | None] | None:
+        """``found`` and the aliases of its aliases' targets (``None`` if they could not be read)."""
+        targets = [a.target for a in found.values() if a is not None and a.target not in found]
+        more = self.read_aliases(targets) if targets else {}
+        if more is None:
+            return None
+        found.update(more)
         return found

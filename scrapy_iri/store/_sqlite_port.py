@@ -91,13 +91,7 @@ class SQLitePort(StoragePort):
                 return None
             for row in rows:
                 found[row[0]] = alias_of(row[0], row[1:])
-        if follow:
-            targets = [a.target for a in found.values() if a is not None and a.target not in found]
-            more = self.read_aliases(targets) if targets else {}
-            if more is None:
-                return None
-            found.update(more)
-        return found
+        return self.with_targets(found) if follow else found
 
     def read_cases(self, keys: Sequence[str]) -> dict[str, tuple[CaseAliases, str | None]] | None:
         aliases: dict[str, CaseAliases] = {key: {} for key in keys}

@@ -77,13 +77,7 @@ class RedisPort(StoragePort):
         if values is None:
             return None
         found = {s: None if raw is None else alias_of(s, raw) for s, raw in zip(sources, values)}
-        if follow:
-            targets = [a.target for a in found.values() if a is not None and a.target not in found]
-            more = self.read_aliases(targets) if targets else {}
-            if more is None:
-                return None
-            found.update(more)
-        return found
+        return self.with_targets(found) if follow else found
 
     def read_cases(self, keys: Sequence[str]) -> dict[str, tuple[CaseAliases, str | None]] | None:
         def read() -> list[Any]:
@@ -198,11 +192,9 @@ class RedisPort(StoragePort):
         scores = rest[len(reads.origins) :]
         found.sinks = {t for t, n in zip(reads.sinks, scores) if n is not None and float(n) >= reads.cap}
         if reads.follow:
-            targets_of = [a.target for a in found.aliases.values() if a is not None and a.target not in found.aliases]
-            more = self.read_aliases(targets_of) if targets_of else {}
-            if more is None:
+            aliases = self.with_targets(found.aliases)
+            if aliases is None:
                 return None
-            found.aliases.update(more)
         return found
 
 
