@@ -50,9 +50,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the simulated web
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from simweb import CaseRedirect, HttpsRedirect, IndexRedirect, SimulatedWeb, Site, SlashRedirect, WwwRedirect
 from simweb.crawl import CrawlResult, run_crawl
+
+from crawl_table import compare, crawl_settings, over_scrapy, print_crawls, saved
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "docs.json"
@@ -60,7 +63,6 @@ PACKAGE = "postgresql-doc-15"
 HTML_DIR = Path("usr/share/doc/postgresql-doc-15/html")
 HOST = "docs.test"
 BASE = "/docs/15/"
-ADDON = {"ADDONS": {"scrapy_iri.Addon": 0}}
 
 _HREF = re.compile(r'href="([^"#:]+\.html)(#[^"]*)?"')
 _TAGS = re.compile(r"<[^>]+>")
@@ -152,43 +154,29 @@ def run_once(web: SimulatedWeb, starts: list[str], concurrency: int, extra: dict
     base = {"CONCURRENT_REQUESTS": concurrency, "LOG_LEVEL": "INFO", "CLOSESPIDER_PAGECOUNT": 0}
     with tempfile.TemporaryDirectory(prefix="docs-bench-") as workdir:
         store = {"IRI_STORE": f"sqlite:///{Path(workdir) / 'store.db'}"}
-        crawls = {
-            "scrapy": base,
-            "scheme": {**base, **ADDON, **extra, "IRI_RUNG": "scheme"},
-            "cold": {**base, **ADDON, **store, **extra},
-            "warm": {**base, **ADDON, **store, **extra},
-        }
+        crawls = crawl_settings(base, store, extra)
         out: dict[str, Any] = {}
         scrapy = None
         for name, settings in crawls.items():
             result, cpu = _cpu_of(lambda s=settings: run_crawl(web, start_urls=starts, settings=s, timeout=900))
             out[name] = measure(pages, result, cpu, scrapy)
             scrapy = scrapy or result
-    for name in ("scheme", "cold", "warm"):
-        out[name]["saved"] = 1 - out[name]["redirects"] / out["scrapy"]["redirects"]
-        out[name]["cpu_over_scrapy"] = out[name]["cpu_seconds"] / out["scrapy"]["cpu_seconds"] - 1
-    out["protocol_cpu_over_scheme"] = {
-        name: out[name]["cpu_seconds"] / out["scheme"]["cpu_seconds"] - 1 for name in ("cold", "warm")
-    }
+    out["protocol_cpu_over_scheme"] = {name: ratio - 1 for name, ratio in compare(out).items()}
     return out
 
 
 def print_run(run: dict[str, Any]) -> None:
-    names = ("scrapy", "scheme", "cold", "warm")
-    rows = [
+    print_crawls(run, [
         ("pages fetched", lambda c: c["pages"]),
         ("pages missed", lambda c: len(c["missed"])),
         ("duplicate fetches beyond Scrapy's", lambda c: c["duplicates_beyond_scrapy"]),
         ("redirect round trips", lambda c: c["redirects"]),
-        ("  saved vs Scrapy", lambda c: f"{c['saved']:.1%}" if "saved" in c else ""),
+        ("  saved vs Scrapy", saved),
         ("requests", lambda c: c["requests"]),
         ("CPU seconds", lambda c: c["cpu_seconds"]),
-        ("  over Scrapy's defaults", lambda c: f"{c['cpu_over_scrapy']:+.1%}" if "cpu_over_scrapy" in c else ""),
+        ("  over Scrapy's defaults", over_scrapy),
         ("errors logged", lambda c: c["errors"]),
-    ]
-    print(f"{'':36}" + "".join(f"{n:>10}" for n in names))
-    for label, cell in rows:
-        print(f"{label:36}" + "".join(f"{cell(run[n])!s:>10}" for n in names))
+    ])
     over = run["protocol_cpu_over_scheme"]
     print(f"protocol CPU over scheme: cold {over['cold']:+.1%}, warm {over['warm']:+.1%}")
 

@@ -77,13 +77,15 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the simulated web's spider and certificate maker
+sys.path.insert(0, str(HERE))
+
+from crawl_table import compare, crawl_settings, over_scrapy, print_crawls, saved  # noqa: E402
 
 RESULTS = HERE / "results" / "realserver.json"
 HOST = "docs.test"
 SEED_HOST = "links.test"
 #: (URL prefix, directory): the trees served, the Python docs first
 TREES = (("/3/", Path("/usr/share/doc/python3-doc/html")), ("/git/", Path("/usr/share/doc/git-doc")))
-ADDON = {"ADDONS": {"scrapy_iri.Addon": 0}}
 #: Debian's nginx (in /usr/sbin, which a user's PATH may lack)
 NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
 #: the access log's format: status, the URL asked for, the file served
@@ -541,12 +543,7 @@ def run_once(site: Site, concurrency: int, extra: dict[str, Any], profile: list[
     }
     with tempfile.TemporaryDirectory(prefix="realserver-store-") as workdir:
         store = {"IRI_STORE": f"sqlite:///{Path(workdir) / 'store.db'}"}
-        crawls = {
-            "scrapy": base,
-            "scheme": {**base, **ADDON, **extra, "IRI_RUNG": "scheme"},
-            "cold": {**base, **ADDON, **store, **extra},
-            "warm": {**base, **ADDON, **store, **extra},
-        }
+        crawls = crawl_settings(base, store, extra)
         out: dict[str, Any] = {}
         truth: set[str] = set()
         scrapy: Counter[str] | None = None
@@ -562,32 +559,23 @@ def run_once(site: Site, concurrency: int, extra: dict[str, Any], profile: list[
             if prof is not None:
                 print(f"\n== profile of the {name} crawl ({prof}), own time ==")
                 pstats.Stats(str(prof)).sort_stats("tottime").print_stats(30)
-    for name in ("scheme", "cold", "warm"):
-        out[name]["saved"] = 1 - out[name]["redirects"] / max(1, out["scrapy"]["redirects"])
-        out[name]["cpu_over_scrapy"] = out[name]["cpu_seconds"] / out["scrapy"]["cpu_seconds"] - 1
-    out["protocol_cpu_over_scheme"] = {
-        name: out[name]["cpu_seconds"] / out["scheme"]["cpu_seconds"] for name in ("cold", "warm")
-    }
+    out["protocol_cpu_over_scheme"] = compare(out)
     return out
 
 
 def print_run(run: dict[str, Any]) -> None:
-    names = ("scrapy", "scheme", "cold", "warm")
-    rows = [
+    print_crawls(run, [
         ("files fetched (ground truth)", lambda c: c["pages"]),
         ("pages missed", lambda c: len(c["missed"])),
         ("duplicate fetches beyond Scrapy's", lambda c: c["duplicates_beyond_scrapy"]),
         ("redirect round trips", lambda c: c["redirects"]),
-        ("  saved vs Scrapy", lambda c: f"{c['saved']:.1%}" if "saved" in c else ""),
+        ("  saved vs Scrapy", saved),
         ("other answers (404...)", lambda c: c["other_answers"]),
         ("requests served", lambda c: c["requests"]),
         ("CPU seconds", lambda c: c["cpu_seconds"]),
-        ("  over Scrapy's defaults", lambda c: f"{c['cpu_over_scrapy']:+.1%}" if "cpu_over_scrapy" in c else ""),
+        ("  over Scrapy's defaults", over_scrapy),
         ("errors logged", lambda c: c["errors"]),
-    ]
-    print(f"{'':36}" + "".join(f"{n:>10}" for n in names))
-    for label, cell in rows:
-        print(f"{label:36}" + "".join(f"{cell(run[n])!s:>10}" for n in names))
+    ])
     over = run["protocol_cpu_over_scheme"]
     print(f"protocol CPU / scheme CPU: cold {over['cold']:.3f}x, warm {over['warm']:.3f}x")
 
