@@ -220,6 +220,49 @@ def bench_round_trip(url: str, repeat: int, n: int = 20000) -> float:
     return best_of(repeat, lambda: [client.sadd("bench:raw", key) for key in keys]) / n * 1e6
 
 
+def server_cpu(client: Any) -> float:
+    """The CPU seconds the server used so far (``INFO cpu``: user and system)."""
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def bench_learn(n: int, chunk: int | None = None) -> dict[str, Any]:
+    """``EquivalenceStore.learn`` of ``store_bench.py``'s ``n`` observations into a private ``redis-server``:
+    observations per second of wall time, of the client's CPU and of the server's CPU."""
+    import sys
+
+    import redis
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from store_bench import source, target
+
+    from scrapy_iri.store import Observation, open_store
+
+    with redis_server() as url:
+        client = redis.Redis.from_url(url)
+        now = time.time()
+        observations = [Observation(source(i), 301, target(i), time=now) for i in range(n)]
+        with open_store(f"{url}?namespace=bench") as store:
+            server, started, cpu = server_cpu(client), time.perf_counter(), time.process_time()
+            store.learn(observations, **({} if chunk is None else {"chunk": chunk}))
+            store.flush()
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+            server = server_cpu(client) - server
+        stats = client.info("commandstats")
+    scripts = {k: v for k, v in stats.items() if k.startswith("cmdstat_eval")}
+    return {
+        "observations": n,
+        "wall_s": round(seconds, 2),
+        "per_s": round(n / seconds),
+        "client_cpu_s": round(cpu, 2),
+        "client_cpu_per_s": round(n / cpu),
+        "server_cpu_s": round(server, 2),
+        "server_cpu_per_s": round(n / server) if server else None,
+        "server_us_per_observation": round(server / n * 1e6, 1),
+        "scripts": {k: {"calls": v["calls"], "usec": v["usec"]} for k, v in scripts.items()},
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=200)
@@ -228,7 +271,11 @@ def main() -> int:
     parser.add_argument("--observations", type=int, default=20000)
     parser.add_argument("--requests", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--learn", type=int, metavar="N", help="only: learn() of N observations, client and server CPU")
     args = parser.parse_args()
+    if args.learn:
+        print(json.dumps(bench_learn(args.learn)))
+        return 0
 
     from scrapy_iri.store._redis import RedisStore
     from scrapy_iri.store._sqlite import SQLiteStore

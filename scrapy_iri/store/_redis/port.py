@@ -50,7 +50,11 @@ class RedisPort(StoragePort):
         assert self.send is not None, "a port without a sender applies nothing"
         if changes is not self.applying:
             self.applying = changes
-            self.parts = [(part, uuid.uuid4().hex) for part in parts(batch_of(changes), self.batch_size)]
+            batch = batch_of(changes)
+            for entry, write in zip(batch["r"], changes.rules.values()):
+                if write.record is not None:  # the record as held here: stored as it is when nobody else wrote
+                    entry += [write.record.support, write.record.against]
+            self.parts = [(part, uuid.uuid4().hex) for part in parts(batch, self.batch_size)]
         while self.parts:
             self.send(*self.parts[0])
             self.parts.pop(0)

@@ -9,7 +9,13 @@ MARKS = 10_000
 
 #: Apply one batch of writes, atomically and at most once.
 #: ARGV: prefix, batch id, JSON batch, now, rule TTL, evidence max, changes max, answered horizon,
-#: evidence max age.
+#: evidence max age, and what the writer knows: the version, the epoch, the id of its last batch
+#: (the last three may be absent).
+#: A rule entry carries what the writer counted since its last batch (added to the stored record,
+#: after the TTL), and may carry the writer's whole record too (its support and against last): when
+#: the store is as the writer's last batch left it and the writer knows it (the version is the one it
+#: knows and that batch's mark, same epoch), nobody wrote since and the writer's record is the
+#: merge, stored as it is.
 BATCH = """
 local p = ARGV[1]
 if not redis.call('SET', p .. 'batch:' .. ARGV[2], '1', 'NX', 'EX', 600) then
@@ -17,6 +23,12 @@ if not redis.call('SET', p .. 'batch:' .. ARGV[2], '1', 'NX', 'EX', 600) then
 end
 local b = cjson.decode(ARGV[3])
 local now, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
+local alone = false
+if ARGV[12] and ARGV[12] ~= '' then
+  local version = redis.call('GET', p .. 'version') or '0'
+  alone = version == ARGV[10] and (redis.call('GET', p .. 'epoch') or '') == ARGV[11]
+    and redis.call('ZSCORE', p .. 'marks', ARGV[12]) == version
+end
 local changed, touched = {}, {}
 local function change(c)
   if not touched[c] then touched[c] = true; changed[#changed + 1] = c end
@@ -29,26 +41,26 @@ local rejected = 0
 -- answer, is rejected too.
 local horizon = now - tonumber(ARGV[8])
 redis.call('ZREMRANGEBYSCORE', p .. 'answered', '-inf', '(' .. horizon)
-local function lww(h, field, value, t, mode, guard)
-  local raw = redis.call('HGET', h, field)
+-- lww: 0 nothing to do, 1 rejected, 2 written; raw: the stored value (false: none)
+local function lww(h, field, value, t, mode, guard, raw)
   local s = nil
   if raw then s = cjson.decode(raw) end
   if mode == 2 then
     redis.call('ZADD', p .. 'answered', 'GT', t, field)
-    if not s or s[1] == '' or (tonumber(s[#s]) or 0) > t then return false end
+    if not s or s[1] == '' or (tonumber(s[#s]) or 0) > t then return 0 end
   elseif s then
     local st = tonumber(s[#s]) or 0
     if st > t or (st == t and (mode ~= 1 or s[1] == '')) or (mode == 1 and guard ~= '' and s[1] ~= '' and s[1] ~= guard) then
       rejected = rejected + 1
-      return true
+      return 1
     end
   end
   if (mode == 0 or mode == 3) and h == p .. 'aliases' then
     local answered = tonumber(redis.call('ZSCORE', p .. 'answered', field) or '-1')
-    if answered >= t or (mode == 0 and t < horizon) then rejected = rejected + 1; return true end
+    if answered >= t or (mode == 0 and t < horizon) then rejected = rejected + 1; return 1 end
   end
   redis.call('HSET', h, field, value)
-  return true
+  return 2
 end
 -- The case-only aliases of a case key, for the declared-case rule: casealiases[key] is a JSON
 -- object source -> [target, time], and aliascase[source] its key (only for case-only aliases).
@@ -75,49 +87,53 @@ local function case_index(source, value, t, key)
 end
 local ended = {}
 for _, a in ipairs(b.a) do
-  local before = rejected
   local raw = redis.call('HGET', p .. 'aliases', a[1])
-  if lww(p .. 'aliases', a[1], a[2], a[3], a[4], '') then
-    change('a' .. a[1])
-    if raw and cjson.decode(raw)[1] ~= '' and cjson.decode(redis.call('HGET', p .. 'aliases', a[1]))[1] == '' then
+  local done = lww(p .. 'aliases', a[1], a[2], a[3], a[4], '', raw)
+  if done > 0 then change('a' .. a[1]) end
+  if done == 2 and a[2] ~= raw then
+    if raw and cjson.decode(raw)[1] ~= '' and cjson.decode(a[2])[1] == '' then
       ended[#ended + 1] = a[1]  -- an alias this batch ended: the writer's ledger keeps it
     end
-    if rejected == before and redis.call('HGET', p .. 'aliases', a[1]) ~= raw then
-      case_index(a[1], a[2], a[3], a[5] or '')
-    end
+    case_index(a[1], a[2], a[3], a[5] or '')
   end
 end
 for _, c in ipairs(b.c or {}) do
-  if lww(p .. 'cases', c[1], c[2], c[3], c[4], c[5]) then change('c' .. c[1]) end
+  if lww(p .. 'cases', c[1], c[2], c[3], c[4], c[5], redis.call('HGET', p .. 'cases', c[1])) > 0 then change('c' .. c[1]) end
 end
+local listed = {}  -- origins known to be in the origins set
 for _, r in ipairs(b.r) do
   local key, mode = p .. 'rules:' .. r[1], r[3]
-  if mode == 'drop' or mode == 'dropmerge' then redis.call('HDEL', key, r[2]) end
-  if mode ~= 'drop' then
-    local raw = redis.call('HGET', key, r[2])
-    if not (raw and mode == 'setnx') then
-      local s = {0, 0, 0, 0, 0, '', ''}
-      if raw then s = cjson.decode(raw) end
-      if mode == 'setnx' then
-        s = {r[4], r[5], r[6], r[7], r[8], r[9], r[10]}
-      elseif mode == 'max' then
-        -- a record written back after a rollback: what both know, never counted twice
-        s[1] = math.max(s[1], r[4]); s[2] = math.max(s[2], r[5])
-        if r[6] > 0 and (s[3] == 0 or r[6] < s[3]) then s[3] = r[6] end
-        if r[7] >= s[4] then s[4] = r[7]; s[6] = r[9] end
-        if r[8] >= s[5] then s[5] = r[8]; s[7] = r[10] end
-      else
-        if s[2] > 0 and now - s[5] > ttl then s[1] = 0; s[2] = 0; s[6] = ''; s[7] = '' end
-        if s[1] > 0 and now - s[4] > ttl then s[1] = 0; s[6] = '' end
-        if r[6] > 0 and (s[3] == 0 or r[6] < s[3]) then s[3] = r[6] end
-        if r[4] > 0 then s[1] = s[1] + r[4]; if r[7] >= s[4] then s[4] = r[7]; s[6] = r[9] end end
-        if r[5] > 0 then s[2] = s[2] + r[5]; if r[8] >= s[5] then s[5] = r[8]; s[7] = r[10] end end
+  if alone and r[12] and (mode == 'merge' or mode == 'dropmerge') then
+    redis.call('HSET', key, r[2], cjson.encode({r[11], r[12], r[6], r[7], r[8], r[9], r[10]}))
+    if not listed[r[1]] then listed[r[1]] = true; redis.call('SADD', p .. 'origins', r[1]) end
+  else
+    if mode == 'drop' or mode == 'dropmerge' then redis.call('HDEL', key, r[2]) end
+    if mode ~= 'drop' then
+      local raw = redis.call('HGET', key, r[2])
+      if not (raw and mode == 'setnx') then
+        local s = {0, 0, 0, 0, 0, '', ''}
+        if raw then s = cjson.decode(raw) end
+        if mode == 'setnx' then
+          s = {r[4], r[5], r[6], r[7], r[8], r[9], r[10]}
+        elseif mode == 'max' then
+          -- a record written back after a rollback: what both know, never counted twice
+          s[1] = math.max(s[1], r[4]); s[2] = math.max(s[2], r[5])
+          if r[6] > 0 and (s[3] == 0 or r[6] < s[3]) then s[3] = r[6] end
+          if r[7] >= s[4] then s[4] = r[7]; s[6] = r[9] end
+          if r[8] >= s[5] then s[5] = r[8]; s[7] = r[10] end
+        else
+          if s[2] > 0 and now - s[5] > ttl then s[1] = 0; s[2] = 0; s[6] = ''; s[7] = '' end
+          if s[1] > 0 and now - s[4] > ttl then s[1] = 0; s[6] = '' end
+          if r[6] > 0 and (s[3] == 0 or r[6] < s[3]) then s[3] = r[6] end
+          if r[4] > 0 then s[1] = s[1] + r[4]; if r[7] >= s[4] then s[4] = r[7]; s[6] = r[9] end end
+          if r[5] > 0 then s[2] = s[2] + r[5]; if r[8] >= s[5] then s[5] = r[8]; s[7] = r[10] end end
+        end
+        redis.call('HSET', key, r[2], cjson.encode(s))
+        if not listed[r[1]] then listed[r[1]] = true; redis.call('SADD', p .. 'origins', r[1]) end
       end
-      redis.call('HSET', key, r[2], cjson.encode(s))
-      redis.call('SADD', p .. 'origins', r[1])
     end
+    if mode == 'drop' and redis.call('EXISTS', key) == 0 then redis.call('SREM', p .. 'origins', r[1]); listed[r[1]] = nil end
   end
-  if mode == 'drop' and redis.call('EXISTS', key) == 0 then redis.call('SREM', p .. 'origins', r[1]) end
   change('r' .. r[1])
 end
 for _, f in ipairs(b.f) do

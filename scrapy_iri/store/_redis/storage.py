@@ -624,6 +624,7 @@ class RedisStorage(CachedStorage):
         Redis kept a newer write than one of them (the next sync reads those back)."""
         self._tally("batches")
         batch_id = batch_id or uuid.uuid4().hex
+        last = self.follower.last_batch
         answer = self._batch(
             args=[
                 self.keys.store,
@@ -635,6 +636,9 @@ class RedisStorage(CachedStorage):
                 self.changes_max,
                 self.answered_horizon,
                 self.evidence_max_age,
+                self.image.version,
+                self.image.epoch,
+                "" if last is None else last[0],
             ]
         )
         if answer[0] == b"ok":

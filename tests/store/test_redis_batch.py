@@ -1,0 +1,163 @@
+"""The Redis store's batch script: a writer's record stored as it is only when nobody else wrote.
+
+A rule entry carries what the writer counted since its last batch and its whole record. The
+script stores the record as it is only when the store is exactly as the writer's last batch left
+it and the writer knows it (same version, that batch's mark at that version, same epoch); in any
+other case (another writer, a store that went back in time, one emptied) it adds the counts to
+what is stored, so a concurrent writer's counterexample is never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+import pytest
+from fixtures.redis_helpers import RedisServer
+
+from scrapy_iri.store import Observation, RuleStatus
+from scrapy_iri.store._redis import RedisStore
+from scrapy_iri.store._redis.scripts import BATCH
+
+ORIGIN, FIELD = "http://ex.example", "add-slash plain"
+#: what is stored: 5 supports and a counterexample (another writer's)
+STORED = [5, 1, 10.0, 50.0, 40.0, "http://ex.example/s", "http://ex.example/c"]
+#: the writer's record: 3 supports, 2 of them counted since its last batch, no counterexample
+HELD = [3, 0, 10.0, 60.0, 0.0, "http://ex.example/h", ""]
+
+
+def rule_entry(held: list[Any] = HELD, support: int = 2, against: int = 0) -> list[Any]:
+    return [ORIGIN, FIELD, "merge", support, against, *held[2:], held[0], held[1]]
+
+
+class Script:
+    """The batch script on a real server, with a store prefix of its own."""
+
+    def __init__(self, server: RedisServer) -> None:
+        self.client = server.client()
+        self.run = self.client.register_script(BATCH)
+        self.prefix = f"t{uuid.uuid4().hex[:8]}:store:"
+
+    def apply(self, entries: list[list[Any]], known: tuple[Any, ...] = ()) -> tuple[str, int]:
+        """Apply a batch of rule entries with what the writer knows; its id and the version it left."""
+        batch_id = uuid.uuid4().hex
+        batch = {"a": [], "c": [], "r": entries, "f": [], "e": [], "d": []}
+        args = [self.prefix, batch_id, json.dumps(batch), 100.0, 1e9, 10, 10, 600, 1e9, *known]
+        answer = self.run(args=args)
+        assert answer[0] == b"ok"
+        return batch_id, int(answer[1])
+
+    def stored(self) -> list[Any]:
+        return json.loads(self.client.hget(f"{self.prefix}rules:{ORIGIN}", FIELD))
+
+    def epoch(self) -> str:
+        self.client.set(self.prefix + "epoch", "e1", nx=True)
+        return "e1"
+
+
+@pytest.fixture
+def script(redis_server: RedisServer) -> Script:
+    return Script(redis_server)
+
+
+def _writer_alone(script: Script) -> tuple[str, int]:
+    """The writer's last batch (its mark and the version it left), then the stored record set to STORED
+    as if by the writer itself (the same version, so nobody else wrote)."""
+    epoch = script.epoch()
+    last, version = script.apply([["http://other.example", FIELD, "merge", 1, 0, 1.0, 1.0, 0.0, "", ""]], ("", epoch, ""))
+    script.client.hset(f"{script.prefix}rules:{ORIGIN}", FIELD, json.dumps(STORED))
+    return last, version
+
+
+def test_the_writer_alone_stores_its_record_as_it_holds_it(script: Script) -> None:
+    last, version = _writer_alone(script)
+    script.apply([rule_entry()], (version, "e1", last))
+    assert script.stored() == HELD
+    assert script.client.sismember(script.prefix + "origins", ORIGIN)
+
+
+@pytest.mark.parametrize(
+    "why",
+    [
+        "another writer since",
+        "a version it does not know",
+        "writes before its last batch it has not seen",
+        "its last batch lost",
+        "another epoch",
+        "no last batch",
+        "no record sent",
+    ],
+)
+def test_otherwise_the_counts_are_added_to_what_is_stored(script: Script, why: str) -> None:
+    last, version = _writer_alone(script)
+    known: tuple[Any, ...] = (version, "e1", last)
+    entry = rule_entry()
+    if why == "another writer since":  # its batch moved the version; the writer has not seen it
+        script.apply([["http://other.example", FIELD, "merge", 1, 0, 1.0, 1.0, 0.0, "", ""]], ("", "e1", ""))
+    elif why == "a version it does not know":  # the writer synced to a later version: its mark is older
+        other, version = script.apply([["http://other.example", FIELD, "merge", 1, 0, 1.0, 1.0, 0.0, "", ""]])
+        known = (version, "e1", last)
+    elif why == "writes before its last batch it has not seen":  # its last batch went on from a later version
+        script.apply([["http://other.example", FIELD, "merge", 1, 0, 1.0, 1.0, 0.0, "", ""]])
+        last, _ = script.apply([["http://third.example", FIELD, "merge", 1, 0, 1.0, 1.0, 0.0, "", ""]])
+        known = (version, "e1", last)
+    elif why == "its last batch lost":  # Redis went back to before the writer's batch, then on to that version
+        script.client.zrem(script.prefix + "marks", last)
+    elif why == "another epoch":  # the store was emptied and started again
+        script.client.set(script.prefix + "epoch", "e2")
+    elif why == "no last batch":
+        known = (version, "e1", "")
+    else:  # a write-back or an older writer: counts only
+        entry = entry[:10]
+    script.apply([entry], known)
+    # 5 stored + 2 counted; the stored counterexample is kept (the newer support's example wins)
+    assert script.stored() == [7, 1, 10.0, 60.0, 40.0, "http://ex.example/h", "http://ex.example/c"]
+
+
+def _slash(i: int, status: int = 301) -> Observation:
+    url = f"http://ex.example/d{i}"
+    return Observation(url, status, f"{url}/" if status == 301 else None, time=time.time())
+
+
+def test_a_bulk_writer_never_overwrites_a_concurrent_counterexample(redis_url: str) -> None:
+    """One process learns in bulk (its batches alone store records as they are); another process sees a
+    counterexample meanwhile; the bulk writer, which has not synced, learns more: its counts are added."""
+    a = RedisStore(redis_url, "bulk", auto_sync=False)
+    b = RedisStore(redis_url, "bulk", auto_sync=False)
+    try:
+        a.learn([_slash(i) for i in range(4)], chunk=2)
+        a.flush()
+        a.learn([_slash(i) for i in range(4, 6)])
+        a.flush()  # alone: stored as held
+        [rule] = [r.key for r in a.rules() if r.key.kind == "add-slash"]
+        b.sync()
+        assert rule in b.record_response("http://ex.example/d7", 200).contradicted
+        b.flush()
+        a.learn([_slash(i) for i in range(8, 10)])
+        a.flush()  # not alone any more: merged, b's counterexample kept
+        for store in (a, b):
+            store.sync()
+            [record] = [r for r in store.rules() if r.key == rule]
+            assert (record.support, record.against) == (8, 1)
+            assert store.rule_status(record) is RuleStatus.SUSPENDED
+            assert store.representative("http://ex.example/d99") == "http://ex.example/d99"
+    finally:
+        a.close()
+        b.close()
+
+
+def test_bulk_learning_alone_stores_the_records_it_holds(redis_url: str) -> None:
+    """Learned alone, every batch after the first stores the records as held: Redis ends with the records
+    the process holds, field for field."""
+    store = RedisStore(redis_url, "alone", auto_sync=False)
+    try:
+        store.learn([_slash(i) for i in range(40)], chunk=8)
+        store.flush()
+        held = {r.key: r for r in store.storage.image.all_rules()}
+        store.sync()
+        stored = {r.key: r for r in store.rules()}
+        assert held and held == stored
+    finally:
+        store.close()
