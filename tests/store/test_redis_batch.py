@@ -161,3 +161,24 @@ def test_bulk_learning_alone_stores_the_records_it_holds(redis_url: str) -> None
         assert held and held == stored
     finally:
         store.close()
+
+
+def test_reads_go_on_after_the_server_forgot_its_scripts(redis_url: str, redis_server: RedisServer) -> None:
+    """The read-ahead of a chunk is one script call: a server that lost its scripts (a restart, SCRIPT
+    FLUSH) gets it again, and what is read is the same."""
+    writer = RedisStore(redis_url, "scripts", auto_sync=False)
+    try:
+        writer.learn([_slash(i) for i in range(4)])
+        writer.flush()
+    finally:
+        writer.close()
+    redis_server.client().script_flush()
+    reader = RedisStore(redis_url, "scripts", auto_sync=False)
+    try:
+        reader.learn([_slash(i) for i in range(4, 6)])  # its read-ahead reads the rule the writer stored
+        reader.flush()
+        [record] = [r for r in reader.rules() if r.key.kind == "add-slash"]
+        assert record.support == 6
+        assert reader.representative("http://ex.example/d99") == "http://ex.example/d99/"
+    finally:
+        reader.close()

@@ -18,6 +18,8 @@ from .._rules import RuleKey, RuleRecord
 LAYOUT = 2
 #: the kinds of write of a batch: aliases, declared cases, rules, fan-ins, evidence, deferred URLs
 EMPTY_BATCH: dict[str, list[Any]] = {"a": [], "c": [], "r": [], "f": [], "e": [], "d": []}
+#: ``json.dumps(value, ensure_ascii=False)``, without making an encoder at every call
+_json = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def text(value: bytes | str) -> str:
@@ -26,7 +28,7 @@ def text(value: bytes | str) -> str:
 
 def alias_value(alias: Alias) -> str:
     """An alias: JSON ``[target, status, expires, confirmations, time]`` (the time last: what newer-wins compares)."""
-    return json.dumps([alias.target, alias.status, alias.expires, alias.confirmations, alias.time], ensure_ascii=False)
+    return _json([alias.target, alias.status, alias.expires, alias.confirmations, alias.time])
 
 
 def alias_of(source: str, raw: bytes | str) -> Alias | None:
@@ -48,7 +50,7 @@ def tombstone(time_: float) -> str:
 
 def case_value(url: str, time_: float) -> str:
     """A declared case: JSON ``[url, time]`` (``["", time]``: dropped)."""
-    return json.dumps([url, time_], ensure_ascii=False)
+    return _json([url, time_])
 
 
 def case_of(raw: bytes | str) -> str | None:
@@ -73,7 +75,7 @@ def rule_of(origin: str, field: bytes | str, raw: bytes | str) -> RuleRecord:
 
 
 def evidence_value(e: Evidence) -> str:
-    return json.dumps([e.time, e.url, e.status, e.target, sorted(e.context), e.note, e.location], ensure_ascii=False)
+    return _json([e.time, e.url, e.status, e.target, sorted(e.context), e.note, e.location])
 
 
 def evidence_of(raw: bytes | str) -> Evidence:

@@ -60,10 +60,14 @@ def parts(batch: dict[str, list[Any]], size: int) -> list[dict[str, list[Any]]]:
 
 def rule_op(key: RuleKey, write: RuleWrite) -> list[Any]:
     """The batch entry of one rule: a drop, or what this process added to it since the last commit
-    (``dropmerge``: dropped first)."""
-    if write.record is None:
+    (``dropmerge``: dropped first), then the record's own support and against (:func:`rule_entry`'s
+    fields, the record whole: what the script stores when nobody else wrote)."""
+    r = write.record
+    if r is None:
         return [key.origin, rule_field(key), "drop", 0, 0, 0, 0, 0, "", ""]
-    return rule_entry(write.record, "dropmerge" if write.dropped else "merge", write.support, write.against)
+    mode = "dropmerge" if write.dropped else "merge"
+    return [key.origin, rule_field(key), mode, write.support, write.against, r.first_seen, r.last_support,
+            r.last_against, r.example, r.counterexample, r.support, r.against]  # fmt: skip
 
 
 class Journal:

@@ -13,6 +13,7 @@ from .._storage import MISSING
 from .codec import alias_of, case_aliases, case_of, rule_field, rule_of, text
 from .connection import RedisKeys
 from .journal import batch_of, parts
+from .scripts import READ
 
 
 class RedisPort(StoragePort):
@@ -42,6 +43,7 @@ class RedisPort(StoragePort):
         self.parts: list[tuple[dict[str, list[Any]], str]] = []
         #: batches applied
         self.batches = 0
+        self.read_sha = client.register_script(READ).sha
 
     def apply(self, changes: Changeset) -> dict[str, dict[RuleKey, RuleRecord]]:
         """Send ``changes`` as one batch (several when large), each with its id; raises when Redis is
@@ -50,11 +52,7 @@ class RedisPort(StoragePort):
         assert self.send is not None, "a port without a sender applies nothing"
         if changes is not self.applying:
             self.applying = changes
-            batch = batch_of(changes)
-            for entry, write in zip(batch["r"], changes.rules.values()):
-                if write.record is not None:  # the record as held here: stored as it is when nobody else wrote
-                    entry += [write.record.support, write.record.against]
-            self.parts = [(part, uuid.uuid4().hex) for part in parts(batch, self.batch_size)]
+            self.parts = [(part, uuid.uuid4().hex) for part in parts(batch_of(changes), self.batch_size)]
         while self.parts:
             self.send(*self.parts[0])
             self.parts.pop(0)
@@ -158,35 +156,42 @@ class RedisPort(StoragePort):
             by_origin.setdefault(key.origin, []).append(key)
         sources, cases, targets = list(reads.aliases), list(reads.cases), list(reads.fanins)
 
+        many: list[Any] = [self.keys.store, len(targets), *targets]
+        for origin, wanted in by_origin.items():
+            many += [origin, len(wanted), *(rule_field(k) for k in wanted)]
+
         def read() -> list[Any]:
+            from redis.exceptions import NoScriptError  # redis is an optional dependency
+
             pipe = self.client.pipeline(transaction=False)
             pipe.hmget(self.keys.aliases, sources or [""])
             pipe.hmget(self.keys.case_aliases, cases or [""])
             pipe.hmget(self.keys.cases, cases or [""])
-            for target in targets:
-                pipe.smembers(self.keys.fanin(target))
-            for origin, wanted in by_origin.items():
-                pipe.hmget(self.keys.rules(origin), [rule_field(k) for k in wanted])
+            if targets or by_origin:  # the fan-ins and rule records: one script call
+                pipe.evalsha(self.read_sha, 0, *many)
             for origin in (*reads.in_force, *reads.origins):
                 pipe.hgetall(self.keys.rules(origin))
             for target in reads.sinks:
                 pipe.zscore(self.keys.sinks, target)
-            return pipe.execute()  # type: ignore[no-any-return]
+            try:
+                return pipe.execute()  # type: ignore[no-any-return]
+            except NoScriptError:  # a server that restarted: load the script, read again
+                self.client.script_load(READ)
+                return read()
 
         answer = self._run(read)
         if answer is None:
             return None
         aliases, declared_aliases, declared, *rest = answer
+        fanins, rules = rest.pop(0) if targets or by_origin else ([], [])
         found = Found()
         found.aliases = {s: None if raw is None else alias_of(s, raw) for s, raw in zip(sources, aliases)}
         found.cases = {
             key: (case_aliases(raw), None if url is None else case_of(url))
             for key, raw, url in zip(cases, declared_aliases, declared)
         }
-        found.fanins = {t: sorted(text(m) for m in members)[: reads.cap] for t, members in zip(targets, rest)}
-        rest = rest[len(targets) :]
-        found.rules = _rules_found(by_origin, rest[: len(by_origin)])
-        rest = rest[len(by_origin) :]
+        found.fanins = {t: sorted(text(m) for m in members)[: reads.cap] for t, members in zip(targets, fanins)}
+        found.rules = _rules_found(by_origin, rules)
         for origin, fields in zip(reads.in_force, rest):
             records = (rule_of(origin, field, raw) for field, raw in fields.items())
             found.in_force[origin] = {r.key: r for r in records if r.key.kind == BLOCK or r.support >= reads.floor}

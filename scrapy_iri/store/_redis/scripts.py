@@ -249,6 +249,29 @@ if target == '' then return {a} end
 return {a, redis.call('HGET', KEYS[1], target)}
 """
 
+#: Read many fan-in sets and rule records in one call (what a pipeline of a command each costs the
+#: client per command, it pays once). ARGV: prefix, the number of targets, the targets, then for each
+#: origin: the origin, the number of its fields, the fields. Returns {members of each target's fan-in},
+#: {the values of each origin's fields, false where none}.
+READ = """
+local p = ARGV[1]
+local n = tonumber(ARGV[2])
+local fanins, rules = {}, {}
+for i = 3, n + 2 do fanins[#fanins + 1] = redis.call('SMEMBERS', p .. 'fanin:' .. ARGV[i]) end
+local i = n + 3
+while i <= #ARGV do
+  local key, m = p .. 'rules:' .. ARGV[i], tonumber(ARGV[i + 1])
+  local values = {}
+  for first = i + 2, i + 1 + m, 500 do
+    local part = redis.call('HMGET', key, unpack(ARGV, first, math.min(first + 499, i + 1 + m)))
+    for j = 1, #part do values[#values + 1] = part[j] end
+  end
+  rules[#rules + 1] = values
+  i = i + 2 + m
+end
+return {fanins, rules}
+"""
+
 #: Drop the rule records of a few origins whose every count is older than the rule TTL (they mean
 #: nothing any more: a record expires them when next counted), so an origin keeps only what still
 #: counts. The origins are visited in turn (a cursor over the origins set, kept in Redis), a few per
