@@ -182,3 +182,32 @@ def test_reads_go_on_after_the_server_forgot_its_scripts(redis_url: str, redis_s
         assert reader.representative("http://ex.example/d99") == "http://ex.example/d99/"
     finally:
         reader.close()
+
+
+def test_the_read_ahead_finds_every_record_asked_for(redis_url: str, redis_server: RedisServer) -> None:
+    """One script call reads the fan-ins and rule records of a chunk: each key asked for gets what is
+    stored, or None, however many fields an origin is asked for (read 500 at a time)."""
+    from scrapy_iri.store._port import Reads
+    from scrapy_iri.store._rules import RuleKey, RuleRecord
+
+    store = RedisStore(redis_url, "reads", auto_sync=False)
+    try:
+        client, keys = redis_server.client(), store.storage.keys
+        asked = [RuleKey(origin, "add-slash", f"/d{i}/#") for origin in ("http://a.example", "http://b.example") for i in range(1200)]
+        stored = {asked[i]: [i, 0, 1.0, 2.0, 0.0, f"e{i}", ""] for i in (0, 499, 500, 1199, 1200, 1700, 2399)}
+        for key, values in stored.items():
+            client.hset(keys.rules(key.origin), f"{key.kind} {key.scope}", json.dumps(values))
+        client.sadd(keys.fanin("http://t.example/1"), "http://t.example/a", "http://t.example/b", "http://t.example/c")
+        client.sadd(keys.fanin("http://t.example/3"), "http://t.example/z")
+        targets = [f"http://t.example/{i}" for i in range(4)]
+        found = store.storage.port.read(Reads(rules=asked, fanins=targets, cap=2))
+        assert found is not None
+        assert found.rules == {key: None if key not in stored else RuleRecord(key, *stored[key]) for key in asked}
+        assert found.fanins == {
+            targets[0]: [],
+            targets[1]: ["http://t.example/a", "http://t.example/b"],
+            targets[2]: [],
+            targets[3]: ["http://t.example/z"],
+        }
+    finally:
+        store.close()

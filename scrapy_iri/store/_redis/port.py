@@ -190,8 +190,14 @@ class RedisPort(StoragePort):
             key: (case_aliases(raw), None if url is None else case_of(url))
             for key, raw, url in zip(cases, declared_aliases, declared)
         }
-        found.fanins = {t: sorted(text(m) for m in members)[: reads.cap] for t, members in zip(targets, fanins)}
-        found.rules = _rules_found(by_origin, rules)
+        found.fanins = {t: [] for t in targets}
+        for at in range(0, len(fanins), 2):
+            found.fanins[targets[fanins[at] - 1]] = sorted(text(m) for m in fanins[at + 1])[: reads.cap]
+        keys = [key for wanted in by_origin.values() for key in wanted]
+        found.rules = dict.fromkeys(keys)
+        for at in range(0, len(rules), 2):
+            key = keys[rules[at] - 1]
+            found.rules[key] = rule_of(key.origin, rule_field(key), rules[at + 1])
         for origin, fields in zip(reads.in_force, rest):
             records = (rule_of(origin, field, raw) for field, raw in fields.items())
             found.in_force[origin] = {r.key: r for r in records if r.key.kind == BLOCK or r.support >= reads.floor}

@@ -251,22 +251,27 @@ return {a, redis.call('HGET', KEYS[1], target)}
 
 #: Read many fan-in sets and rule records in one call (what a pipeline of a command each costs the
 #: client per command, it pays once). ARGV: prefix, the number of targets, the targets, then for each
-#: origin: the origin, the number of its fields, the fields. Returns {members of each target's fan-in},
-#: {the values of each origin's fields, false where none}.
+#: origin: the origin, the number of its fields, the fields. Returns what is there only, in pairs:
+#: {target's position, its members...} for each fan-in that has members, {field's position among
+#: all the fields, its value...} for each rule record found (positions from 1).
 READ = """
 local p = ARGV[1]
 local n = tonumber(ARGV[2])
 local fanins, rules = {}, {}
-for i = 3, n + 2 do fanins[#fanins + 1] = redis.call('SMEMBERS', p .. 'fanin:' .. ARGV[i]) end
-local i = n + 3
+for i = 1, n do
+  local members = redis.call('SMEMBERS', p .. 'fanin:' .. ARGV[i + 2])
+  if #members > 0 then fanins[#fanins + 1] = i; fanins[#fanins + 1] = members end
+end
+local i, at = n + 3, 0
 while i <= #ARGV do
   local key, m = p .. 'rules:' .. ARGV[i], tonumber(ARGV[i + 1])
-  local values = {}
   for first = i + 2, i + 1 + m, 500 do
     local part = redis.call('HMGET', key, unpack(ARGV, first, math.min(first + 499, i + 1 + m)))
-    for j = 1, #part do values[#values + 1] = part[j] end
+    for j = 1, #part do
+      if part[j] then rules[#rules + 1] = at + first - i - 2 + j; rules[#rules + 1] = part[j] end
+    end
   end
-  rules[#rules + 1] = values
+  at = at + m
   i = i + 2 + m
 end
 return {fanins, rules}
