@@ -26,6 +26,15 @@ best of ``--repeat`` runs. Prints a table; writes
 ``benchmarks/results/redis.json``.
 
     .venv/bin/python benchmarks/redis_bench.py [--urls N] [--repeat K]
+
+``--learn N`` measures bulk learning only: ``EquivalenceStore.learn`` of
+``store_bench.py``'s N observations into a fresh store, with the wall time,
+the CPU time of this process (and of its parts: the chunks' read-ahead,
+the batches, the ledger) and that of the server (``INFO cpu`` before and
+after), and the server's time in scripts (``INFO commandstats``); it prints
+one JSON line and writes nothing:
+
+    nice .venv/bin/python benchmarks/redis_bench.py --learn 10000
 """
 
 from __future__ import annotations
@@ -237,7 +246,26 @@ def bench_learn(n: int, chunk: int | None = None) -> dict[str, Any]:
     from store_bench import source, target
 
     from scrapy_iri.store import Observation, open_store
+    from scrapy_iri.store._redis.ledger import Ledger
+    from scrapy_iri.store._redis.port import RedisPort
 
+    parts: dict[str, float] = {}
+
+    def timed(owner: Any, name: str, label: str) -> None:  # the CPU time of one part of the client's work
+        call = getattr(owner, name)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.process_time()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                parts[label] = parts.get(label, 0.0) + time.process_time() - started
+
+        setattr(owner, name, run)
+
+    timed(RedisPort, "read", "read_ahead")
+    timed(RedisPort, "apply", "batches")
+    timed(Ledger, "record", "ledger")
     with redis_server() as url:
         client = redis.Redis.from_url(url)
         now = time.time()
@@ -259,6 +287,9 @@ def bench_learn(n: int, chunk: int | None = None) -> dict[str, Any]:
         "server_cpu_s": round(server, 2),
         "server_cpu_per_s": round(n / server) if server else None,
         "server_us_per_observation": round(server / n * 1e6, 1),
+        "client_us_per_observation": round(cpu / n * 1e6, 1),
+        # of which: the read-ahead of chunks, the batches (built, sent, the ledger's part included), the ledger
+        "client_parts_us_per_observation": {k: round(v / n * 1e6, 1) for k, v in parts.items()},
         "scripts": {k: {"calls": v["calls"], "usec": v["usec"]} for k, v in scripts.items()},
     }
 
