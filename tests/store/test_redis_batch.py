@@ -10,6 +10,7 @@ what is stored, so a concurrent writer's counterexample is never overwritten.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import time
 import uuid
 from typing import Any
@@ -211,3 +212,37 @@ def test_the_read_ahead_finds_every_record_asked_for(redis_url: str, redis_serve
         }
     finally:
         store.close()
+
+
+def test_a_bulk_writer_across_a_rollback_merges(tmp_path: Path) -> None:
+    """Redis restarts from a snapshot taken before the bulk writer's last batch; another process then
+    suspends the rule, and the version comes back to the one the writer knows. The writer, which has
+    not synced, learns more: its last batch's mark is gone, so its counts are merged, and the other
+    process's counterexample stays."""
+    server = RedisServer(tmp_path, persistent=False).start()  # no automatic persistence; a SAVE makes dump.rdb
+    try:
+        a = RedisStore(server.url, "roll", auto_sync=False, ledger_path=tmp_path / "a.ledger")
+        a.learn([_slash(i) for i in range(4)], chunk=2)
+        a.flush()
+        server.client().save()
+        a.learn([_slash(i) for i in range(4, 6)])
+        a.flush()  # alone: stored as held; its mark is not in the snapshot
+        known = a.storage.image.version
+        server.kill()
+        server.start()
+        b = RedisStore(server.url, "roll", auto_sync=False, ledger_path=tmp_path / "b.ledger")
+        [rule] = [r.key for r in b.rules() if r.key.kind == "add-slash"]
+        b.record_response("http://ex.example/d7", 200)
+        b.flush()
+        client = server.client()
+        version = int(client.get("roll:store:version"))
+        assert version <= known
+        client.incrby("roll:store:version", known - version)  # other writers: the version the writer knows
+        a.learn([_slash(i) for i in range(8, 10)])
+        a.flush()
+        stored = json.loads(client.hget("roll:store:rules:http://ex.example", f"{rule.kind} {rule.scope}"))
+        assert stored[1] == 1  # b's counterexample
+        b.close()
+        a.close()
+    finally:
+        server.stop()
