@@ -16,10 +16,13 @@ The cache and Redis meet in two directions, at most once per
 * **flush** (write-behind): the writes made since the last flush go to Redis
   in one Lua script call, atomically and at most once (a batch id guards
   against a retried call being applied twice). Rule records are *merged*,
-  never overwritten: the batch carries how many supports and counterexamples
+  never overwritten blindly: the batch carries how many supports and counterexamples
   this process added, and the script adds them to what other processes
   stored (after the same expiry :meth:`.RuleRecord.expire` applies), so a
   counterexample learned anywhere is never lost to a concurrent writer.
+  Only when the store is as the process's own last batch left it (nobody
+  wrote since, Redis did not go back) are its records stored as it holds
+  them: they are the merge.
   Aliases and declared cases are last-writer-wins *by observation time*,
   not by flush order: a drop is a tombstone, a URL that answered for itself
   refuses older alias writes (``answered``), and a write older than what
