@@ -266,11 +266,12 @@ def bench_learn(n: int, chunk: int | None = None) -> dict[str, Any]:
     timed(RedisPort, "read", "read_ahead")
     timed(RedisPort, "apply", "batches")
     timed(Ledger, "record", "ledger")
-    with redis_server() as url:
+    with redis_server() as url, tempfile.TemporaryDirectory(prefix="redis-bench-ledger-") as ledger:
         client = redis.Redis.from_url(url)
         now = time.time()
         observations = [Observation(source(i), 301, target(i), time=now) for i in range(n)]
-        with open_store(f"{url}?namespace=bench") as store:
+        # the ledger in the run's own directory: none left behind in the user's state directory
+        with open_store(f"{url}?namespace=bench", ledger_path=Path(ledger, "store.ledger")) as store:
             server, started, cpu = server_cpu(client), time.perf_counter(), time.process_time()
             store.learn(observations, **({} if chunk is None else {"chunk": chunk}))
             store.flush()

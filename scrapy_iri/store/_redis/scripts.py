@@ -143,10 +143,12 @@ for _, f in ipairs(b.f) do
     redis.call('ZADD', p .. 'sinks', 'GT', -f[3], f[1])
   elseif f[2] == '' then
     redis.call('DEL', key); redis.call('SREM', p .. 'fanins', f[1]); redis.call('ZREM', p .. 'sinks', f[1])
-  elseif redis.call('SCARD', key) < f[3] then
-    redis.call('SADD', key, f[2]); redis.call('SADD', p .. 'fanins', f[1])
+  else
     local n = redis.call('SCARD', key)
-    if n >= 2 then redis.call('ZADD', p .. 'sinks', 'GT', n, f[1]) end
+    if n < f[3] then
+      n = n + redis.call('SADD', key, f[2]); redis.call('SADD', p .. 'fanins', f[1])
+      if n >= 2 then redis.call('ZADD', p .. 'sinks', 'GT', n, f[1]) end
+    end
   end
   change('f' .. f[1])
 end
