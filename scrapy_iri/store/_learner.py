@@ -23,13 +23,13 @@ import gc
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._schemes import SCHEMES
 from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
 from ._observation import LEARN_CHUNK, LearnSummary, Observation, batched, observation_forms, prefetch_keys
-from ._forms import has_userinfo, origin_of, scheme_form, short_cache, sink_key, source_key, spelling_key, split_form, split_fragment
+from ._forms import form_spelling, has_userinfo, origin_of, scheme_form, short_cache, sink_key, source_key, spelling_key, split_form, split_fragment
 from ._psl import is_ip_host, site_of, www_partner
 from ._report import Explanation, explanation, export, rule_label, stats
 from ._resolution import Resolution, Step
@@ -44,6 +44,9 @@ from ._rules import (
     PRIOR_KINDS,
     PRIOR_SITES,
     REDIRECTS,
+    Prediction,
+    known_free,
+    declared_prediction,
     LearningPolicy,
     alias_key,
     RuleKey,
@@ -164,6 +167,39 @@ def _site_and_family(origin: str) -> tuple[str, str]:
     host = _host(origin + "/")
     partner = www_partner(host) if host.startswith("www.") else None
     return _site(host), partner or host
+
+
+class _Facts(NamedTuple):
+    """What learning in bulk asks of one scheme form, computed once per chunk."""
+
+    host: str
+    userinfo: bool
+    spelling: str
+    origin: str
+
+
+def _facts(url: str) -> _Facts:
+    """:func:`_host`, :func:`~._forms.has_userinfo`, :func:`~._forms.spelling_key` and the origin of ``url``, split once."""
+    form = split_form(url)
+    authority = form.authority or ""
+    host = authority.rpartition("@")[2]
+    host = host.partition("]")[0] + "]" if host.startswith("[") else host.partition(":")[0]
+    return _Facts(host, "@" in authority, form_spelling(form), _origin(url))
+
+
+#: rule key -> the origin-wide rule it speaks for (``()``: none), for the keys counted last
+_WIDE: dict[RuleKey, RuleKey | tuple[()]] = {}
+
+
+def _wide(key: RuleKey) -> RuleKey | tuple[()]:
+    """The origin-wide rule a directory's rule of a server-wide kind speaks for (see :meth:`EquivalenceStore._count_rule`)."""
+    found: RuleKey | tuple[()] = ()
+    if _GENERALIZES.get(key.kind) and not key.scope.startswith(ANYWHERE):
+        found = RuleKey(key.origin, key.kind, generalized(key.scope))
+    if len(_WIDE) >= 1 << 14:
+        _WIDE.clear()
+    _WIDE[key] = found
+    return found
 
 
 class EquivalenceStore:
@@ -753,10 +789,7 @@ class EquivalenceStore:
                 self.clock = storage.clock = at
                 storage.recorded_time = True
                 self._unwritten = {}
-                add, learn_one = summary.add, self._learn_observation
-                for obs, (src, tgt) in zip(batch, forms):
-                    at.time = obs.time
-                    add(learn_one(obs, src, tgt))
+                self._learn_chunk(batch, forms, at, summary)
                 self._write_unwritten()
                 self._unwritten = None
                 self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
@@ -776,6 +809,206 @@ class EquivalenceStore:
             if freeze:
                 gc.unfreeze()
         return summary
+
+    def _learn_chunk(self, batch: list[Observation], forms: list[tuple[str | None, str | None]], at: _At, summary: LearnSummary) -> None:
+        """Learn one chunk: the common observations (redirects between hosts, documents) through the
+        bulk kernel, each URL's facts computed once; the others as one-at-a-time recording does."""
+        facts: dict[str, _Facts] = {}
+        add = summary.add
+        for obs, (src, tgt) in zip(batch, forms):
+            at.time = obs.time
+            status = obs.status
+            if src is None:
+                add(self._learn_observation(obs, src, tgt))
+            elif status in REDIRECTS:
+                if tgt is None:
+                    add(self._learn_observation(obs, src, tgt))
+                    continue
+                fs = facts.get(src)
+                if fs is None:
+                    fs = facts[src] = _facts(src)
+                ft = facts.get(tgt)
+                if ft is None:
+                    ft = facts[tgt] = _facts(tgt)
+                add(self._bulk_hop(src, status, tgt, obs.context, obs.location, obs.max_age, fs, ft))
+            elif status < 400:
+                fs = facts.get(src)
+                if fs is None:
+                    fs = facts[src] = _facts(src)
+                add(self._bulk_answer(src, status, obs.context, fs))
+            else:
+                add(self._learn_observation(obs, src, tgt))
+
+    def _bulk_hop(
+        self,
+        src: str,
+        status: int,
+        tgt: str,
+        context: frozenset[str],
+        location: str | None,
+        lifetime: float | None,
+        fs: _Facts,
+        ft: _Facts,
+    ) -> Outcome:
+        """:meth:`_learn_hop` in a bulk chunk, the URLs' facts given."""
+        src_host, tgt_host = fs.host, ft.host
+        if not src_host or not tgt_host:
+            return Outcome(ignored="a URI without a host")
+        flags = frozenset(context)
+        if fs.userinfo or ft.userinfo:
+            flags |= {USERINFO}
+        now = self.clock()
+        outcome = Outcome()
+        notes: list[str] = []
+        policy = self._policy
+        if fs.spelling == ft.spelling:
+            sources: list[str] = []
+            sink = False
+        else:
+            sources = self.storage.add_fanin(sink_key(tgt), source_key(src), policy.sink_fanin)
+            sink = outcome.sink = len(sources) >= policy.sink_fanin
+        cross_site = src_host != tgt_host and not _same_site(src_host, tgt_host)
+        permanent = status in PERMANENT
+        if permanent and src != tgt:
+            refusal = self._alias_refusal(flags, cross_site, sink) if flags or cross_site or sink else ""
+            if not refusal and lifetime is not None and lifetime <= 0:
+                refusal = "not to be reused (no-store, no-cache or no lifetime)"
+                if self._end_alias(src, outcome):
+                    notes.append("alias dropped: the redirect may not be reused")
+            if refusal:
+                notes.append(f"no alias: {refusal}")
+            else:
+                self._state_alias(src, tgt, status, now, lifetime, outcome)
+        elif not permanent:
+            if self._end_alias(src, outcome):
+                notes.append("alias dropped: no longer a permanent redirect")
+            self.storage.answered(src)
+        hop = f"{src} -{status}-> {tgt}"
+        free = known_free(src)
+        if free is not None:
+            trusted = not flags and not sink and not cross_site
+            agreed = (Verdict.SUPPORT if trusted else Verdict.NEUTRAL) if permanent else Verdict.AGAINST
+            judged = []
+            for prediction in self._predictions(src, free):
+                verdict = agreed if prediction.target == tgt else Verdict.AGAINST
+                if verdict is not Verdict.NEUTRAL:
+                    judged.append((prediction.key, verdict))
+            if judged:
+                self._count_bulk(fs.origin, judged, now, hop, outcome)
+        if sink:
+            notes.append(f"sink: {len(sources)}+ sources redirect to {sink_key(tgt)}")
+            for origin in {fs.origin, *(_origin(s) for s in sources)}:
+                self._count(RuleKey(origin, BLOCK), Verdict.AGAINST, now, f"sink {sink_key(tgt)} ({hop})", outcome)
+        shown = location if location is not None and location != tgt else None
+        self.storage.add_evidence(Evidence(now, src, status, tgt, flags, "; ".join(notes), shown))
+        return outcome
+
+    def _predictions(self, url: str, free: tuple[tuple[Prediction, ...], tuple[Prediction, ...]]) -> tuple[Prediction, ...]:
+        """:func:`~._rules.predictions` of a covered URL whose predictions that need nothing known are given."""
+        before, after = free
+        known = self.storage.case_target
+        declared = None if known(case_key(url)) is None else declared_prediction(url, known)
+        if declared is None:
+            return before + after if after else before
+        return (*before, declared, *after)
+
+    def _bulk_answer(self, u: str, status: int, context: frozenset[str], fu: _Facts) -> Outcome:
+        """:meth:`_learn_answer` in a bulk chunk (no note), the URL's facts given."""
+        outcome = Outcome()
+        context = frozenset(context) | ({USERINFO} if fu.userinfo else frozenset())
+        now = self.clock()
+        dropped = self._end_alias(u, outcome)
+        self.storage.answered(u)
+        free = known_free(u)
+        if free is not None:
+            records = self.storage.rules_at(fu.origin)
+            known = False
+            judged = []
+            for prediction in self._predictions(u, free):
+                if not known:
+                    record = records.get(prediction.key)
+                    known = record is not None and record.support > 0
+                judged.append((prediction.key, Verdict.AGAINST))
+            if judged:
+                self._count_bulk(fu.origin, judged, now, f"{u} answered {status}", outcome)
+        else:
+            known = False
+        if known or dropped:
+            note = "alias dropped: answered for itself" if dropped else ""
+            self.storage.add_evidence(Evidence(now, u, status, None, frozenset(context), note))
+        if not context and self._declares_case(u, now):
+            self.storage.set_declared_case(case_key(u), u)
+        return outcome
+
+    def _count_bulk(self, origin: str, judged: list[tuple[RuleKey, Verdict]], now: float, note: str, outcome: Outcome) -> None:
+        """:meth:`_count_all` in a bulk chunk: a count that changes no rule's status is made here
+        (a counterexample to a rule already suspended or never supported, a support that leaves a
+        rule a candidate or confirms an active one); the others as :meth:`_count_rule` makes them."""
+        records = self.storage.rules_at(origin)
+        blocked = self._blocked(records, origin, now)
+        if blocked:
+            for key, verdict in judged:
+                self._count_rule(records, blocked, key, verdict, now, note, outcome)
+            return
+        ttl = self._policy.rule_ttl
+        write = self._write_rule
+        for key, verdict in judged:
+            while True:  # the rule, then the origin-wide rule it speaks for
+                record = records.get(key)
+                wide = _WIDE.get(key)
+                if wide is None:
+                    wide = _wide(key)
+                if verdict is Verdict.AGAINST:
+                    if record is None:
+                        record = RuleRecord(key, 0, 1, now, 0.0, now, "", note)
+                    elif (
+                        (record.against and now - record.last_against <= ttl or not record.against and not record.support)
+                        and not (record.support and now - record.last_support > ttl)
+                    ):  # suspended, or never supported: it changes no status
+                        if not record.first_seen:
+                            record.first_seen = now
+                        record.against += 1
+                        record.last_against = now
+                        record.counterexample = note
+                    else:
+                        self._count_rule(records, blocked, key, verdict, now, note, outcome)
+                        break
+                    write(key, record, False)
+                    if not wide:
+                        break
+                    key = wide
+                    continue
+                # a support
+                if record is None:
+                    if self._judged(key).min_observations <= 1:
+                        self._count_rule(records, blocked, key, verdict, now, note, outcome)
+                        break
+                    record = RuleRecord(key, 1, 0, now, now, 0.0, note, "")
+                    write(key, record, False)
+                    if not wide:
+                        break
+                    key = wide  # its first support: the origin-wide rule gains one
+                    continue
+                if record.against or not record.support or now - record.last_support > ttl:
+                    self._count_rule(records, blocked, key, verdict, now, note, outcome)
+                    break
+                needed = self._judged(key).min_observations
+                active = record.support >= needed
+                if not active and record.support + 1 >= needed:  # it becomes active
+                    self._count_rule(records, blocked, key, verdict, now, note, outcome)
+                    break
+                if not record.first_seen:
+                    record.first_seen = now
+                record.support += 1
+                record.last_support = now
+                record.example = note
+                write(key, record, False)
+                if active:
+                    outcome.confirmed.append(key)
+                    self._note_prior(key, held=True, support=record.support)
+                if not wide or not self._is_active(wide, now, records):
+                    break
+                key = wide
 
     def _learn_observation(self, obs: Observation, src: str | None, tgt: str | None) -> Outcome | str:
         """What ``record_redirect`` or ``record_response`` learns from ``obs`` (its scheme forms given), or why it is skipped."""
