@@ -23,6 +23,7 @@ import gc
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import Any, NamedTuple
 
 from .._schemes import SCHEMES
@@ -199,6 +200,47 @@ def _wide(key: RuleKey) -> RuleKey | tuple[()]:
     if len(_WIDE) >= 1 << 14:
         _WIDE.clear()
     _WIDE[key] = found
+    return found
+
+
+class _PriorIndex:
+    """One prior kind's sites and host families where its rule held in this session, counted as the
+    learner's record of them (``held``: origin -> (site, family, support); it only grows) grows: what
+    :meth:`EquivalenceStore.prior` computes by a scan of every origin, in a few dictionary reads."""
+
+    __slots__ = ("held", "seen", "sites", "families")
+
+    def __init__(self, held: dict[str, tuple[str, str, int]]) -> None:
+        self.held = held
+        self.seen = 0
+        self.sites: dict[str, int] = {}
+        self.families: dict[str, int] = {}
+
+    def prior(self, origin: str) -> int:
+        held = self.held
+        if len(held) != self.seen:
+            if len(held) < self.seen:
+                self.seen, self.sites, self.families = 0, {}, {}
+            sites, families = self.sites, self.families
+            for s, f, _ in islice(held.values(), self.seen, None):
+                sites[s] = sites.get(s, 0) + 1
+                families[f] = families.get(f, 0) + 1
+            self.seen = len(held)
+        site, family = _family_of(origin)
+        found = len(self.sites) - (site in self.sites)
+        return found + (self.families.get(family, 0) - (origin in held) > 0)
+
+
+#: origin -> its site and host family (:func:`_site_and_family`), for the origins met last
+_FAMILIES: dict[str, tuple[str, str]] = {}
+
+
+def _family_of(origin: str) -> tuple[str, str]:
+    found = _FAMILIES.get(origin)
+    if found is None:
+        if len(_FAMILIES) >= 1 << 14:
+            _FAMILIES.clear()
+        found = _FAMILIES[origin] = _site_and_family(origin)
     return found
 
 
@@ -769,6 +811,7 @@ class EquivalenceStore:
         """
         summary = LearnSummary()
         storage = self.storage
+        self._prior_index: dict[str, _PriorIndex] = {}
         clock, storage_clock = self.clock, storage.clock
         at = _At(clock)
         done = 0
@@ -940,6 +983,39 @@ class EquivalenceStore:
             self.storage.set_declared_case(case_key(u), u)
         return outcome
 
+    def _needed(self, key: RuleKey) -> int:
+        """``self._judged(key).min_observations``, the prior counted on a :class:`_PriorIndex`."""
+        policy = self._policy
+        kind = key.kind
+        if kind not in PRIOR_KINDS:
+            return policy.min_observations
+        held = self._held.get(kind)
+        if not held or self._failed.get(kind):
+            return policy.min_observations
+        prior = self._priors.get((kind, key.origin))
+        if prior is None:
+            index = self._prior_index.get(kind)
+            if index is None or index.held is not held:
+                index = self._prior_index[kind] = _PriorIndex(held)
+            prior = self._priors[(kind, key.origin)] = index.prior(key.origin)
+        if not prior:
+            return policy.min_observations
+        return 1 if prior >= PRIOR_SITES else max(1, policy.min_observations - prior)
+
+    def _active_bulk(self, key: RuleKey, now: float, records: Mapping[RuleKey, RuleRecord]) -> bool:
+        """:meth:`_is_active`, the prior counted on a :class:`_PriorIndex`."""
+        record = records.get(key)
+        return record is not None and self._active_record(record, now)
+
+    def _active_record(self, record: RuleRecord, now: float) -> bool:
+        """Whether ``record``'s status is active (:meth:`_judged` by :meth:`_needed`)."""
+        if not record.support:
+            return False
+        ttl = self._policy.rule_ttl
+        if record.against and now - record.last_against <= ttl or now - record.last_support > ttl:
+            return False
+        return record.support >= self._policy.min_observations or record.support >= self._needed(record.key)
+
     def _count_bulk(self, origin: str, judged: list[tuple[RuleKey, Verdict]], now: float, note: str, outcome: Outcome) -> None:
         """:meth:`_count_all` in a bulk chunk: a count that changes no rule's status is made here
         (a counterexample to a rule already suspended or never supported, a support that leaves a
@@ -948,7 +1024,7 @@ class EquivalenceStore:
         blocked = self._blocked(records, origin, now)
         if blocked:
             for key, verdict in judged:
-                self._count_rule(records, blocked, key, verdict, now, note, outcome)
+                self._count_slow(records, blocked, key, verdict, now, note, outcome)
             return
         ttl = self._policy.rule_ttl
         write = self._write_rule
@@ -971,7 +1047,7 @@ class EquivalenceStore:
                         record.last_against = now
                         record.counterexample = note
                     else:
-                        self._count_rule(records, blocked, key, verdict, now, note, outcome)
+                        self._count_slow(records, blocked, key, verdict, now, note, outcome)
                         break
                     write(key, record, False)
                     if not wide:
@@ -980,8 +1056,8 @@ class EquivalenceStore:
                     continue
                 # a support
                 if record is None:
-                    if self._judged(key).min_observations <= 1:
-                        self._count_rule(records, blocked, key, verdict, now, note, outcome)
+                    if self._needed(key) <= 1:
+                        self._count_slow(records, blocked, key, verdict, now, note, outcome)
                         break
                     record = RuleRecord(key, 1, 0, now, now, 0.0, note, "")
                     write(key, record, False)
@@ -990,12 +1066,12 @@ class EquivalenceStore:
                     key = wide  # its first support: the origin-wide rule gains one
                     continue
                 if record.against or not record.support or now - record.last_support > ttl:
-                    self._count_rule(records, blocked, key, verdict, now, note, outcome)
+                    self._count_slow(records, blocked, key, verdict, now, note, outcome)
                     break
-                needed = self._judged(key).min_observations
+                needed = record.support if record.support >= self._policy.min_observations else self._needed(key)
                 active = record.support >= needed
                 if not active and record.support + 1 >= needed:  # it becomes active
-                    self._count_rule(records, blocked, key, verdict, now, note, outcome)
+                    self._count_slow(records, blocked, key, verdict, now, note, outcome)
                     break
                 if not record.first_seen:
                     record.first_seen = now
@@ -1006,9 +1082,58 @@ class EquivalenceStore:
                 if active:
                     outcome.confirmed.append(key)
                     self._note_prior(key, held=True, support=record.support)
-                if not wide or not self._is_active(wide, now, records):
+                if not wide or not self._active_bulk(wide, now, records):
                     break
                 key = wide
+
+    def _count_slow(
+        self,
+        records: Mapping[RuleKey, RuleRecord],
+        blocked: bool,
+        key: RuleKey,
+        verdict: Verdict,
+        now: float,
+        note: str,
+        outcome: Outcome,
+    ) -> None:
+        """:meth:`_count_rule` (with :meth:`_count_record`), each status judged with the prior counted
+        on a :class:`_PriorIndex`: what :meth:`_count_bulk` does not make in place."""
+        policy = self._policy
+        record = records.get(key)
+        forgot = False
+        if record is None:
+            record = RuleRecord(key)
+            was = False
+        else:
+            was = self._active_record(record, now)
+            forgot = record.stale(policy, now)
+            if forgot and self._unwritten and key in self._unwritten:  # what it held, as recording one at a time wrote it
+                self.storage.set_rule(key, self._unwritten.pop(key))
+            record.expire(policy, now)
+        record.add(verdict, now, note)
+        self._write_rule(key, record, forgot)
+        if blocked:
+            return
+        active = verdict is not Verdict.AGAINST and self._active_record(record, now)
+        if was and not active:
+            outcome.contradicted.append(key)
+            self._note_prior(key, held=False)
+            self._prior_ended(key, outcome)
+        elif not was and active:
+            outcome.activated.append(key)
+            self._note_prior(key, held=True, support=record.support)
+            if record.support < policy.min_observations and key.kind in PRIOR_KINDS:
+                self._leaning.setdefault(key.kind, set()).add(key)
+        elif was and verdict is Verdict.SUPPORT:
+            outcome.confirmed.append(key)
+            self._note_prior(key, held=True, support=record.support)
+        wide = _WIDE.get(key)
+        if wide is None:
+            wide = _wide(key)
+        if wide and (
+            verdict is Verdict.AGAINST or (verdict is Verdict.SUPPORT and (record.support == 1 or self._active_bulk(wide, now, records)))
+        ):
+            self._count_slow(records, blocked, wide, verdict, now, note, outcome)
 
     def _learn_observation(self, obs: Observation, src: str | None, tgt: str | None) -> Outcome | str:
         """What ``record_redirect`` or ``record_response`` learns from ``obs`` (its scheme forms given), or why it is skipped."""
