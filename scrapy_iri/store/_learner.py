@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 from .._schemes import SCHEMES
 from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
-from ._observation import LEARN_CHUNK, LearnSummary, Observation, batched, observation_forms, prefetch_keys
+from ._observation import LEARN_CHUNK, KnownFree, LearnSummary, Observation, batched, observation_forms, prefetch_keys
 from ._forms import form_spelling, has_userinfo, origin_of, scheme_form, short_cache, sink_key, source_key, spelling_key, split_form, split_fragment
 from ._psl import is_ip_host, site_of, www_partner
 from ._report import Explanation, explanation, export, rule_label, stats
@@ -56,6 +56,7 @@ from ._rules import (
     RuleStatus,
     Verdict,
     case_key,
+    case_key_of,
     generalized,
     judge,
     path_prefix,
@@ -188,15 +189,17 @@ def _facts(url: str) -> _Facts:
     return _Facts(host, "@" in authority, form_spelling(form), _origin(url))
 
 
+_NEW = tuple.__new__
 #: rule key -> the origin-wide rule it speaks for (``()``: none), for the keys counted last
 _WIDE: dict[RuleKey, RuleKey | tuple[()]] = {}
 
 
 def _wide(key: RuleKey) -> RuleKey | tuple[()]:
     """The origin-wide rule a directory's rule of a server-wide kind speaks for (see :meth:`EquivalenceStore._count_rule`)."""
+    origin, kind, scope = key
     found: RuleKey | tuple[()] = ()
-    if _GENERALIZES.get(key.kind) and not key.scope.startswith(ANYWHERE):
-        found = RuleKey(key.origin, key.kind, generalized(key.scope))
+    if _GENERALIZES.get(kind) and not scope.startswith(ANYWHERE):
+        found = _NEW(RuleKey, (origin, kind, generalized(scope)))
     if len(_WIDE) >= 1 << 14:
         _WIDE.clear()
     _WIDE[key] = found
@@ -793,6 +796,10 @@ class EquivalenceStore:
             self.storage.set_declared_case(case_key(u), u)
         return outcome
 
+    #: whether a rule record counted again within a bulk chunk is written once more at the chunk's
+    #: end rather than at every count (the storage holds the same object: the results are the same)
+    _defer_writes = True
+
     def learn(
         self,
         observations: Iterable[Observation],
@@ -816,7 +823,8 @@ class EquivalenceStore:
         at = _At(clock)
         done = 0
         # the cyclic collector waits while a chunk is learned (its objects form no cycles), and
-        # what was allocated before is kept out of its passes (given back at the end)
+        # what was allocated before a chunk, or by it, is kept out of its passes (given back at the
+        # end): only what reading the next observations allocates is scanned
         collecting = gc.isenabled()
         freeze = collecting and not gc.get_freeze_count()
         try:
@@ -827,16 +835,19 @@ class EquivalenceStore:
                     gc.disable()
                 forms = [observation_forms(obs) for obs in batch]
                 storage.refresh()
+                free: KnownFree = {}
                 if storage.reads_ahead:
-                    storage.prefetch(prefetch_keys(forms))
+                    storage.prefetch(prefetch_keys(forms, free))
                 self.clock = storage.clock = at
                 storage.recorded_time = True
-                self._unwritten = {}
-                self._learn_chunk(batch, forms, at, summary)
+                self._unwritten = {} if self._defer_writes else None
+                self._learn_chunk(batch, forms, at, summary, free)
                 self._write_unwritten()
                 self._unwritten = None
                 self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
                 summary.rules_contradicted += len(self._observed(Outcome()).contradicted)
+                if freeze:
+                    gc.freeze()
                 if collecting:
                     gc.enable()
                 done += len(batch)
@@ -853,7 +864,9 @@ class EquivalenceStore:
                 gc.unfreeze()
         return summary
 
-    def _learn_chunk(self, batch: list[Observation], forms: list[tuple[str | None, str | None]], at: _At, summary: LearnSummary) -> None:
+    def _learn_chunk(
+        self, batch: list[Observation], forms: list[tuple[str | None, str | None]], at: _At, summary: LearnSummary, free: KnownFree
+    ) -> None:
         """Learn one chunk: the common observations (redirects between hosts, documents) through the
         bulk kernel, each URL's facts computed once; the others as one-at-a-time recording does."""
         facts: dict[str, _Facts] = {}
@@ -873,12 +886,12 @@ class EquivalenceStore:
                 ft = facts.get(tgt)
                 if ft is None:
                     ft = facts[tgt] = _facts(tgt)
-                add(self._bulk_hop(src, status, tgt, obs.context, obs.location, obs.max_age, fs, ft))
+                add(self._bulk_hop(src, status, tgt, obs.context, obs.location, obs.max_age, fs, ft, free))
             elif status < 400:
                 fs = facts.get(src)
                 if fs is None:
                     fs = facts[src] = _facts(src)
-                add(self._bulk_answer(src, status, obs.context, fs))
+                add(self._bulk_answer(src, status, obs.context, fs, free))
             else:
                 add(self._learn_observation(obs, src, tgt))
 
@@ -892,6 +905,7 @@ class EquivalenceStore:
         lifetime: float | None,
         fs: _Facts,
         ft: _Facts,
+        known: KnownFree,
     ) -> Outcome:
         """:meth:`_learn_hop` in a bulk chunk, the URLs' facts given."""
         src_host, tgt_host = fs.host, ft.host
@@ -927,7 +941,7 @@ class EquivalenceStore:
                 notes.append("alias dropped: no longer a permanent redirect")
             self.storage.answered(src)
         hop = f"{src} -{status}-> {tgt}"
-        free = known_free(src)
+        free = known[src] if src in known else known_free(src)
         if free is not None:
             trusted = not flags and not sink and not cross_site
             agreed = (Verdict.SUPPORT if trusted else Verdict.NEUTRAL) if permanent else Verdict.AGAINST
@@ -950,19 +964,19 @@ class EquivalenceStore:
         """:func:`~._rules.predictions` of a covered URL whose predictions that need nothing known are given."""
         before, after = free
         known = self.storage.case_target
-        declared = None if known(case_key(url)) is None else declared_prediction(url, known)
+        declared = None if known(case_key_of(url)) is None else declared_prediction(url, known)
         if declared is None:
             return before + after if after else before
         return (*before, declared, *after)
 
-    def _bulk_answer(self, u: str, status: int, context: frozenset[str], fu: _Facts) -> Outcome:
+    def _bulk_answer(self, u: str, status: int, context: frozenset[str], fu: _Facts, known: KnownFree) -> Outcome:
         """:meth:`_learn_answer` in a bulk chunk (no note), the URL's facts given."""
         outcome = Outcome()
         context = frozenset(context) | ({USERINFO} if fu.userinfo else frozenset())
         now = self.clock()
         dropped = self._end_alias(u, outcome)
         self.storage.answered(u)
-        free = known_free(u)
+        free = known[u] if u in known else known_free(u)
         if free is not None:
             records = self.storage.rules_at(fu.origin)
             known = False
@@ -1027,7 +1041,7 @@ class EquivalenceStore:
                 self._count_slow(records, blocked, key, verdict, now, note, outcome)
             return
         ttl = self._policy.rule_ttl
-        write = self._write_rule
+        unwritten, written, set_rule = self._unwritten, self._written, self.storage.set_rule
         for key, verdict in judged:
             while True:  # the rule, then the origin-wide rule it speaks for
                 record = records.get(key)
@@ -1049,7 +1063,11 @@ class EquivalenceStore:
                     else:
                         self._count_slow(records, blocked, key, verdict, now, note, outcome)
                         break
-                    write(key, record, False)
+                    if unwritten is None or key not in written:  # as :meth:`_write_rule` writes
+                        set_rule(key, record)
+                        written.add(key)
+                    else:
+                        unwritten[key] = record
                     if not wide:
                         break
                     key = wide
@@ -1060,7 +1078,11 @@ class EquivalenceStore:
                         self._count_slow(records, blocked, key, verdict, now, note, outcome)
                         break
                     record = RuleRecord(key, 1, 0, now, now, 0.0, note, "")
-                    write(key, record, False)
+                    if unwritten is None or key not in written:  # as :meth:`_write_rule` writes
+                        set_rule(key, record)
+                        written.add(key)
+                    else:
+                        unwritten[key] = record
                     if not wide:
                         break
                     key = wide  # its first support: the origin-wide rule gains one
@@ -1078,7 +1100,11 @@ class EquivalenceStore:
                 record.support += 1
                 record.last_support = now
                 record.example = note
-                write(key, record, False)
+                if unwritten is None or key not in written:  # as :meth:`_write_rule` writes
+                    set_rule(key, record)
+                    written.add(key)
+                else:
+                    unwritten[key] = record
                 if active:
                     outcome.confirmed.append(key)
                     self._note_prior(key, held=True, support=record.support)

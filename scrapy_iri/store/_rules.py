@@ -83,12 +83,14 @@ def _nothing(key: str) -> str | None:
 
 
 
-@short_cache(1 << 13)
-def case_key(url: str) -> str:
-    """A URL with its path case-folded: what a case-insensitive server cannot tell apart (learning
-    asks twice per URL: read ahead, then the declared case)."""
+def case_key_of(url: str) -> str:
+    """A URL with its path case-folded: what a case-insensitive server cannot tell apart."""
     form = split_form(url)
     return Form(form.scheme, form.authority, form.path.lower(), form.query).unsplit()
+
+
+#: :func:`case_key_of`, the last results remembered (learning asks twice per URL: read ahead, then the declared case)
+case_key = short_cache(1 << 13)(case_key_of)
 
 
 def is_case_change(source: str, target: str) -> bool:

@@ -427,7 +427,7 @@ def test_rules_written_once_a_chunk_give_the_sqlite_merge_the_same_counts(
     runs = []
     for deferred in (True, False):
         if not deferred:
-            monkeypatch.setattr(EquivalenceStore, "_write_rule", lambda self, key, record, forgot: self.storage.set_rule(key, record))
+            monkeypatch.setattr(EquivalenceStore, "_defer_writes", False)
         commits.clear()
         for seed in range(4):
             store = open_store(f"sqlite:///{tmp_path}/{deferred}-{seed}.db", policy=POLICY, clock=Clock(T0))
