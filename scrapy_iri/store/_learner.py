@@ -190,6 +190,17 @@ def _facts(url: str) -> _Facts:
 
 
 _NEW = tuple.__new__
+#: origin -> the key of its block, for the origins counted last
+_BLOCKS: dict[str, RuleKey] = {}
+
+
+def _block_key(origin: str) -> RuleKey:
+    if len(_BLOCKS) >= 1 << 14:
+        _BLOCKS.clear()
+    found = _BLOCKS[origin] = RuleKey(origin, BLOCK)
+    return found
+
+
 #: rule key -> the origin-wide rule it speaks for (``()``: none), for the keys counted last
 _WIDE: dict[RuleKey, RuleKey | tuple[()]] = {}
 
@@ -934,6 +945,9 @@ class EquivalenceStore:
                     notes.append("alias dropped: the redirect may not be reused")
             if refusal:
                 notes.append(f"no alias: {refusal}")
+            elif lifetime is None and self.storage.alias(src) is None:  # a new alias (:meth:`_state_alias`)
+                self.storage.set_alias(src, Alias(src, tgt, status, now, None))
+                outcome.learned_alias = True
             else:
                 self._state_alias(src, tgt, status, now, lifetime, outcome)
         elif not permanent:
@@ -979,18 +993,18 @@ class EquivalenceStore:
         free = known[u] if u in known else known_free(u)
         if free is not None:
             records = self.storage.rules_at(fu.origin)
-            known = False
+            supported = False
             judged = []
             for prediction in self._predictions(u, free):
-                if not known:
+                if not supported:
                     record = records.get(prediction.key)
-                    known = record is not None and record.support > 0
+                    supported = record is not None and record.support > 0
                 judged.append((prediction.key, Verdict.AGAINST))
             if judged:
                 self._count_bulk(fu.origin, judged, now, f"{u} answered {status}", outcome)
         else:
-            known = False
-        if known or dropped:
+            supported = False
+        if supported or dropped:
             note = "alias dropped: answered for itself" if dropped else ""
             self.storage.add_evidence(Evidence(now, u, status, None, frozenset(context), note))
         if not context and self._declares_case(u, now):
@@ -1035,12 +1049,16 @@ class EquivalenceStore:
         (a counterexample to a rule already suspended or never supported, a support that leaves a
         rule a candidate or confirms an active one); the others as :meth:`_count_rule` makes them."""
         records = self.storage.rules_at(origin)
-        blocked = self._blocked(records, origin, now)
-        if blocked:
-            for key, verdict in judged:
-                self._count_slow(records, blocked, key, verdict, now, note, outcome)
-            return
         ttl = self._policy.rule_ttl
+        block_key = _BLOCKS.get(origin)
+        if block_key is None:
+            block_key = _block_key(origin)
+        block = records.get(block_key)
+        if block is not None and block.against and now - block.last_against <= ttl:  # :meth:`_blocked`
+            for key, verdict in judged:
+                self._count_slow(records, True, key, verdict, now, note, outcome)
+            return
+        blocked = False
         unwritten, written, set_rule = self._unwritten, self._written, self.storage.set_rule
         for key, verdict in judged:
             while True:  # the rule, then the origin-wide rule it speaks for
