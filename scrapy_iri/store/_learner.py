@@ -171,6 +171,9 @@ def _site_and_family(origin: str) -> tuple[str, str]:
     return _site(host), partner or host
 
 
+_NEW = tuple.__new__
+
+
 class _Facts(NamedTuple):
     """What learning in bulk asks of one scheme form, computed once per chunk."""
 
@@ -183,13 +186,14 @@ class _Facts(NamedTuple):
 def _facts(url: str) -> _Facts:
     """:func:`_host`, :func:`~._forms.has_userinfo`, :func:`~._forms.spelling_key` and the origin of ``url``, split once."""
     form = split_form(url)
-    authority = form.authority or ""
+    authority = form.authority
+    if authority is None:
+        return _Facts("", False, form_spelling(form), _origin(url))
     host = authority.rpartition("@")[2]
     host = host.partition("]")[0] + "]" if host.startswith("[") else host.partition(":")[0]
-    return _Facts(host, "@" in authority, form_spelling(form), _origin(url))
+    return _NEW(_Facts, (host, "@" in authority, form_spelling(form), f"{form.scheme}://{authority}"))
 
 
-_NEW = tuple.__new__
 #: origin -> the key of its block, for the origins counted last
 _BLOCKS: dict[str, RuleKey] = {}
 
@@ -882,6 +886,7 @@ class EquivalenceStore:
         bulk kernel, each URL's facts computed once; the others as one-at-a-time recording does."""
         facts: dict[str, _Facts] = {}
         add = summary.add
+        count = learned = activated = contradicted = 0  # what :meth:`LearnSummary.add` counts, for most outcomes
         for obs, (src, tgt) in zip(batch, forms):
             at.time = obs.time
             status = obs.status
@@ -897,7 +902,16 @@ class EquivalenceStore:
                 ft = facts.get(tgt)
                 if ft is None:
                     ft = facts[tgt] = _facts(tgt)
-                add(self._bulk_hop(src, status, tgt, obs.context, obs.location, obs.max_age, fs, ft, free))
+                outcome = self._bulk_hop(src, status, tgt, obs.context, obs.location, obs.max_age, fs, ft, free)
+                if outcome.ignored or outcome.dropped_alias or outcome.sink:
+                    add(outcome)
+                    continue
+                count += 1
+                learned += outcome.learned_alias
+                if outcome.activated:
+                    activated += len(outcome.activated)
+                if outcome.contradicted:
+                    contradicted += len(outcome.contradicted)
             elif status < 400:
                 fs = facts.get(src)
                 if fs is None:
@@ -905,6 +919,10 @@ class EquivalenceStore:
                 add(self._bulk_answer(src, status, obs.context, fs, free))
             else:
                 add(self._learn_observation(obs, src, tgt))
+        summary.observations += count
+        summary.aliases_learned += learned
+        summary.rules_activated += activated
+        summary.rules_contradicted += contradicted
 
     def _bulk_hop(
         self,
@@ -933,7 +951,7 @@ class EquivalenceStore:
             sources: list[str] = []
             sink = False
         else:
-            sources = self.storage.add_fanin(sink_key(tgt), source_key(src), policy.sink_fanin)
+            sources = self.storage.add_fanin(sink_key(tgt), src.partition("#")[0], policy.sink_fanin)  # its source_key
             sink = outcome.sink = len(sources) >= policy.sink_fanin
         cross_site = src_host != tgt_host and not _same_site(src_host, tgt_host)
         permanent = status in PERMANENT
@@ -960,7 +978,12 @@ class EquivalenceStore:
             trusted = not flags and not sink and not cross_site
             agreed = (Verdict.SUPPORT if trusted else Verdict.NEUTRAL) if permanent else Verdict.AGAINST
             judged = []
-            for prediction in self._predictions(src, free):
+            before, after = free
+            known_case = self.storage.case_target
+            if known_case(case_key_of(src)) is not None:
+                before = self._predictions(src, free)
+                after = ()
+            for prediction in (*before, *after) if after else before:
                 verdict = agreed if prediction.target == tgt else Verdict.AGAINST
                 if verdict is not Verdict.NEUTRAL:
                     judged.append((prediction.key, verdict))
