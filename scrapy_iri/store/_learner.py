@@ -30,7 +30,7 @@ from .._schemes import SCHEMES
 from ..errors import StoreError
 from ._evidence import USERINFO, Alias, Evidence
 from ._observation import LEARN_CHUNK, KnownFree, LearnSummary, Observation, batched, observation_forms, prefetch_keys
-from ._forms import form_spelling, has_userinfo, origin_of, scheme_form, short_cache, sink_key, source_key, spelling_key, split_form, split_fragment
+from ._forms import CACHED_LENGTH, form_spelling, has_userinfo, origin_of, scheme_form, short_cache, sink_key, source_key, spelling_key, split_form, split_fragment
 from ._psl import is_ip_host, site_of, www_partner
 from ._report import Explanation, explanation, export, rule_label, stats
 from ._resolution import Resolution, Step
@@ -199,9 +199,11 @@ _BLOCKS: dict[str, RuleKey] = {}
 
 
 def _block_key(origin: str) -> RuleKey:
-    if len(_BLOCKS) >= 1 << 14:
-        _BLOCKS.clear()
-    found = _BLOCKS[origin] = RuleKey(origin, BLOCK)
+    found = RuleKey(origin, BLOCK)
+    if len(origin) <= CACHED_LENGTH:  # a hostile origin is never held
+        if len(_BLOCKS) >= 1 << 14:
+            _BLOCKS.clear()
+        _BLOCKS[origin] = found
     return found
 
 
@@ -215,9 +217,10 @@ def _wide(key: RuleKey) -> RuleKey | tuple[()]:
     found: RuleKey | tuple[()] = ()
     if _GENERALIZES.get(kind) and not scope.startswith(ANYWHERE):
         found = _NEW(RuleKey, (origin, kind, generalized(scope)))
-    if len(_WIDE) >= 1 << 14:
-        _WIDE.clear()
-    _WIDE[key] = found
+    if len(origin) + len(scope) <= CACHED_LENGTH:  # a hostile key is never held
+        if len(_WIDE) >= 1 << 14:
+            _WIDE.clear()
+        _WIDE[key] = found
     return found
 
 
@@ -256,9 +259,11 @@ _FAMILIES: dict[str, tuple[str, str]] = {}
 def _family_of(origin: str) -> tuple[str, str]:
     found = _FAMILIES.get(origin)
     if found is None:
-        if len(_FAMILIES) >= 1 << 14:
-            _FAMILIES.clear()
-        found = _FAMILIES[origin] = _site_and_family(origin)
+        found = _site_and_family(origin)
+        if len(origin) <= CACHED_LENGTH:  # a hostile origin is never held
+            if len(_FAMILIES) >= 1 << 14:
+                _FAMILIES.clear()
+            _FAMILIES[origin] = found
     return found
 
 

@@ -29,7 +29,7 @@ from enum import Enum
 from typing import NamedTuple
 
 from .._grammar import SPLIT as _SPLIT
-from ._forms import Form, origin_of, short_cache, split_form
+from ._forms import CACHED_LENGTH, Form, origin_of, short_cache, split_form
 from ._psl import WWW, is_ip_host, www_partner
 
 #: statuses that make the source an exact alias of the target (RFC 9110 15.4)
@@ -423,9 +423,11 @@ def known_free(url: str) -> tuple[tuple[Prediction, ...], tuple[Prediction, ...]
     try:
         host_rules = _HOST_RULES[origin]
     except KeyError:
-        if len(_HOST_RULES) >= _HOST_RULES_HELD:
-            _HOST_RULES.clear()
-        host_rules = _HOST_RULES[origin] = _host_rules(scheme, authority)
+        host_rules = _host_rules(scheme, authority)
+        if end <= CACHED_LENGTH:  # a hostile origin is never held
+            if len(_HOST_RULES) >= _HOST_RULES_HELD:
+                _HOST_RULES.clear()
+            _HOST_RULES[origin] = host_rules
     if host_rules is None:
         return None
     head, sep, _ = path[1:].partition("/")

@@ -459,3 +459,32 @@ def test_learn_counts_the_prior_of_a_partner_origin() -> None:
         learner = MemoryStore(policy, clock=Clock(now))
         assert summary_totals(learner.learn(observations, chunk=chunk)) == expected_totals
         assert state(learner, now, universe()) == state(reference, now, universe())
+
+
+def test_hostile_hosts_are_learned_alike_and_never_held() -> None:
+    """Hosts longer than the learner's memories keep: learned alike in bulk and one at a time, and no
+    memory of the bulk learner holds one (each would otherwise stay until thousands of others came)."""
+    from scrapy_iri.store import _learner, _rules
+    from scrapy_iri.store._forms import CACHED_LENGTH
+
+    label = "h" * 60
+    host = ".".join([label] * (CACHED_LENGTH // 60 + 2)) + ".example"
+    observations = [
+        replace(obs, url=obs.url.replace("s1.example", host), target=obs.target and obs.target.replace("s1.example", host))
+        for obs in archive_stream(3, 1200)
+    ]
+    assert sum(host in obs.url for obs in observations) > 50
+    end = observations[-1].time + 1.0  # type: ignore[operator]
+    reference_clock = Clock(T0)
+    reference = MemoryStore(POLICY, clock=reference_clock)
+    expected_totals = record_one_at_a_time(reference, reference_clock, observations)
+    reference_clock.now = end
+    urls = [u.replace("s1.example", host) for u in universe()]
+    clock = Clock(T0)  # the session of the reference: an alias stated again is no confirmation of an earlier one
+    learner = MemoryStore(POLICY, clock=clock)
+    assert summary_totals(learner.learn(observations, chunk=64)) == expected_totals
+    clock.now = end
+    assert state(learner, end, urls) == state(reference, end, urls)
+    assert any(host in alias.source for alias in learner.aliases())
+    held = [*_rules._HOST_RULES, *_learner._BLOCKS, *_learner._FAMILIES, *(str(key) for key in _learner._WIDE)]
+    assert held and not any(host in key for key in held)
