@@ -171,102 +171,6 @@ def _site_and_family(origin: str) -> tuple[str, str]:
     return _site(host), partner or host
 
 
-_NEW = tuple.__new__
-
-
-class _Facts(NamedTuple):
-    """What learning in bulk asks of one scheme form, computed once per chunk."""
-
-    host: str
-    userinfo: bool
-    spelling: str
-    origin: str
-
-
-def _facts(url: str) -> _Facts:
-    """:func:`_host`, :func:`~._forms.has_userinfo`, :func:`~._forms.spelling_key` and the origin of ``url``, split once."""
-    form = split_form(url)
-    authority = form.authority
-    if authority is None:
-        return _Facts("", False, form_spelling(form), _origin(url))
-    host = authority.rpartition("@")[2]
-    host = host.partition("]")[0] + "]" if host.startswith("[") else host.partition(":")[0]
-    return _NEW(_Facts, (host, "@" in authority, form_spelling(form), f"{form.scheme}://{authority}"))
-
-
-#: origin -> the key of its block, for the origins counted last
-_BLOCKS: dict[str, RuleKey] = {}
-
-
-def _block_key(origin: str) -> RuleKey:
-    found = RuleKey(origin, BLOCK)
-    if len(origin) <= CACHED_LENGTH:  # a hostile origin is never held
-        if len(_BLOCKS) >= 1 << 14:
-            _BLOCKS.clear()
-        _BLOCKS[origin] = found
-    return found
-
-
-#: rule key -> the origin-wide rule it speaks for (``()``: none), for the keys counted last
-_WIDE: dict[RuleKey, RuleKey | tuple[()]] = {}
-
-
-def _wide(key: RuleKey) -> RuleKey | tuple[()]:
-    """The origin-wide rule a directory's rule of a server-wide kind speaks for (see :meth:`EquivalenceStore._count_rule`)."""
-    origin, kind, scope = key
-    found: RuleKey | tuple[()] = ()
-    if _GENERALIZES.get(kind) and not scope.startswith(ANYWHERE):
-        found = _NEW(RuleKey, (origin, kind, generalized(scope)))
-    if len(origin) + len(scope) <= CACHED_LENGTH:  # a hostile key is never held
-        if len(_WIDE) >= 1 << 14:
-            _WIDE.clear()
-        _WIDE[key] = found
-    return found
-
-
-class _PriorIndex:
-    """One prior kind's sites and host families where its rule held in this session, counted as the
-    learner's record of them (``held``: origin -> (site, family, support); it only grows) grows: what
-    :meth:`EquivalenceStore.prior` computes by a scan of every origin, in a few dictionary reads."""
-
-    __slots__ = ("held", "seen", "sites", "families")
-
-    def __init__(self, held: dict[str, tuple[str, str, int]]) -> None:
-        self.held = held
-        self.seen = 0
-        self.sites: dict[str, int] = {}
-        self.families: dict[str, int] = {}
-
-    def prior(self, origin: str) -> int:
-        held = self.held
-        if len(held) != self.seen:
-            if len(held) < self.seen:
-                self.seen, self.sites, self.families = 0, {}, {}
-            sites, families = self.sites, self.families
-            for s, f, _ in islice(held.values(), self.seen, None):
-                sites[s] = sites.get(s, 0) + 1
-                families[f] = families.get(f, 0) + 1
-            self.seen = len(held)
-        site, family = _family_of(origin)
-        found = len(self.sites) - (site in self.sites)
-        return found + (self.families.get(family, 0) - (origin in held) > 0)
-
-
-#: origin -> its site and host family (:func:`_site_and_family`), for the origins met last
-_FAMILIES: dict[str, tuple[str, str]] = {}
-
-
-def _family_of(origin: str) -> tuple[str, str]:
-    found = _FAMILIES.get(origin)
-    if found is None:
-        found = _site_and_family(origin)
-        if len(origin) <= CACHED_LENGTH:  # a hostile origin is never held
-            if len(_FAMILIES) >= 1 << 14:
-                _FAMILIES.clear()
-            _FAMILIES[origin] = found
-    return found
-
-
 class EquivalenceStore:
     """The learner: evidence, exact aliases and rules, and the representative of a URL.
 
@@ -1483,3 +1387,101 @@ class EquivalenceStore:
     def export(self, *, evidence: bool = False) -> Iterator[dict[str, Any]]:
         """Everything as JSON-ready dicts, each with a ``"type"``."""
         return export(self, evidence=evidence)
+
+
+# -- what learning in bulk keeps ---------------------------------------------
+
+_NEW = tuple.__new__
+
+
+class _Facts(NamedTuple):
+    """What learning in bulk asks of one scheme form, computed once per chunk."""
+
+    host: str
+    userinfo: bool
+    spelling: str
+    origin: str
+
+
+def _facts(url: str) -> _Facts:
+    """:func:`_host`, :func:`~._forms.has_userinfo`, :func:`~._forms.spelling_key` and the origin of ``url``, split once."""
+    form = split_form(url)
+    authority = form.authority
+    if authority is None:
+        return _Facts("", False, form_spelling(form), _origin(url))
+    host = authority.rpartition("@")[2]
+    host = host.partition("]")[0] + "]" if host.startswith("[") else host.partition(":")[0]
+    return _NEW(_Facts, (host, "@" in authority, form_spelling(form), f"{form.scheme}://{authority}"))
+
+
+#: origin -> the key of its block, for the origins counted last
+_BLOCKS: dict[str, RuleKey] = {}
+
+
+def _block_key(origin: str) -> RuleKey:
+    found = RuleKey(origin, BLOCK)
+    if len(origin) <= CACHED_LENGTH:  # a hostile origin is never held
+        if len(_BLOCKS) >= 1 << 14:
+            _BLOCKS.clear()
+        _BLOCKS[origin] = found
+    return found
+
+
+#: rule key -> the origin-wide rule it speaks for (``()``: none), for the keys counted last
+_WIDE: dict[RuleKey, RuleKey | tuple[()]] = {}
+
+
+def _wide(key: RuleKey) -> RuleKey | tuple[()]:
+    """The origin-wide rule a directory's rule of a server-wide kind speaks for (see :meth:`EquivalenceStore._count_rule`)."""
+    origin, kind, scope = key
+    found: RuleKey | tuple[()] = ()
+    if _GENERALIZES.get(kind) and not scope.startswith(ANYWHERE):
+        found = _NEW(RuleKey, (origin, kind, generalized(scope)))
+    if len(origin) + len(scope) <= CACHED_LENGTH:  # a hostile key is never held
+        if len(_WIDE) >= 1 << 14:
+            _WIDE.clear()
+        _WIDE[key] = found
+    return found
+
+
+class _PriorIndex:
+    """One prior kind's sites and host families where its rule held in this session, counted as the
+    learner's record of them (``held``: origin -> (site, family, support); it only grows) grows: what
+    :meth:`EquivalenceStore.prior` computes by a scan of every origin, in a few dictionary reads."""
+
+    __slots__ = ("held", "seen", "sites", "families")
+
+    def __init__(self, held: dict[str, tuple[str, str, int]]) -> None:
+        self.held = held
+        self.seen = 0
+        self.sites: dict[str, int] = {}
+        self.families: dict[str, int] = {}
+
+    def prior(self, origin: str) -> int:
+        held = self.held
+        if len(held) != self.seen:
+            if len(held) < self.seen:
+                self.seen, self.sites, self.families = 0, {}, {}
+            sites, families = self.sites, self.families
+            for s, f, _ in islice(held.values(), self.seen, None):
+                sites[s] = sites.get(s, 0) + 1
+                families[f] = families.get(f, 0) + 1
+            self.seen = len(held)
+        site, family = _family_of(origin)
+        found = len(self.sites) - (site in self.sites)
+        return found + (self.families.get(family, 0) - (origin in held) > 0)
+
+
+#: origin -> its site and host family (:func:`_site_and_family`), for the origins met last
+_FAMILIES: dict[str, tuple[str, str]] = {}
+
+
+def _family_of(origin: str) -> tuple[str, str]:
+    found = _FAMILIES.get(origin)
+    if found is None:
+        found = _site_and_family(origin)
+        if len(origin) <= CACHED_LENGTH:  # a hostile origin is never held
+            if len(_FAMILIES) >= 1 << 14:
+                _FAMILIES.clear()
+            _FAMILIES[origin] = found
+    return found
