@@ -129,17 +129,22 @@ def prefetch_keys(forms: Iterable[tuple[str | None, str | None]], free: KnownFre
     return Prefetch(frozenset(sources), frozenset(sinks), frozenset(cases), frozenset(origins), frozenset(rules))
 
 
+_NEW = tuple.__new__
+#: the kinds whose rules speak for an origin-wide rule too
+_GENERALIZING = frozenset(name for name, kind in KINDS_BY_NAME.items() if kind.generalizes)
+
+
 def rule_keys(url: str, origin: str, free: KnownFree | None = None) -> list[RuleKey]:
     """The rule records an observation of the scheme form ``url`` may count for, and its origin's block."""
-    keys = [RuleKey(origin, BLOCK)]
+    keys = [_NEW(RuleKey, (origin, BLOCK, ""))]
     found = known_free(url)
     if free is not None:
         free[url] = found
-    for prediction in () if found is None else (*found[0], *found[1]):
-        keys.append(prediction.key)
-        if KINDS_BY_NAME[prediction.key.kind].generalizes:
-            keys.append(RuleKey(origin, prediction.key.kind, generalized(prediction.key.scope)))
+    for key, _ in () if found is None else (*found[0], *found[1]):
+        keys.append(key)
+        if key[1] in _GENERALIZING:
+            keys.append(_NEW(RuleKey, (origin, key[1], generalized(key[2]))))
     path = split_form(url).path
     if path.lower() != path.upper():
-        keys.append(RuleKey(origin, DECLARED_CASE, path_prefix(path.lower())))
+        keys.append(_NEW(RuleKey, (origin, DECLARED_CASE, path_prefix(path.lower()))))
     return keys
