@@ -28,11 +28,18 @@ then measures in a fresh process:
     nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode learn --record-more 10000
     nice .venv/bin/python benchmarks/store_bench.py --aliases 1000000 --mode redis-learn --record-more 10000
     nice .venv/bin/python benchmarks/store_bench.py --aliases 100000 --mode memory-learn
+    nice .venv/bin/python benchmarks/store_bench.py --aliases 20000 --mode memory-learn --web archive-10
+    nice .venv/bin/python benchmarks/store_bench.py --aliases 20000 --mode learn --web archive-1000
 
 ``--record-more K`` adds K observations through ``record_redirect`` to the
 store once it is built, and reports their throughput (learning at that
 size; the store then holds N + K aliases, and the lookups are measured on
 it).
+
+``--web archive-10`` / ``archive-1000`` makes the learn modes learn N
+observations an archive recorded on 10 or 1,000 sites that follow
+conventions (:func:`archive_captures`) instead of N one-off moves; only the
+learning rate is measured then.
 
 ``--mode redis`` writes the aliases into a private ``redis-server`` in the
 Redis store's layout and measures opening a ``RedisStore`` on it the same way.
@@ -67,6 +74,68 @@ def target(i: int) -> str:
     return f"http://www.site{i % HOSTS}.example/articles/{i}"
 
 
+def archive_captures(n: int, hosts: int, seed: int = 1) -> list[Any]:
+    """``n`` observations as a web archive records a crawl of ``hosts`` sites that follow conventions.
+
+    Each capture asks for a page in some spelling and follows the site's
+    permanent redirects one convention at a time (``http`` -> ``https``,
+    ``www.`` -> apex, ``/Docs/`` -> ``/docs/``, ``index.html`` -> the
+    directory, a slash added to a numbered directory), then records the page's
+    200; a few captures meet a temporary redirect (302, never an alias), an
+    error, or a page moved for good (a one-off 301 that refutes the
+    conventions' candidates). Captures come in date order, one second apart.
+    """
+    from scrapy_iri.store import Observation
+
+    rng = random.Random(seed)
+    now = 1_700_000_000.0
+    out: list[Any] = []
+    while len(out) < n:
+        host = f"site{rng.randrange(hosts)}.example"
+        page = rng.randrange(20_000)
+        path = f"/docs/part-{page % 40}/page-{page}/"
+        final = f"https://{host}{path}"
+        roll = rng.random()
+        if roll < 0.05:  # a temporary redirect: never an alias, a counterexample to what it covers
+            out.append(Observation(f"https://{host}/latest-{page % 7}", 302, final, time=now))
+        elif roll < 0.07:
+            out.append(Observation(f"https://{host}/missing-{page}", 404, time=now))
+        elif roll < 0.10:  # a page moved for good: an alias, and the conventions it covers refuted
+            out.append(Observation(f"https://{host}/old/page-{page}.html", 301, final, time=now))
+        else:
+            scheme = "http" if rng.random() < 0.6 else "https"
+            www = "www." if rng.random() < 0.4 else ""
+            docs = "/Docs" if rng.random() < 0.1 else "/docs"
+            tail = rng.choice(["/", "", "/index.html"]) if rng.random() < 0.4 else "/"
+            url = f"{scheme}://{www}{host}{docs}/part-{page % 40}/page-{page}{tail}"
+            for step in (
+                lambda u: u.replace("http://", "https://", 1),
+                lambda u: u.replace("://www.", "://", 1),
+                lambda u: u.replace("/Docs/", "/docs/", 1),
+                lambda u: u[: -len("index.html")] if u.endswith("/index.html") else u,
+                lambda u: u if u.endswith("/") else u + "/",
+            ):
+                hop = step(url)
+                if hop != url:
+                    now += 1.0
+                    out.append(Observation(url, 301, hop, time=now))
+                    url = hop
+            out.append(Observation(final, 200, time=now))
+        now += 1.0
+    return out[:n]
+
+
+def observations(web: str, n: int) -> list[Any]:
+    """The ``n`` observations of a benchmark web: ``moves`` (one-off moves, each refuting two
+    candidates: :func:`source` -> :func:`target`), ``archive-10`` or ``archive-1000`` (:func:`archive_captures`)."""
+    from scrapy_iri.store import Observation
+
+    if web == "moves":
+        now = time.time()
+        return [Observation(source(i), 301, target(i), time=now) for i in range(n)]
+    return archive_captures(n, int(web.partition("-")[2]))
+
+
 def record_more(path: Path | str, n: int, more: int) -> dict[str, Any]:
     """``more`` observations through ``record_redirect`` into the store of ``n`` aliases: learning at that size."""
     from scrapy_iri.store import open_store
@@ -81,7 +150,7 @@ def record_more(path: Path | str, n: int, more: int) -> dict[str, Any]:
     return {"record_more": more, "record_more_per_s": round(more / seconds), "record_more_cpu_per_s": round(more / cpu)}
 
 
-def build(path: Path, n: int, mode: str) -> dict[str, Any]:
+def build(path: Path, n: int, mode: str, web: str = "moves") -> dict[str, Any]:
     from scrapy_iri.store import Alias, open_store
 
     path.unlink(missing_ok=True)
@@ -91,7 +160,7 @@ def build(path: Path, n: int, mode: str) -> dict[str, Any]:
             now = time.time()
             store.bulk_aliases(Alias(source(i), target(i), 301, now) for i in range(n))  # type: ignore[attr-defined]
         elif mode == "learn":
-            return learn_into(store, n) | {"file_mb": round(path.stat().st_size / 1e6)}
+            return learn_into(store, n, web) | {"file_mb": round(path.stat().st_size / 1e6)}
         else:
             for i in range(n):
                 store.record_redirect(source(i), 301, target(i))
@@ -99,13 +168,12 @@ def build(path: Path, n: int, mode: str) -> dict[str, Any]:
     return {"build_s": round(seconds, 1), "build_per_s": round(n / seconds), "file_mb": round(path.stat().st_size / 1e6)}
 
 
-def learn_into(store: Any, n: int) -> dict[str, Any]:
-    """Build a store of ``n`` aliases with ``learn()``: the bulk learning rate (wall and CPU)."""
-    from scrapy_iri.store import Observation
-
-    now = time.time()
+def learn_into(store: Any, n: int, web: str = "moves") -> dict[str, Any]:
+    """Build a store with ``learn()`` from ``n`` observations of ``web`` (``moves``: ``n`` aliases): the
+    bulk learning rate (wall and CPU; the observations are made before the clocks start)."""
+    made = observations(web, n)
     started, cpu = time.perf_counter(), time.process_time()
-    store.learn(Observation(source(i), 301, target(i), time=now) for i in range(n))
+    store.learn(made)
     store.flush()
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     return {"build_s": round(seconds, 1), "build_per_s": round(n / seconds), "build_cpu_per_s": round(n / cpu)}
@@ -196,6 +264,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--aliases", type=int, default=1_000_000)
     parser.add_argument("--mode", choices=["bulk", "record", "learn", "redis", "redis-learn", "memory-learn"], default="bulk")
+    parser.add_argument(
+        "--web", choices=["moves", "archive-10", "archive-1000"], default="moves",
+        help="what the learn modes learn: one-off moves (N aliases), or an archive's captures of 10 or 1,000 conventional sites (N observations)",
+    )  # fmt: skip
     parser.add_argument("--dir", type=Path, default=Path("/tmp/scrapy-iri-store-bench"))
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # the fresh measuring process
     parser.add_argument("--reuse", action="store_true", help="measure the store built by an earlier run")
@@ -208,13 +280,35 @@ def main() -> None:
         print(json.dumps(measure(args.measure, args.aliases)))  # type: ignore[arg-type]
         return
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    if args.web != "moves" and args.mode not in ("learn", "redis-learn", "memory-learn"):
+        parser.error("--web is for the learn modes")
+    name = f"{args.mode}-{args.aliases}" + ("" if args.web == "moves" else f"-{args.web}")
+    if args.web != "moves" and args.mode != "memory-learn":  # the learning rate alone: the lookups measure the moves' aliases
+        from scrapy_iri.store import open_store
+
+        if args.mode == "learn":
+            args.dir.mkdir(parents=True, exist_ok=True)
+            path = args.dir / f"{name}.db"
+            path.unlink(missing_ok=True)
+            with open_store(f"sqlite:///{path}") as store:
+                row = learn_into(store, args.aliases, args.web)
+        else:
+            from redis_bench import redis_server
+
+            with redis_server() as url, open_store(f"{url}?namespace=bench") as store:
+                row = learn_into(store, args.aliases, args.web)
+        print(f"{name}: {row}")
+        results.update(json.loads(RESULTS.read_text()) if RESULTS.exists() else {})
+        results[name] = row
+        RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+        return
     if args.mode == "memory-learn":  # the learner alone: no file, no server, nothing to open again
         from scrapy_iri.store import open_store
 
-        row = learn_into(open_store("memory:"), args.aliases)
-        print(f"{args.mode}-{args.aliases}: {row}")
+        row = learn_into(open_store("memory:"), args.aliases, args.web)
+        print(f"{name}: {row}")
         results.update(json.loads(RESULTS.read_text()) if RESULTS.exists() else {})
-        results[f"{args.mode}-{args.aliases}"] = row
+        results[name] = row
         RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
         return
     if args.mode in ("redis", "redis-learn"):

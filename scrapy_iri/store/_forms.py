@@ -132,8 +132,8 @@ def sink_key(url: str) -> str:
     count sources for (the key only counts; nothing is merged by it).
     """
     form = split_form(url.partition("#")[0])
-    path = _PARAMS.sub("", form.path).rstrip("/").lower() or "/"
-    return form._replace(path=path, query=None).unsplit()
+    path = _PARAMS.sub("", form.path) if ";" in form.path else form.path
+    return Form(form.scheme, form.authority, path.rstrip("/").lower() or "/", None).unsplit()
 
 
 def source_key(url: str) -> str:
@@ -153,10 +153,14 @@ def spelling_key(url: str) -> str:
     written (``http://www.x/Docs/index.html`` -> ``https://x/docs/``): it is
     not a sign of many pages sent to one, so it never counts towards a sink.
     """
-    form = split_form(url.partition("#")[0])
+    return form_spelling(split_form(url.partition("#")[0]))
+
+
+def form_spelling(form: Form) -> str:
+    """:func:`spelling_key` of a split URL."""
     host = (form.authority or "").rpartition("@")[2].lower()
     host = host[4:] if host.startswith("www.") else host
-    path = _PARAMS.sub("", form.path).lower()
+    path = (_PARAMS.sub("", form.path) if ";" in form.path else form.path).lower()
     head, _, last = path.rpartition("/")
     if last in ("index.html", "index.htm", "index.php", "default.htm", "default.html", "default.asp", "default.aspx"):
         path = head

@@ -14,7 +14,7 @@ from itertools import islice
 from typing import Any
 
 from ._forms import origin_of, scheme_form, sink_key, split_form
-from ._rules import BLOCK, DECLARED_CASE, KINDS_BY_NAME, REDIRECTS, RuleKey, case_key, generalized, path_prefix, predictions
+from ._rules import BLOCK, DECLARED_CASE, KINDS_BY_NAME, REDIRECTS, Prediction, RuleKey, case_key, generalized, known_free, path_prefix
 
 #: observations learned together: their reads in a few round trips, their writes in one commit
 LEARN_CHUNK = 2000
@@ -107,8 +107,13 @@ def observation_forms(obs: Observation) -> tuple[str | None, str | None]:
     return src, tgt
 
 
-def prefetch_keys(forms: Iterable[tuple[str | None, str | None]]) -> Prefetch:
-    """The keys a chunk of observations (their scheme forms) reads from the storage."""
+#: what :func:`~._rules.known_free` answers for a URL, remembered for one chunk
+KnownFree = dict[str, "tuple[tuple[Prediction, ...], tuple[Prediction, ...]] | None"]
+
+
+def prefetch_keys(forms: Iterable[tuple[str | None, str | None]], free: KnownFree | None = None) -> Prefetch:
+    """The keys a chunk of observations (their scheme forms) reads from the storage; each source's
+    predictions that need nothing known are kept in ``free``, when given, for the chunk's learning."""
     sources, sinks, cases, origins = set(), set(), set(), set()
     rules: set[RuleKey] = set()
     for src, tgt in forms:
@@ -120,18 +125,26 @@ def prefetch_keys(forms: Iterable[tuple[str | None, str | None]]) -> Prefetch:
         origins.add(origin)
         if tgt is not None:
             sinks.add(sink_key(tgt))
-        rules.update(rule_keys(src, origin))
+        rules.update(rule_keys(src, origin, free))
     return Prefetch(frozenset(sources), frozenset(sinks), frozenset(cases), frozenset(origins), frozenset(rules))
 
 
-def rule_keys(url: str, origin: str) -> list[RuleKey]:
+_NEW = tuple.__new__
+#: the kinds whose rules speak for an origin-wide rule too
+_GENERALIZING = frozenset(name for name, kind in KINDS_BY_NAME.items() if kind.generalizes)
+
+
+def rule_keys(url: str, origin: str, free: KnownFree | None = None) -> list[RuleKey]:
     """The rule records an observation of the scheme form ``url`` may count for, and its origin's block."""
-    keys = [RuleKey(origin, BLOCK)]
-    for prediction in predictions(url):
-        keys.append(prediction.key)
-        if KINDS_BY_NAME[prediction.key.kind].generalizes:
-            keys.append(RuleKey(origin, prediction.key.kind, generalized(prediction.key.scope)))
+    keys = [_NEW(RuleKey, (origin, BLOCK, ""))]
+    found = known_free(url)
+    if free is not None:
+        free[url] = found
+    for key, _ in () if found is None else (*found[0], *found[1]):
+        keys.append(key)
+        if key[1] in _GENERALIZING:
+            keys.append(_NEW(RuleKey, (origin, key[1], generalized(key[2]))))
     path = split_form(url).path
     if path.lower() != path.upper():
-        keys.append(RuleKey(origin, DECLARED_CASE, path_prefix(path.lower())))
+        keys.append(_NEW(RuleKey, (origin, DECLARED_CASE, path_prefix(path.lower()))))
     return keys

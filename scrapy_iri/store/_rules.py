@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
-from ._forms import Form, origin_of, short_cache, split_form
+from .._grammar import SPLIT as _SPLIT
+from ._forms import CACHED_LENGTH, Form, origin_of, short_cache, split_form
 from ._psl import WWW, is_ip_host, www_partner
 
 #: statuses that make the source an exact alias of the target (RFC 9110 15.4)
@@ -82,12 +83,14 @@ def _nothing(key: str) -> str | None:
 
 
 
-@short_cache(1 << 13)
-def case_key(url: str) -> str:
-    """A URL with its path case-folded: what a case-insensitive server cannot tell apart (learning
-    asks twice per URL: read ahead, then the declared case)."""
+def case_key_of(url: str) -> str:
+    """A URL with its path case-folded: what a case-insensitive server cannot tell apart."""
     form = split_form(url)
-    return form._replace(path=form.path.lower()).unsplit()
+    return Form(form.scheme, form.authority, form.path.lower(), form.query).unsplit()
+
+
+#: :func:`case_key_of`, the last results remembered (learning asks twice per URL: read ahead, then the declared case)
+case_key = short_cache(1 << 13)(case_key_of)
 
 
 def is_case_change(source: str, target: str) -> bool:
@@ -345,11 +348,19 @@ def predictions(url: str, known: Known = _nothing) -> Iterator[Prediction]:
     before, after = found
     yield from before
     if known is not _nothing:
-        form = split_form(url)
-        declared = _declared_case(form, known)
+        declared = declared_prediction(url, known)
         if declared is not None:
-            yield Prediction(RuleKey(form.origin, DECLARED_CASE, declared[0]), declared[1].unsplit())
+            yield declared
     yield from after
+
+
+def declared_prediction(url: str, known: Known) -> Prediction | None:
+    """The prediction of the declared-case rule for a scheme form a rule covers, from what is ``known``."""
+    form = split_form(url)
+    declared = _declared_case(form, known)
+    if declared is None:
+        return None
+    return Prediction(RuleKey(form.origin, DECLARED_CASE, declared[0]), declared[1].unsplit())
 
 
 #: the kinds whose prediction depends on the URL alone, before and after the declared case
@@ -377,6 +388,73 @@ def _known_free(url: str) -> tuple[tuple[Prediction, ...], tuple[Prediction, ...
         return None
     origin = form.origin
     return _predicted(form, origin, _BEFORE_DECLARED), _predicted(form, origin, _AFTER_DECLARED)
+
+
+#: an origin -> (kind, target origin) of each host-wide convention that covers its URLs, in
+#: :data:`KINDS` order (``None``: no rule covers the origin)
+_HOST_RULES: dict[str, tuple[tuple[str, str], ...] | None] = {}
+_HOST_RULES_HELD = 1 << 14
+_NEW = tuple.__new__
+
+
+def _host_rules(scheme: str, authority: str) -> tuple[tuple[str, str], ...] | None:
+    if not _covered_host(authority):
+        return None
+    host = Form(scheme, authority, "/", None).host
+    if host is None:
+        return ()
+    found: list[tuple[str, str]] = []
+    if scheme == "http":
+        found.append(("http-to-https", "https://" + authority))
+    partner = _partner(host)
+    if partner is not None:
+        found.append(("www-to-apex" if host.startswith(WWW) else "apex-to-www", f"{scheme}://{partner}"))
+    return tuple(found)
+
+
+def known_free(url: str) -> tuple[tuple[Prediction, ...], tuple[Prediction, ...]] | None:
+    """What :func:`_known_free` answers, each origin's host-wide conventions remembered (learning
+    in bulk: one call per observed URL, nothing kept per URL)."""
+    scheme, authority, path, query, _ = _SPLIT.fullmatch(url).groups()  # type: ignore[union-attr]
+    if scheme not in _SCHEMES or not authority or not path.startswith("/"):
+        return _known_free(url)
+    end = len(scheme) + 3 + len(authority)
+    origin = url[:end]
+    try:
+        host_rules = _HOST_RULES[origin]
+    except KeyError:
+        host_rules = _host_rules(scheme, authority)
+        if end <= CACHED_LENGTH:  # a hostile origin is never held
+            if len(_HOST_RULES) >= _HOST_RULES_HELD:
+                _HOST_RULES.clear()
+            _HOST_RULES[origin] = host_rules
+    if host_rules is None:
+        return None
+    head, sep, _ = path[1:].partition("/")
+    prefix = f"/{head}/" if sep else "/"
+    query = "" if query is None else "?" + query
+    before = [_NEW(Prediction, (_NEW(RuleKey, (origin, kind, prefix)), target + path + query)) for kind, target in host_rules]
+    name = path.rpartition("/")[2]
+    if name in DEFAULT_DOCUMENTS:
+        key = _NEW(RuleKey, (origin, "index-to-directory", f"{prefix} {name}"))
+        before.append(_NEW(Prediction, (key, origin + path[: -len(name)] + query)))
+    if _DIGIT.search(path) is not None:
+        template = path_template(path)
+        if template != path:
+            if not path.endswith("/"):
+                before.append(_NEW(Prediction, (_NEW(RuleKey, (origin, "add-slash", template)), f"{origin}{path}/{query}")))
+            elif len(path) >= 2:
+                before.append(_NEW(Prediction, (_NEW(RuleKey, (origin, "remove-slash", template)), origin + path[:-1] + query)))
+    form: Form | None = None
+    if path.lower() != path:
+        form = Form(scheme, authority, path, query[1:] if query else None)
+        found = _lowercase_path(form, _nothing)
+        if found is not None:
+            before.append(Prediction(RuleKey(origin, "lowercase-path", found[0]), found[1].unsplit()))
+    if "%" in path or _RAW.search(path) is not None:
+        form = form or Form(scheme, authority, path, query[1:] if query else None)
+        return tuple(before), _predicted(form, origin, _AFTER_DECLARED)
+    return tuple(before), ()
 
 
 def _predicted(form: Form, origin: str, kinds: tuple[RuleKind, ...]) -> tuple[Prediction, ...]:

@@ -24,7 +24,7 @@ import pytest
 from fixtures.stores import Clock
 
 from scrapy_iri.store import EquivalenceStore, LearningPolicy, MemoryStore, Observation, Outcome, open_store
-from scrapy_iri.store._rules import REDIRECTS
+from scrapy_iri.store._rules import PRIOR_SITES, REDIRECTS
 
 T0 = 1_700_000_000.0
 POLICY = LearningPolicy(min_observations=2, sink_fanin=3, rule_ttl=5 * 86400.0)
@@ -102,6 +102,76 @@ def stream(seed: int, n: int) -> list[Observation]:
     return out
 
 
+SITES = [f"s{i}.example" for i in range(8)] + ["shop.co.uk", "10.0.0.2", "d.example:8443"]
+
+
+def archive_stream(seed: int, n: int) -> list[Observation]:
+    """``n`` captures as an archive records sites that follow conventions, in date order.
+
+    Each capture spells a page some way and follows the site's permanent
+    redirects one convention at a time (``http`` -> ``https``, ``www.`` ->
+    apex, ``/Docs/`` -> ``/docs/``, ``index.html`` -> the directory, a slash
+    on a numbered directory), then the page answers 200 (and declares its
+    case). Around them: sites that break a convention (a 200 at the
+    unredirected URL, a 302 where others answer 301, a redirect elsewhere),
+    temporary redirects, one-off moves, sinks, later captures that answer for
+    a URL that redirected, redirects that may not be reused (``max_age`` 0)
+    or say how long they last, context-dependent exchanges, and gaps longer
+    than the rule and alias lifetimes. Enough sites follow the host-wide
+    conventions to make and end priors across sites.
+    """
+    rng = random.Random(seed)
+    now = T0
+    out: list[Observation] = []
+    broken = {rng.choice(SITES)}
+    redirected: list[str] = []
+    while len(out) < n:
+        gap = rng.random()
+        now += POLICY.rule_ttl + 60.0 if gap < 0.01 else POLICY.alias_ttl + 60.0 if gap < 0.02 else rng.choice([1.0, 20.0, 900.0])
+        site = rng.choice(SITES)
+        page = rng.randrange(30)
+        final = f"https://{site}/docs/p-{page % 4}/page-{page}/"
+        roll = rng.random()
+        if roll < 0.06:
+            out.append(Observation(f"https://{site}/latest-{page % 3}", rng.choice([302, 303, 307]), final, time=now))
+        elif roll < 0.10:  # a page moved for good, or a login page many pages fall into
+            url = f"https://{site}/old/page-{page}.html"
+            target = final if rng.random() < 0.5 else f"https://{SITES[page % 2]}/login?next={page}"
+            out.append(Observation(url, rng.choice([301, 308]), target, time=now, max_age=rng.choice([None, None, 0.0, 3600.0])))
+        elif roll < 0.14:  # a later capture: the URL answers for itself, is gone, or redirects elsewhere
+            url = rng.choice(redirected) if redirected else f"http://www.{site}/Docs/p-{page % 4}/page-{page}"
+            status = rng.choice([200, 200, 404, 410, 302, 301])
+            target = f"https://{site}/elsewhere/{page}" if status in REDIRECTS else None
+            out.append(Observation(url, status, target, time=now))
+        elif roll < 0.18 or site in broken and roll < 0.4:  # a site that answers where others redirect
+            url = rng.choice([f"http://{site}/docs/p-1/page-{page}/", f"https://www.{site}/docs/p-1/page-{page}/", f"https://{site}/docs/p-1/page-{page}"])
+            out.append(Observation(url, rng.choice([200, 200, 302]), final if rng.random() < 0.5 else None, time=now))
+            if out[-1].status in REDIRECTS and out[-1].target is None:
+                out[-1] = replace(out[-1], status=200)
+        else:
+            scheme = "http" if rng.random() < 0.6 else "https"
+            www = "www." if rng.random() < 0.4 else ""
+            docs = "/Docs" if rng.random() < 0.15 else "/docs"
+            tail = rng.choice(["/", "", "/index.html", "/INDEX.HTML"]) if rng.random() < 0.5 else "/"
+            url = f"{scheme}://{www}{site}{docs}/p-{page % 4}/page-{page}{tail}"
+            context = frozenset({"set-cookie"}) if rng.random() < 0.05 else frozenset()
+            for step in (
+                lambda u: u.replace("http://", "https://", 1),
+                lambda u: u.replace("://www.", "://", 1),
+                lambda u: u.replace("/Docs/", "/docs/", 1).replace("/INDEX.HTML", "/index.html"),
+                lambda u: u[: -len("index.html")] if u.endswith("/index.html") else u,
+                lambda u: u if u.endswith("/") else u + "/",
+            ):
+                hop = step(url)
+                if hop != url:
+                    now += 1.0
+                    out.append(Observation(url, 301, hop, context, time=now))
+                    redirected.append(url)
+                    url = hop
+            out.append(Observation(url, 200, context=context, time=now))
+    return out[:n]
+
+
 def record_one_at_a_time(store: EquivalenceStore, clock: Clock, observations: list[Observation]) -> Counter[str]:
     """What ``record_redirect`` / ``record_response`` learn, one observation at a time, each at its time."""
     totals: Counter[str] = Counter()
@@ -111,7 +181,9 @@ def record_one_at_a_time(store: EquivalenceStore, clock: Clock, observations: li
             if obs.target is None:
                 totals["skipped"] += 1
                 continue
-            outcome = store.record_redirect(obs.url, obs.status, obs.target, context=obs.context, location=obs.location)
+            outcome = store.record_redirect(
+                obs.url, obs.status, obs.target, context=obs.context, location=obs.location, lifetime=obs.max_age
+            )
         else:
             outcome = store.record_response(obs.url, obs.status, context=obs.context)
         store.flush()
@@ -158,7 +230,12 @@ def state(store: EquivalenceStore, now: float, urls: list[str]) -> dict[str, Any
 
 
 def universe() -> list[str]:
-    return [f"{s}://{h}{p}" for s in ("http", "https") for h in HOSTS for p in PATHS]
+    archive = [
+        f"{s}://{w}{site}{d}/p-{k % 4}/page-{k}{t}"
+        for s in ("http", "https") for w in ("", "www.") for site in SITES for d in ("/docs", "/Docs")
+        for k in range(0, 30, 7) for t in ("/", "", "/index.html")
+    ]  # fmt: skip
+    return [f"{s}://{h}{p}" for s in ("http", "https") for h in HOSTS for p in PATHS] + archive
 
 
 class Opened:
@@ -168,16 +245,16 @@ class Opened:
         self.kind, self.tmp_path, self.request = kind, tmp_path, request
         self.stores: list[EquivalenceStore] = []
 
-    def open(self, clock: Clock) -> EquivalenceStore:
+    def open(self, clock: Clock, policy: LearningPolicy = POLICY) -> EquivalenceStore:
         store: EquivalenceStore
         if self.kind == "memory":
-            store = MemoryStore(POLICY, clock=clock)
+            store = MemoryStore(policy, clock=clock)
         elif self.kind == "sqlite":
             path = self.tmp_path / f"learn-{uuid.uuid4().hex[:8]}.db"
-            store = open_store(f"sqlite:///{path}", policy=POLICY, clock=clock)
+            store = open_store(f"sqlite:///{path}", policy=policy, clock=clock)
         else:
             url = self.request.getfixturevalue("redis_url")
-            store = open_store(f"{url}?namespace=learn-{uuid.uuid4().hex[:8]}", policy=POLICY, clock=clock)
+            store = open_store(f"{url}?namespace=learn-{uuid.uuid4().hex[:8]}", policy=policy, clock=clock)
         self.stores.append(store)
         return store
 
@@ -195,27 +272,50 @@ def opened(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_learn_equals_one_at_a_time(opened: Opened, seed: int) -> None:
-    observations = stream(seed, 400)
+    _check_learn_equals_one_at_a_time(opened, seed, stream(seed, 400))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_learn_equals_one_at_a_time_on_archive_captures(opened: Opened, seed: int) -> None:
+    """Two policies: with K = 3 a prior of one site (or of the host's partner origin) and one of two
+    sites need different numbers of observations; with K = 2 both need one."""
+    observations = archive_stream(seed, 700)
+    kinds = Counter(obs.status for obs in observations)
+    assert kinds[301] > 200 and kinds[200] > 100 and kinds[302] + kinds[303] + kinds[307] > 10
+    assert any(obs.max_age == 0.0 for obs in observations) and any(obs.context for obs in observations)
+    policy = POLICY if seed % 2 else replace(POLICY, min_observations=3)
+    _check_learn_equals_one_at_a_time(opened, seed, observations, archive=True, policy=policy)
+
+
+def _check_learn_equals_one_at_a_time(
+    opened: Opened, seed: int, observations: list[Observation], archive: bool = False, policy: LearningPolicy = POLICY
+) -> None:
     end = observations[-1].time + 1.0  # type: ignore[operator]
     urls = universe()
 
     reference_clock = Clock(T0)
-    reference = MemoryStore(POLICY, clock=reference_clock)
+    reference = MemoryStore(policy, clock=reference_clock)
     expected_totals = record_one_at_a_time(reference, reference_clock, observations)
     reference_clock.now = end
     expected = state(reference, end, urls)
     assert expected["aliases"] and expected["rules"] and expected["fanins"]  # the stream teaches something
     assert expected_totals["rules_activated"] and expected_totals["rules_contradicted"] and expected_totals["sinks"]
     assert any(status == "suspended" for status, *_ in expected["rules"].values())
+    if archive:  # the conventions made rules, some on the prior across sites alone, and cases were declared
+        assert expected["cases"] and expected_totals["aliases_dropped"]
+        held_on = {kind: {site for site, _, _ in held.values()} for kind, held in reference._held.items()}
+        assert max(map(len, held_on.values())) > PRIOR_SITES and reference._failed  # priors across sites made, and ended
+        kinds = {record.key.kind for record in reference.rules() if record.support}
+        assert kinds >= {"http-to-https", "www-to-apex", "index-to-directory", "add-slash", "lowercase-path"}
 
     loop_clock = Clock(T0)
-    looped = opened.open(loop_clock)
+    looped = opened.open(loop_clock, policy)
     assert record_one_at_a_time(looped, loop_clock, observations) == expected_totals
     loop_clock.now = end
     assert state(looped, end, urls) == expected
 
     clock = Clock(end)
-    learner = opened.open(clock)
+    learner = opened.open(clock, policy)
     summary = learner.learn(observations, chunk=random.Random(seed).choice([1, 7, 64, 5000]))
     assert summary_totals(summary) == expected_totals
     assert state(learner, end, urls) == expected
@@ -327,7 +427,7 @@ def test_rules_written_once_a_chunk_give_the_sqlite_merge_the_same_counts(
     runs = []
     for deferred in (True, False):
         if not deferred:
-            monkeypatch.setattr(EquivalenceStore, "_write_rule", lambda self, key, record, forgot: self.storage.set_rule(key, record))
+            monkeypatch.setattr(EquivalenceStore, "_defer_writes", False)
         commits.clear()
         for seed in range(4):
             store = open_store(f"sqlite:///{tmp_path}/{deferred}-{seed}.db", policy=POLICY, clock=Clock(T0))
@@ -336,3 +436,55 @@ def test_rules_written_once_a_chunk_give_the_sqlite_merge_the_same_counts(
         runs.append(list(commits))
     assert runs[0] == runs[1]
     assert sum(len(c) for c in runs[0]) > 100
+
+
+def test_learn_counts_the_prior_of_a_partner_origin() -> None:
+    """With K = 3, a convention that held on the host's partner origin (its other scheme, its ``www.``
+    or apex partner) lowers what the host needs to 2 observations, bulk or one at a time; one more
+    site where it held lowers it to 1."""
+    policy = replace(POLICY, min_observations=3)
+    observations = []
+    now = T0
+    for origin, pages in (("http://www.a.example", 3), ("https://www.a.example", 2), ("http://www.b.example", 3), ("https://www.c.example", 1)):
+        for i in range(pages):
+            now += 1.0
+            url = f"{origin}/d/page-{i}"
+            observations.append(Observation(url, 301, url.replace("://www.", "://"), time=now))
+    reference_clock = Clock(T0)
+    reference = MemoryStore(policy, clock=reference_clock)
+    expected_totals = record_one_at_a_time(reference, reference_clock, observations)
+    active = {str(r.key) for r in reference.rules() if reference.rule_status(r).value == "active" and r.key.kind == "www-to-apex"}
+    assert {"https://www.a.example www-to-apex /d/", "https://www.c.example www-to-apex /d/"} <= active
+    for chunk in (1, 3, 100):
+        learner = MemoryStore(policy, clock=Clock(now))
+        assert summary_totals(learner.learn(observations, chunk=chunk)) == expected_totals
+        assert state(learner, now, universe()) == state(reference, now, universe())
+
+
+def test_hostile_hosts_are_learned_alike_and_never_held() -> None:
+    """Hosts longer than the learner's memories keep: learned alike in bulk and one at a time, and no
+    memory of the bulk learner holds one (each would otherwise stay until thousands of others came)."""
+    from scrapy_iri.store import _learner, _rules
+    from scrapy_iri.store._forms import CACHED_LENGTH
+
+    label = "h" * 60
+    host = ".".join([label] * (CACHED_LENGTH // 60 + 2)) + ".example"
+    observations = [
+        replace(obs, url=obs.url.replace("s1.example", host), target=obs.target and obs.target.replace("s1.example", host))
+        for obs in archive_stream(3, 1200)
+    ]
+    assert sum(host in obs.url for obs in observations) > 50
+    end = observations[-1].time + 1.0  # type: ignore[operator]
+    reference_clock = Clock(T0)
+    reference = MemoryStore(POLICY, clock=reference_clock)
+    expected_totals = record_one_at_a_time(reference, reference_clock, observations)
+    reference_clock.now = end
+    urls = [u.replace("s1.example", host) for u in universe()]
+    clock = Clock(T0)  # the session of the reference: an alias stated again is no confirmation of an earlier one
+    learner = MemoryStore(POLICY, clock=clock)
+    assert summary_totals(learner.learn(observations, chunk=64)) == expected_totals
+    clock.now = end
+    assert state(learner, end, urls) == state(reference, end, urls)
+    assert any(host in alias.source for alias in learner.aliases())
+    held = [*_rules._HOST_RULES, *_learner._BLOCKS, *_learner._FAMILIES, *(str(key) for key in _learner._WIDE)]
+    assert held and not any(host in key for key in held)
