@@ -59,17 +59,18 @@ def _record_head(head: bytes) -> tuple[dict[str, str], int, int] | None:
     return headers, end + 4, int(length)
 
 
-def _block_head(headers: dict[str, str], block: bytes, length: int) -> bytes | None:
-    """What a capture reads of a block (:data:`Head`), or None when :func:`._warc.records` must decide."""
+def _block_head(headers: dict[str, str], member: bytes, start: int, length: int) -> bytes | None:
+    """What a capture reads of the block of ``length`` bytes at ``start`` in ``member`` (:data:`Head`; what
+    ``member`` holds of it), or None when :func:`._warc.records` must decide."""
     kind = headers.get("warc-type", "").lower()
-    if kind == "metadata":
-        return block if len(block) == length and length <= _warc.MAX_BLOCK else None
-    if kind != "response":
+    stop = start + length
+    if kind == "response":
+        end = member.find(b"\r\n\r\n", start, min(stop, start + MAX_HEADER))
+        if end >= 0:
+            return member[start : end + 4]
+    elif kind != "metadata":
         return b""
-    end = block.find(b"\r\n\r\n", 0, MAX_HEADER)
-    if end >= 0:
-        return block[: end + 4]
-    return block if len(block) == length and length <= _warc.MAX_BLOCK else None
+    return member[start:stop] if len(member) >= stop and length <= _warc.MAX_BLOCK else None
 
 
 def _rest(file: BinaryIO, start: int, end: int, skip: int = 0) -> Iterator[Head | BadRecord]:
@@ -108,7 +109,7 @@ def _gzip_heads(file: BinaryIO, first: int, end: int) -> Iterator[Head | BadReco
         if pos >= len(data):
             return
         start = base + pos
-        if data[pos : pos + 3] != _GZIP:
+        if not data.startswith(_GZIP, pos):
             # bytes that start no member: records() reports them as it reads on from the last member
             yield from _rest(file, last, end, 1) if last >= 0 else _rest(file, start, end)
             return
@@ -121,7 +122,7 @@ def _gzip_heads(file: BinaryIO, first: int, end: int) -> Iterator[Head | BadReco
             return
         if inflater.eof:
             pos += len(feed) - len(inflater.unused_data)
-            member, total, tail = out, len(out), out[-4:]
+            member, total, tail = out, len(out), None
         else:
             pos += len(feed) - len(inflater.unconsumed_tail)
             member, total, tail, pos, data, base, eof = _long_member(read, inflater, out, data, base, pos, eof)
@@ -134,11 +135,11 @@ def _gzip_heads(file: BinaryIO, first: int, end: int) -> Iterator[Head | BadReco
             yield from _rest(file, start, end)
             return
         headers, block_start, length = framed
-        if total != block_start + length + 4 or tail != b"\r\n\r\n":
+        ending = member.endswith(b"\r\n\r\n") if tail is None else tail == b"\r\n\r\n"
+        if total != block_start + length + 4 or not ending:
             yield from _rest(file, start, end)
             return
-        block = member[block_start : block_start + length]
-        found = _block_head(headers, block, length)
+        found = _block_head(headers, member, block_start, length)
         if found is None:
             yield from _rest(file, start, end)
             return
@@ -204,11 +205,10 @@ def _plain_heads(file: BinaryIO, position: int, size: int) -> Iterator[Head | Ba
             yield from _rest(file, position, size)
             return
         kind = headers.get("warc-type", "").lower()
-        block = head[block_start : block_start + length]
-        if len(block) < length and (kind == "metadata" and length <= _warc.MAX_BLOCK or kind == "response"):
+        if len(head) < block_start + length and (kind == "metadata" and length <= _warc.MAX_BLOCK or kind == "response"):
             file.seek(position + block_start)
-            block = file.read(length if kind == "metadata" else min(length, MAX_HEADER))
-        found = _block_head(headers, block, length)
+            head = head[:block_start] + file.read(length if kind == "metadata" else min(length, MAX_HEADER))
+        found = _block_head(headers, head, block_start, length)
         file.seek(after)
         if found is None or file.read(4) != b"\r\n\r\n":
             yield from _rest(file, position, size)

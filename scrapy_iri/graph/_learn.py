@@ -345,22 +345,29 @@ def _by_date(run: list[Capture]) -> list[Capture]:
 
 
 def ordered_captures(names: list[str], reading: Reading,
-                     on_file: Callable[[str, int], Any] | None = None) -> Iterator[Capture]:
+                     on_read: Callable[[str, int, bool], Any] | None = None) -> Iterator[Capture]:
     """The captures of ``names`` in date order, as a stable sort of them in file order gives them.
 
     Each file's captures are one run, sorted only when they are not in date
     order already; runs that follow one another in time are chained, others
-    merged (ties go to the earlier file). ``on_file(path, captures)`` is
-    called after each file is read.
+    merged (ties go to the earlier file). ``on_read(path, captures, done)``
+    hears of every 16,384 captures read and of the end of each file.
     """
     runs: list[list[Capture]] = []
     for path in capture_files(names):
         reading.files += 1
-        run = _by_date(list(file_captures(path, reading)))
+        if on_read is None:
+            run = list(file_captures(path, reading))
+        else:
+            run = []
+            for capture in file_captures(path, reading):
+                run.append(capture)
+                if not len(run) & 0x3FFF:
+                    on_read(path, 0x4000, False)
+            on_read(path, len(run) & 0x3FFF, True)
+        run = _by_date(run)
         if run:
             runs.append(run)
-        if on_file is not None:
-            on_file(path, len(run))
     if all(a[-1].time <= b[0].time for a, b in zip(runs, runs[1:])):
         for run in runs:
             yield from run
@@ -369,24 +376,24 @@ def ordered_captures(names: list[str], reading: Reading,
 
 
 def observations(names: list[str], reading: Reading,
-                 on_file: Callable[[str, int], Any] | None = None) -> Iterator[Any]:
+                 on_read: Callable[[str, int, bool], Any] | None = None) -> Iterator[Any]:
     """Every capture of ``names`` as an :class:`~scrapy_iri.store.Observation`, in date order."""
     from ..store import Observation
 
-    for c in ordered_captures(names, reading, on_file):
+    for c in ordered_captures(names, reading, on_read):
         yield Observation(c.url, c.status, c.target, c.context, c.location, c.time, c.max_age)
 
 
 def learn_files(store: Any, names: list[str], *, on_bad: Callable[[str, str], Any] | None = None,
                 progress: Callable[[int], None] | None = None,
-                on_file: Callable[[str, int], Any] | None = None) -> tuple[Any, Reading]:
+                on_read: Callable[[str, int, bool], Any] | None = None) -> tuple[Any, Reading]:
     """Learn ``store`` from the captures of ``names``: (its :class:`LearnSummary`, what was bad).
 
-    The captures reach ``store.learn`` as a stream, in date order; ``on_file(path, captures)`` hears of
-    each file read, ``progress(n)`` of the captures learned.
+    The captures reach ``store.learn`` as a stream, in date order; ``on_read`` hears of the
+    captures read (:func:`ordered_captures`), ``progress(n)`` of the captures learned.
     """
     reading = Reading(on_bad=on_bad)
-    summary = store.learn(observations(names, reading, on_file), progress=progress)
+    summary = store.learn(observations(names, reading, on_read), progress=progress)
     return summary, reading
 
 
@@ -436,3 +443,49 @@ def learned_store(src: str, on_stage: Callable[[str], Any] | None) -> LearnedSto
     learned = LearnedStore([src])
     learned.store()
     return learned
+
+
+class LearnProgress:
+    """Progress of ``store learn`` on stderr, in the manner of Scrapy's log of its stats: a line every
+    ``every`` seconds (files and captures read, then captures learned, each with its rate), and a last one."""
+
+    def __init__(self, err: Any, files: int, every: float = 2.0) -> None:
+        import time
+
+        self.err, self.files, self.every = err, files, every
+        self.clock = time.perf_counter
+        self.started = self.last = self.clock()
+        self.read = self.captures = self.learned = 0
+        self.reading_done: float | None = None
+        self.shown = ""
+
+    def on_read(self, path: str, captures: int, done: bool) -> None:
+        """``captures`` more captures read from ``path`` (``done``: the file is read)."""
+        self.read += done
+        self.captures += captures
+        self._tick()
+
+    def on_learned(self, done: int) -> None:
+        if self.reading_done is None:
+            self.reading_done = self.clock()
+        self.learned = done
+        self._tick()
+
+    def _tick(self, force: bool = False) -> None:
+        now = self.clock()
+        if force or now - self.last >= self.every:
+            self.last = now
+            line = self.line(now)
+            if line != self.shown:
+                print(f"scrapy-iri: store learn: {line}", file=self.err, flush=True)
+            self.shown = line
+
+    def line(self, now: float) -> str:
+        if self.reading_done is None:
+            rate = self.captures / max(now - self.started, 1e-9)
+            return f"read {self.read:,} of {self.files:,} files, {self.captures:,} captures (at {rate:,.0f} captures/s)"
+        rate = self.learned / max(now - self.reading_done, 1e-9)
+        return f"learned {self.learned:,} of {self.captures:,} captures (at {rate:,.0f} captures/s)"
+
+    def done(self) -> None:
+        self._tick(force=True)

@@ -251,3 +251,17 @@ def test_store_learn_learns_what_it_learned_from_the_record_reader(tmp_path):
     summary, reading = learn_files(store, [str(path)])
     assert reading.bad == bad and summary.observations == len(captures)
     assert sorted(map(repr, store.export())) == sorted(map(repr, expected.export()))
+
+
+def test_store_learn_shows_its_progress_on_request(tmp_path, capsys):
+    from scrapy_iri._cli import main
+
+    path = variants(tmp_path, sample_records())["members.warc.gz"]
+    store = f"sqlite:///{tmp_path / 'p.db'}"
+    assert main(["store", "--store", store, "learn", "--progress", "--max-reported", "0", str(path)]) == 1
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.startswith("scrapy-iri: store learn:")]
+    assert lines and lines[-1].startswith("scrapy-iri: store learn: learned 13 of 13 captures (at ")
+    assert "learned from 1 files: 13 captures" in captured.out and "Traceback" not in captured.err
+    assert main(["store", "--store", store, "learn", str(path)]) == 1  # not a terminal: no progress
+    assert "store learn:" not in capsys.readouterr().err
