@@ -2,8 +2,9 @@
 
 A capture needs a record's WARC headers and the head of its HTTP message
 (a metadata record: its whole block), never a response body. In a gzip
-file of one member per record each member is inflated once, its output
-thrown away past the heads; in an uncompressed file the bodies are
+file of one member per record each member is inflated once (by ISA-L
+when ``isal`` is installed, else zlib), its output thrown away past the
+heads; in an uncompressed file the bodies are
 skipped with a seek. Only records framed exactly (a ``WARC/1.`` line,
 headers, ``Content-Length`` bytes, two line breaks, and in a gzip file
 nothing else in the member) are read this way; from the first record that
@@ -17,11 +18,20 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable, Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ._pieces import span_records
 from . import _warc
 from ._warc import _GZIP, _VERSION, MAX_HEADER, BadRecord, _headers
+
+try:  # ISA-L inflates twice as fast as zlib; a member it cannot inflate is left to the record reader (zlib)
+    from isal import isal_zlib as _inflater_module
+
+    _ERRORS: tuple[type[Exception], ...] = (zlib.error, _inflater_module.error)
+except ImportError:  # pragma: no cover - isal is in the archive extra
+    _inflater_module = zlib  # type: ignore[assignment]
+    _ERRORS = (zlib.error,)
+_inflate = _inflater_module.decompressobj
 
 _READ = 1 << 20  # compressed bytes read at a time
 _FIRST = 2048  # compressed bytes offered to a member first: most redirect records end within them
@@ -99,7 +109,7 @@ def _gzip_heads(file: BinaryIO, first: int, end: int) -> Iterator[Head | BadReco
     base, pos = first, 0
     eof = not data
     last = -1  # the start of the last member read here
-    inflate = zlib.decompressobj
+    inflate = _inflate
     while True:
         if len(data) - pos < _FEED and not eof:
             more = read()
@@ -117,7 +127,7 @@ def _gzip_heads(file: BinaryIO, first: int, end: int) -> Iterator[Head | BadReco
         feed = view[pos : pos + _FIRST]
         try:
             out = inflater.decompress(feed, _OUT)
-        except zlib.error:
+        except _ERRORS:
             yield from _rest(file, start, end)
             return
         if inflater.eof:
@@ -147,7 +157,7 @@ def _gzip_heads(file: BinaryIO, first: int, end: int) -> Iterator[Head | BadReco
         yield start, headers, found
 
 
-def _long_member(read: Callable[[], bytes], inflater: zlib._Decompress, out: bytes, data: bytes, base: int, pos: int,
+def _long_member(read: Callable[[], bytes], inflater: Any, out: bytes, data: bytes, base: int, pos: int,
                  eof: bool) -> tuple[bytes | None, int, bytes, int, bytes, int, bool]:
     """A member longer than its first feed, inflated to its end: (what of it is kept, its length, its
     last four bytes, and where the reading is); None kept when it is broken or the file ends in it.
@@ -182,7 +192,7 @@ def _long_member(read: Callable[[], bytes], inflater: zlib._Decompress, out: byt
                 if inflater.eof or not inflater.unconsumed_tail:
                     break
                 piece = inflater.decompress(inflater.unconsumed_tail, _OUT)
-        except zlib.error:
+        except _ERRORS:
             return None, total, tail, pos, data, base, eof
         pos += len(feed) - len(inflater.unused_data) if inflater.eof else len(feed)
     return b"".join(parts), total, tail, pos, data, base, eof

@@ -12,6 +12,7 @@ crawl with its safety.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import heapq
 import json
@@ -354,25 +355,38 @@ def ordered_captures(names: list[str], reading: Reading,
     hears of every 16,384 captures read and of the end of each file.
     """
     runs: list[list[Capture]] = []
-    for path in capture_files(names):
-        reading.files += 1
-        if on_read is None:
-            run = list(file_captures(path, reading))
-        else:
-            run = []
-            for capture in file_captures(path, reading):
-                run.append(capture)
-                if not len(run) & 0x3FFF:
-                    on_read(path, 0x4000, False)
-            on_read(path, len(run) & 0x3FFF, True)
-        run = _by_date(run)
-        if run:
-            runs.append(run)
+    collecting = gc.isenabled()
+    if collecting:  # captures form no cycles: only the young objects are looked at, now and then
+        gc.disable()
+    try:
+        _read_runs(names, reading, on_read, runs, collecting)
+    finally:
+        if collecting:
+            gc.enable()
     if all(a[-1].time <= b[0].time for a, b in zip(runs, runs[1:])):
         for run in runs:
             yield from run
         return
     yield from heapq.merge(*runs, key=attrgetter("time"))
+
+
+def _read_runs(names: list[str], reading: Reading, on_read: Callable[[str, int, bool], Any] | None,
+               runs: list[list[Capture]], collect: bool) -> None:
+    for path in capture_files(names):
+        reading.files += 1
+        run: list[Capture] = []
+        for capture in file_captures(path, reading):
+            run.append(capture)
+            if not len(run) & 0x3FFF:
+                if on_read is not None:
+                    on_read(path, 0x4000, False)
+                if collect:
+                    gc.collect(1)
+        if on_read is not None:
+            on_read(path, len(run) & 0x3FFF, True)
+        run = _by_date(run)
+        if run:
+            runs.append(run)
 
 
 def observations(names: list[str], reading: Reading,

@@ -11,13 +11,14 @@ from __future__ import annotations
 import gzip
 import os
 import random
+import zlib
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_iri.graph import _warc
+from scrapy_iri.graph import _heads, _warc
 from scrapy_iri.graph._archive import http_response, target_uri
 from scrapy_iri.graph._learn import (
     Reading, _capture, _epoch, _http_head, _iso_epoch, _wat_capture, learn_files, ordered_captures, warc_captures,
@@ -26,6 +27,12 @@ from scrapy_iri.graph._pieces import pieces, span_records
 from scrapy_iri.graph._warc import BadRecord
 
 from test_graph_archive_faults import http, members, record
+
+
+def inflaters() -> dict[str, object]:
+    from isal import isal_zlib
+
+    return {"zlib": zlib.decompressobj, "isal": isal_zlib.decompressobj}
 
 
 def reference(path: str, span: tuple[int, int] | None = None) -> tuple[list[tuple], list[tuple[str, str]]]:
@@ -156,8 +163,10 @@ def variants(tmp_path: Path, found: list[bytes]) -> dict[str, Path]:
     return paths
 
 
+@pytest.mark.parametrize("inflater", ["zlib", "isal"])
 @pytest.mark.parametrize("max_block", [None, 4096])
-def test_the_fast_reader_gives_what_the_record_reader_gives(tmp_path, monkeypatch, max_block):
+def test_the_fast_reader_gives_what_the_record_reader_gives(tmp_path, monkeypatch, max_block, inflater):
+    monkeypatch.setattr(_heads, "_inflate", inflaters()[inflater])
     if max_block is not None:  # blocks over the limit are not kept: only their first bytes are read
         monkeypatch.setattr(_warc, "MAX_BLOCK", max_block)
     for name, path in variants(tmp_path, sample_records()).items():
@@ -169,7 +178,9 @@ def test_the_fast_reader_gives_what_the_record_reader_gives(tmp_path, monkeypatc
             assert expected[1] and any(path.name in where for where, _ in expected[1])
 
 
-def test_pieces_of_a_file_read_fast_give_what_the_record_reader_gives(tmp_path):
+@pytest.mark.parametrize("inflater", ["zlib", "isal"])
+def test_pieces_of_a_file_read_fast_give_what_the_record_reader_gives(tmp_path, monkeypatch, inflater):
+    monkeypatch.setattr(_heads, "_inflate", inflaters()[inflater])
     found = sample_records(3) * 6
     for name, path in variants(tmp_path, found).items():
         size = path.stat().st_size
