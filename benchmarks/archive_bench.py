@@ -18,17 +18,25 @@ Figures, all CPU time of this process (``time.process_time``), in one run:
 
 each per link (the links ``graph`` reads). ``--memory`` runs ``graph`` as
 a subprocess on 1x, 4x and 16x the archive (copies concatenated) and
-reports the peak RSS. ``--learn N`` times ``store learn`` on N synthetic
-301 records over ``--hosts`` hosts (997) in one WARC (wall and CPU): reading them alone, then learning
-into memory and into SQLite (``--redis``: into a private ``redis-server``
-too); the archive is not built for ``--learn`` with ``--no-per-link``. ``--nodes`` gives the
+reports the peak RSS. ``--learn N`` times ``store learn`` on a synthetic
+WARC of N responses: 301 records over ``--hosts`` hosts (997), or with
+``--mix realistic`` a crawl's archive (each response after its request
+record; 200 pages of HTML, the 301s of the usual conventions, 302s and
+404s); ``--learn-wget`` on the wget archive. Each reports reading the
+captures alone, reading and ordering them by date, the whole ``scrapy-iri
+store learn`` command into SQLite in a new process (CPU of the child by
+``getrusage``, and its start-up alone), and ``learn_files`` into memory
+and SQLite in this process (``--redis``: into a private ``redis-server``
+too); the archive is not built for ``--learn`` with ``--no-per-link``.
+``--nodes`` gives the
 nodes per document at the scheme and protocol rungs (ground truth: the
 site's rules). ``--engines COPIES`` runs ``scrapy-iri graph`` on COPIES
 copies of the archive with each engine and reports the CPU of each job's
 process tree per WARC record (``graph_bench.measure``) and whether the
 outputs are identical.
 
-    nice .venv/bin/python benchmarks/archive_bench.py [--dir DIR] [--memory [--copies 1,4,16]] [--learn N [--redis] [--hosts H]]
+    nice .venv/bin/python benchmarks/archive_bench.py [--dir DIR] [--memory [--copies 1,4,16]]
+                                                      [--learn N [--redis] [--hosts H] [--mix realistic]] [--learn-wget]
                                                       [--nodes] [--engines COPIES [--rung RUNG] [--parallel]]
                                                       [--no-per-link] [--json PATH]
 """
@@ -314,10 +322,9 @@ def learn_figures(path: str, label: str, redis: bool = False, in_process: bool =
     """``store learn`` on one archive: reading the captures alone, reading and putting them in date order,
     the whole command into SQLite (a new process: start-up, reading, ordering, learning, commit), and
     ``learn_files`` into memory, SQLite (and Redis) in this process; records and captures per second."""
-    from scrapy_iri.graph._learn import Reading, captures_of, observations
-    from scrapy_iri.store import open_store
-
     from scrapy_iri.graph._heads import heads
+    from scrapy_iri.graph._learn import Reading, captures_of, learn_files, observations
+    from scrapy_iri.store import open_store
 
     with open(path, "rb") as f:
         records = sum(1 for _ in heads(f))
@@ -350,8 +357,6 @@ def learn_figures(path: str, label: str, redis: bool = False, in_process: bool =
 
                 uris.append(stack.enter_context(redis_server()) + "?namespace=learn")
             for uri in uris:
-                from scrapy_iri.graph._learn import learn_files
-
                 name = uri.split(":")[0]
                 store = open_store(uri)
                 wall, cpu, (summary, _) = _timed(learn_files, store, [path])
