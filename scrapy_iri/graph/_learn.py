@@ -88,11 +88,27 @@ def _epoch(date: str) -> float | None:
         return start + (hour * 3600 + minute * 60 + sec)
     if date.isdigit():
         digits = (date + "0101000000")[:14] if len(date) < 14 else date[:14]
-        try:
-            return datetime.strptime(digits, "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc).timestamp()
-        except ValueError:
-            return None
+        # a CDX timestamp whose fields are in range (strptime reads those by position): the day's start
+        # once, then its seconds
+        if len(digits) == 14 and digits.isascii() and "01" <= digits[4:6] <= "12" and "01" <= digits[6:8] <= "31":
+            day = digits[:8]
+            start = _DAYS.get(day, -1.0)
+            if start == -1.0:
+                if len(_DAYS) > 4096:
+                    _DAYS.clear()
+                start = _DAYS[day] = _stamp_epoch(day + "000000")
+            hour, minute, sec = int(digits[8:10]), int(digits[10:12]), int(digits[12:14])
+            if start is not None and hour < 24 and minute < 60 and sec < 60:
+                return start + (hour * 3600 + minute * 60 + sec)
+        return _stamp_epoch(digits)
     return _iso_epoch(date)
+
+
+def _stamp_epoch(digits: str) -> float | None:
+    try:
+        return datetime.strptime(digits, "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
 
 
 def _iso_epoch(date: str) -> float | None:
@@ -215,11 +231,12 @@ def warc_captures(path: str, reading: Reading, span: tuple[int, int] | None = No
 
 def _wat_capture(block: bytes) -> Capture | str | None:
     try:
-        warc = _get(json.loads(block), "Envelope", "WARC-Header-Metadata")
+        data = json.loads(block)
+        warc = _get(data, "Envelope", "WARC-Header-Metadata")
         if warc.get("WARC-Type") != "response":
             return None
         url, date = _get(warc, "WARC-Target-URI"), _get(warc, "WARC-Date")
-        http = _get(json.loads(block), "Envelope", "Payload-Metadata", "HTTP-Response-Metadata")
+        http = _get(data, "Envelope", "Payload-Metadata", "HTTP-Response-Metadata")
         status = int(_get(http, "Response-Message", "Status"))
         raw_headers = http.get("Headers") or {}
     except _Missing as exc:

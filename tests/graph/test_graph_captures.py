@@ -276,3 +276,17 @@ def test_store_learn_shows_its_progress_on_request(tmp_path, capsys):
     assert "learned from 1 files: 13 captures" in captured.out and "Traceback" not in captured.err
     assert main(["store", "--store", store, "learn", str(path)]) == 1  # not a terminal: no progress
     assert "store learn:" not in capsys.readouterr().err
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text("0123456789", min_size=1, max_size=16) | st.datetimes().map(lambda d: d.strftime("%Y%m%d%H%M%S")))
+def test_cdx_timestamps_are_read_as_strptime_reads_them(stamp):
+    from datetime import datetime, timezone
+
+    digits = (stamp + "0101000000")[:14] if len(stamp) < 14 else stamp[:14]
+    try:
+        expected = datetime.strptime(digits, "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        expected = None
+    assert _epoch(stamp) == expected
+    assert _epoch("20240229235959") == 1709251199.0 and _epoch("20230229000000") is None
