@@ -132,15 +132,17 @@ def _gzip_heads(file: BinaryIO, first: int, end: int) -> Iterator[Head | BadReco
             return
         if inflater.eof:
             pos += len(feed) - len(inflater.unused_data)
-            member, total, tail = out, len(out), None
+            member, total, tail, framed = out, len(out), None, None
         else:
             pos += len(feed) - len(inflater.unconsumed_tail)
-            member, total, tail, pos, data, base, eof = _long_member(read, inflater, out, data, base, pos, eof)
+            member, total, tail, framed, pos, data, base, eof = _long_member(read, inflater, out, data, base, pos,
+                                                                             eof)
             view = memoryview(data)
             if member is None:
                 yield from _rest(file, start, end)
                 return
-        framed = _record_head(member)
+        if framed is None:
+            framed = _record_head(member)
         if framed is None:
             yield from _rest(file, start, end)
             return
@@ -158,15 +160,17 @@ def _gzip_heads(file: BinaryIO, first: int, end: int) -> Iterator[Head | BadReco
 
 
 def _long_member(read: Callable[[], bytes], inflater: Any, out: bytes, data: bytes, base: int, pos: int,
-                 eof: bool) -> tuple[bytes | None, int, bytes, int, bytes, int, bool]:
+                 eof: bool) -> tuple[bytes | None, int, bytes, Any, int, bytes, int, bool]:
     """A member longer than its first feed, inflated to its end: (what of it is kept, its length, its
-    last four bytes, and where the reading is); None kept when it is broken or the file ends in it.
+    last four bytes, its record's head when it was read on the way (:func:`_record_head`), and where the
+    reading is); None kept when it is broken or the file ends in it.
     The member is kept whole when its block is read whole (a metadata record), else its first bytes."""
     parts = [out]
     kept = len(out)
     total = len(out)
     tail = out[-4:]
     whole: bool | None = None
+    framed = None
     while not inflater.eof:
         if whole is None:
             framed = _record_head(parts[0] if len(parts) == 1 else b"".join(parts))
@@ -175,7 +179,7 @@ def _long_member(read: Callable[[], bytes], inflater: Any, out: bytes, data: byt
                 whole = whole and framed is not None and framed[2] <= _warc.MAX_BLOCK
         if pos >= len(data):
             if eof:
-                return None, total, tail, pos, data, base, eof
+                return None, total, tail, None, pos, data, base, eof
             more = read()
             eof = not more
             data, base, pos = more, base + pos, 0
@@ -193,9 +197,9 @@ def _long_member(read: Callable[[], bytes], inflater: Any, out: bytes, data: byt
                     break
                 piece = inflater.decompress(inflater.unconsumed_tail, _OUT)
         except _ERRORS:
-            return None, total, tail, pos, data, base, eof
+            return None, total, tail, None, pos, data, base, eof
         pos += len(feed) - len(inflater.unused_data) if inflater.eof else len(feed)
-    return b"".join(parts), total, tail, pos, data, base, eof
+    return b"".join(parts), total, tail, framed, pos, data, base, eof
 
 
 def _plain_heads(file: BinaryIO, position: int, size: int) -> Iterator[Head | BadRecord]:
