@@ -4,8 +4,7 @@ A capture needs a record's WARC headers and the head of its HTTP message
 (a metadata record: its whole block), never a response body. In a gzip
 file of one member per record each member is inflated once (by ISA-L
 when ``isal`` is installed, else zlib), its output thrown away past the
-heads; in an uncompressed file the bodies are
-skipped with a seek. Only records framed exactly (a ``WARC/1.`` line,
+heads; in an uncompressed file the bodies are skipped with a seek. Only records framed exactly (a ``WARC/1.`` line,
 headers, ``Content-Length`` bytes, two line breaks, and in a gzip file
 nothing else in the member) are read this way; from the first record that
 is not, the rest of the file is read by :func:`._warc.records`, which
@@ -39,9 +38,9 @@ _FEED = 1 << 16
 _OUT = 1 << 20
 
 Head = tuple[int | str, dict[str, str], bytes]
-"""A record's offset (``member+inside`` in a whole-file gzip), its WARC headers (names lowercased) and its block's head: for a metadata record
-the whole block, for any other the HTTP message up to its first empty line (the whole block when
-there is none)."""
+"""A record's offset (``member+inside`` in a whole-file gzip), its WARC headers (names lowercased) and
+its block's head: for a response the HTTP message up to its first empty line (the whole block when
+there is none), for a metadata record the whole block, for any other nothing."""
 
 
 def heads(file: BinaryIO, start: int = 0, end: int | None = None) -> Iterator[Head | BadRecord]:
