@@ -18,17 +18,25 @@ Figures, all CPU time of this process (``time.process_time``), in one run:
 
 each per link (the links ``graph`` reads). ``--memory`` runs ``graph`` as
 a subprocess on 1x, 4x and 16x the archive (copies concatenated) and
-reports the peak RSS. ``--learn N`` times ``store learn`` on N synthetic
-301 records over ``--hosts`` hosts (997) in one WARC (wall and CPU): reading them alone, then learning
-into memory and into SQLite (``--redis``: into a private ``redis-server``
-too); the archive is not built for ``--learn`` with ``--no-per-link``. ``--nodes`` gives the
+reports the peak RSS. ``--learn N`` times ``store learn`` on a synthetic
+WARC of N responses: 301 records over ``--hosts`` hosts (997), or with
+``--mix realistic`` a crawl's archive (each response after its request
+record; 200 pages of HTML, the 301s of the usual conventions, 302s and
+404s); ``--learn-wget`` on the wget archive. Each reports reading the
+captures alone, reading and ordering them by date, the whole ``scrapy-iri
+store learn`` command into SQLite in a new process (CPU of the child by
+``getrusage``, and its start-up alone), and ``learn_files`` into memory
+and SQLite in this process (``--redis``: into a private ``redis-server``
+too); the archive is not built for ``--learn`` with ``--no-per-link``.
+``--nodes`` gives the
 nodes per document at the scheme and protocol rungs (ground truth: the
 site's rules). ``--engines COPIES`` runs ``scrapy-iri graph`` on COPIES
 copies of the archive with each engine and reports the CPU of each job's
 process tree per WARC record (``graph_bench.measure``) and whether the
 outputs are identical.
 
-    nice .venv/bin/python benchmarks/archive_bench.py [--dir DIR] [--memory [--copies 1,4,16]] [--learn N [--redis] [--hosts H]]
+    nice .venv/bin/python benchmarks/archive_bench.py [--dir DIR] [--memory [--copies 1,4,16]]
+                                                      [--learn N [--redis] [--hosts H] [--mix realistic]] [--learn-wget]
                                                       [--nodes] [--engines COPIES [--rung RUNG] [--parallel]]
                                                       [--no-per-link] [--json PATH]
 """
@@ -218,19 +226,130 @@ def redirect_warc(path: str, count: int, hosts: int = 997) -> None:
             f.write(gzip.compress(head + block + b"\r\n\r\n", compresslevel=1))
 
 
-def learn(count: int, redis: bool = False, hosts: int = 997) -> dict[str, float]:
-    """``store learn`` on ``count`` redirect records: reading alone, then into memory, SQLite (and Redis)."""
-    from scrapy_iri.graph._learn import Reading, learn_files, observations
+_WORDS = ("the module function class object returns value list string file data type name version "
+          "example section library reference index module python").split()
+
+
+def _http(status: int, reason: str, headers: list[str], body: bytes) -> bytes:
+    lines = [f"HTTP/1.1 {status} {reason}", "Date: Mon, 01 Jan 2024 00:00:00 GMT", "Server: Apache/2.4.62 (Debian)",
+             *headers, f"Content-Length: {len(body)}", "Keep-Alive: timeout=5, max=100", "Connection: Keep-Alive"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def _warc(kind: str, uri: str, when: str, block: bytes, serial: int) -> bytes:
+    msgtype = "request" if kind == "request" else "response"
+    head = (f"WARC/1.0\r\nWARC-Type: {kind}\r\nWARC-Record-ID: <urn:uuid:00000000-0000-4000-8000-{serial:012x}>\r\n"
+            f"WARC-Warcinfo-ID: <urn:uuid:00000000-0000-4000-8000-000000000000>\r\n"
+            f"WARC-Target-URI: <{uri}>\r\nWARC-Date: {when}\r\nWARC-IP-Address: 127.0.0.1\r\n"
+            f"WARC-Block-Digest: sha1:{serial:032X}\r\nContent-Type: application/http;msgtype={msgtype}\r\n"
+            f"Content-Length: {len(block)}\r\n\r\n").encode()
+    return gzip.compress(head + block + b"\r\n\r\n", compresslevel=6)
+
+
+def realistic_warc(path: str, count: int, hosts: int = 997, seed: int = 1) -> dict[str, int]:
+    """``count`` response records as a crawler of ``hosts`` sites writes them, each after its request
+    record, in crawl (date) order: 200 pages (HTML of 2-12 kB) and the redirects of the usual conventions,
+    http -> https, www -> apex, a directory's slash, ``index.html``, plus temporary 302s and a few 404s."""
+    import random
+
+    rng = random.Random(seed)
+    kinds = {"200": 0, "301": 0, "302": 0, "404": 0}
+    start = 1704067200  # 2024-01-01T00:00:00Z
+    with open(path, "wb") as f:
+        for i in range(count):
+            host = f"site{rng.randrange(hosts)}.test"
+            page = f"/docs/{rng.choice(_WORDS)}/{i}"
+            roll = rng.random()
+            if roll < 0.45:
+                uri, status, location = f"https://{host}{page}.html", 200, None
+            elif roll < 0.60:
+                uri, status, location = f"http://{host}{page}.html", 301, f"https://{host}{page}.html"
+            elif roll < 0.70:
+                uri, status, location = f"https://www.{host}{page}.html", 301, f"https://{host}{page}.html"
+            elif roll < 0.80:
+                uri, status, location = f"https://{host}{page}", 301, f"https://{host}{page}/"
+            elif roll < 0.88:
+                uri, status, location = f"https://{host}{page}/index.html", 301, f"https://{host}{page}/"
+            elif roll < 0.97:
+                uri, status, location = f"https://{host}/go/{i}", 302, f"https://tmp.{host}{page}.html"
+            else:
+                uri, status, location = f"https://{host}{page}.htm", 404, None
+            kinds[str(status)] += 1
+            moment = time.gmtime(start + i // 20)  # a crawl of 20 fetches a second
+            when = time.strftime("%Y-%m-%dT%H:%M:%SZ", moment)
+            request = (f"GET {uri.split(host, 1)[1] or '/'} HTTP/1.1\r\nUser-Agent: Wget/1.21.4\r\n"
+                       f"Accept: */*\r\nHost: {host}\r\nConnection: Keep-Alive\r\n\r\n").encode()
+            f.write(_warc("request", uri, when, request, 2 * i))
+            if status == 200:
+                words = " ".join(rng.choice(_WORDS) for _ in range(rng.randrange(300, 1800)))
+                body = f"<!DOCTYPE html><html><head><title>{page}</title></head><body><p>{words}</p></body></html>"
+                block = _http(200, "OK", ["Content-Type: text/html; charset=utf-8",
+                                          "Last-Modified: Mon, 01 Jan 2024 00:00:00 GMT"], body.encode())
+            elif status == 404:
+                block = _http(404, "Not Found", ["Content-Type: text/html; charset=iso-8859-1"],
+                              b"<html><body>Not Found</body></html>")
+            else:
+                body = f'<html><body><p>The document has moved <a href="{location}">here</a>.</p></body></html>'
+                reason = "Moved Permanently" if status == 301 else "Found"
+                block = _http(status, reason, [f"Location: {location}", "Content-Type: text/html; charset=iso-8859-1"],
+                              body.encode())
+            f.write(_warc("response", uri, when, block, 2 * i + 1))
+    return kinds
+
+
+def _timed(function, *args) -> tuple[float, float, object]:
+    started, cpu = time.perf_counter(), time.process_time()
+    result = function(*args)
+    return time.perf_counter() - started, time.process_time() - cpu, result
+
+
+def command(argv: list[str]) -> tuple[float, float, str]:
+    """Run a command to its end: (wall s, CPU s of it and its children, stdout)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in (0, 1) or "Traceback" in done.stderr:
+        sys.exit(f"archive_bench: {' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done.stdout
+
+
+def learn_figures(path: str, label: str, redis: bool = False, in_process: bool = True) -> dict[str, float]:
+    """``store learn`` on one archive: reading the captures alone, reading and putting them in date order,
+    the whole command into SQLite (a new process: start-up, reading, ordering, learning, commit), and
+    ``learn_files`` into memory, SQLite (and Redis) in this process; records and captures per second."""
+    from scrapy_iri.graph._heads import heads
+    from scrapy_iri.graph._learn import Reading, captures_of, learn_files, observations
     from scrapy_iri.store import open_store
 
-    found = {}
+    with open(path, "rb") as f:
+        records = sum(1 for _ in heads(f))
+    found: dict[str, float] = {f"{label}: records": records, f"{label}: MB": os.path.getsize(path) / 1e6}
+    wall, cpu, captures = _timed(lambda: sum(1 for _ in captures_of([path], Reading())))
+    found[f"{label}: captures"] = captures
+    found[f"{label}: reading records/CPU-s"] = records / cpu
+    found[f"{label}: reading captures/CPU-s"] = captures / cpu
+    found[f"{label}: reading captures/s wall"] = captures / wall
+    wall, cpu, _ = _timed(lambda: sum(1 for _ in observations([path], Reading())))
+    found[f"{label}: reading+ordering captures/CPU-s"] = captures / cpu
+    found[f"{label}: reading+ordering captures/s wall"] = captures / wall
+    script = str(Path(sys.executable).with_name("scrapy-iri"))
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "redirects.warc.gz")
-        redirect_warc(path, count, hosts)
-        started, cpu = time.perf_counter(), time.process_time()
-        observations([path], Reading())
-        found["reading alone redirects/s"] = count / (time.perf_counter() - started)
-        found["reading alone redirects/CPU-s"] = count / (time.process_time() - cpu)
+        empty = os.path.join(tmp, "empty.warc")
+        Path(empty).write_bytes(b"WARC/1.1\r\nWARC-Type: warcinfo\r\nContent-Length: 0\r\n\r\n\r\n\r\n")
+        _, start_up, _ = command([script, "store", "--store", f"sqlite:///{tmp}/empty.db", "learn", empty])
+        found[f"{label}: store learn command start-up CPU s"] = start_up
+        wall, cpu, out = command([script, "store", "--store", f"sqlite:///{tmp}/cmd.db", "learn", path])
+        found[f"{label}: store learn command captures/CPU-s"] = captures / cpu
+        found[f"{label}: store learn command captures/s wall"] = captures / wall
+        found[f"{label}: store learn command CPU s"] = cpu
+        found[f"{label}: store learn command past start-up captures/CPU-s"] = captures / max(cpu - start_up, 1e-9)
+        if not in_process:
+            return found
         uris = ["memory:", f"sqlite:///{tmp}/s.db"]
         with contextlib.ExitStack() as stack:
             if redis:
@@ -240,13 +359,28 @@ def learn(count: int, redis: bool = False, hosts: int = 997) -> dict[str, float]
             for uri in uris:
                 name = uri.split(":")[0]
                 store = open_store(uri)
-                started, cpu = time.perf_counter(), time.process_time()
-                summary, reading = learn_files(store, [path])
+                wall, cpu, (summary, _) = _timed(learn_files, store, [path])
                 store.close()
-                found[f"{name} redirects/s"] = count / (time.perf_counter() - started)
-                found[f"{name} redirects/CPU-s"] = count / (time.process_time() - cpu)
-                found[f"{name} aliases learned"] = summary.aliases_learned
+                found[f"{label}: learn_files {name} captures/CPU-s"] = captures / cpu
+                found[f"{label}: learn_files {name} captures/s wall"] = captures / wall
+                found[f"{label}: learn_files {name} aliases learned"] = summary.aliases_learned
     return found
+
+
+def learn(count: int, redis: bool = False, hosts: int = 997, mix: str = "redirects") -> dict[str, float]:
+    """``store learn`` on ``count`` synthetic response records (``mix``: 301s only, or ``realistic``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, f"{mix}.warc.gz")
+        if mix == "realistic":
+            kinds = realistic_warc(path, count, hosts)
+            label = "realistic"
+            print(f"realistic: {count:,} responses over {hosts} hosts, each after its request: "
+                  + ", ".join(f"{n:,} {status}" for status, n in kinds.items()), file=sys.stderr)
+        else:
+            redirect_warc(path, count, hosts)
+            label = "301s"
+            print(f"301s: {count:,} 301 records over {hosts} hosts", file=sys.stderr)
+        return learn_figures(path, label, redis)
 
 
 def nodes(path: Path) -> dict[str, float]:
@@ -282,6 +416,9 @@ def main() -> int:
     parser.add_argument("--learn", type=int, default=0, metavar="N", help="store learn on N redirect records")
     parser.add_argument("--redis", action="store_true", help="--learn: into a private redis-server too")
     parser.add_argument("--hosts", type=int, default=997, help="--learn: the hosts the redirects are spread over")
+    parser.add_argument("--mix", choices=["redirects", "realistic"], default="redirects",
+                        help="--learn: 301 records only, or a crawl's mix (requests, 200 pages, convention 301s, 302s)")
+    parser.add_argument("--learn-wget", action="store_true", help="store learn on the wget-made archive")
     parser.add_argument("--nodes", action="store_true")
     parser.add_argument("--engines", type=int, default=0, metavar="COPIES",
                         help="local, Dask and Spark on COPIES copies of the archive")
@@ -291,20 +428,22 @@ def main() -> int:
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     figures: dict[str, float] = {}
-    if not args.no_per_link or args.memory or args.nodes or args.engines:
+    if not args.no_per_link or args.memory or args.nodes or args.engines or args.learn_wget:
         path = archive(args.dir)
     if not args.no_per_link:
         figures.update(per_link(path))
     if args.memory:
         figures.update(memory(path, args.dir, [int(n) for n in args.copies.split(",")]))
     if args.learn:
-        figures.update(learn(args.learn, args.redis, args.hosts))
+        figures.update(learn(args.learn, args.redis, args.hosts, args.mix))
+    if args.learn_wget:
+        figures.update(learn_figures(str(path), "wget python3-doc", args.redis))
     if args.nodes:
         figures.update(nodes(path))
     if args.engines:
         figures.update(engines(path, args.dir, args.engines, args.rung, args.parallel))
     for name, value in figures.items():
-        print(f"{name:<40}{value:>14,.2f}")
+        print(f"{name:<64}{value:>14,.2f}")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -94,7 +94,7 @@ def http_response(block: bytes) -> HTTPResponse | str:
     if not lines or not lines[0].startswith("HTTP/"):
         return "the record's block is not an HTTP response"
     fields = lines[0].split(None, 2)
-    if len(fields) < 2 or not (fields[1].isdigit() and len(fields[1]) == 3):
+    if len(fields) < 2 or not (fields[1].isascii() and fields[1].isdigit() and len(fields[1]) == 3):
         return f"bad HTTP status line {lines[0][:80]!r}"
     headers: dict[str, list[str]] = {}
     for line in lines[1:]:

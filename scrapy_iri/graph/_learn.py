@@ -12,21 +12,25 @@ crawl with its safety.
 
 from __future__ import annotations
 
+import gc
 import gzip
-from collections import Counter
+import heapq
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
+from operator import attrgetter
 from typing import Any
 
 from ..errors import IRIError
-from ._archive import _get, _Missing, archive_files, http_response, is_archive, target_uri
+from ._archive import _get, _Missing, archive_files, is_archive
+from ._heads import heads
 from ._links import Resolver
-from ._warc import BadRecord, records
+from ._warc import BadRecord
 
 # an absolute http(s) URL that resolution leaves as it is: plain characters, no userinfo, no dot segments
 _ABSOLUTE = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]*)?(/(?![.]{1,2}(?:[/?#]|\Z))[A-Za-z0-9.\-_~!$&'()*+,;=:@]*)*([?#][A-Za-z0-9\-._~!$&'()*+,;=:@/?#]*)?\Z")
@@ -35,7 +39,7 @@ _INDEX = re.compile(r"\.cdxj?(\.gz)?$")
 _CDX_DEFAULT = "N b a m s k r M S V g".split()  # Common Crawl's CDX columns, when a file has no header
 
 
-@dataclass
+@dataclass(slots=True)
 class Capture:
     """What one capture says, before it becomes an :class:`Observation`."""
 
@@ -63,20 +67,88 @@ class Reading:
             self.on_bad(where, reason)
 
 
+_DAYS: dict[str, float | None] = {}
+_SECOND = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T([0-9]{2}):([0-9]{2}):([0-9]{2})Z\Z")
+
+
 def _epoch(date: str) -> float | None:
     """Seconds since the epoch of a WARC-Date (ISO 8601) or a CDX timestamp (``YYYYMMDDhhmmss``)."""
     date = date.strip()
+    second = _SECOND.match(date)
+    if second is not None:  # WARC's usual form: the day's start once, then its seconds
+        day = date[:10]
+        start = _DAYS.get(day, -1.0)
+        if start == -1.0:
+            if len(_DAYS) > 4096:
+                _DAYS.clear()
+            start = _DAYS[day] = _iso_epoch(day + "T00:00:00Z")
+        hour, minute, sec = int(second[1]), int(second[2]), int(second[3])
+        if start is None or hour > 23 or minute > 59 or sec > 59:
+            return _iso_epoch(date)
+        return start + (hour * 3600 + minute * 60 + sec)
     if date.isdigit():
         digits = (date + "0101000000")[:14] if len(date) < 14 else date[:14]
-        try:
-            return datetime.strptime(digits, "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc).timestamp()
-        except ValueError:
-            return None
+        # a CDX timestamp whose fields are in range (strptime reads those by position): the day's start
+        # once, then its seconds
+        if len(digits) == 14 and digits.isascii() and "01" <= digits[4:6] <= "12" and "01" <= digits[6:8] <= "31":
+            day = digits[:8]
+            start = _DAYS.get(day, -1.0)
+            if start == -1.0:
+                if len(_DAYS) > 4096:
+                    _DAYS.clear()
+                start = _DAYS[day] = _stamp_epoch(day + "000000")
+            hour, minute, sec = int(digits[8:10]), int(digits[10:12]), int(digits[12:14])
+            if start is not None and hour < 24 and minute < 60 and sec < 60:
+                return start + (hour * 3600 + minute * 60 + sec)
+        return _stamp_epoch(digits)
+    return _iso_epoch(date)
+
+
+def _stamp_epoch(digits: str) -> float | None:
+    try:
+        return datetime.strptime(digits, "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+def _iso_epoch(date: str) -> float | None:
     try:
         parsed = datetime.fromisoformat(date.replace("Z", "+00:00"))
     except ValueError:
         return None
     return (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
+
+
+# the response headers a capture reads, and their first three letters: the other lines are not split
+_WANTED = ("location", "cache-control", "expires", "date", "set-cookie", "vary")
+_STARTS = frozenset(name[:3] for name in _WANTED)
+
+
+def _http_head(block: bytes) -> tuple[int, dict[str, list[str]]] | str:
+    """The status and the :data:`_WANTED` headers of the HTTP response in a block, as
+    :func:`~scrapy_iri.graph._archive.http_response` reads them, or why there is none."""
+    end = block.find(b"\r\n\r\n")
+    if end < 0:
+        end = block.find(b"\n\n")
+    lines = block[: end if end >= 0 else len(block)].decode("latin-1").splitlines()
+    headers: dict[str, list[str]] = {}
+    for line in lines[1:]:
+        if line[:3].lower() in _STARTS or line[:1].isspace():
+            name, sep, value = line.partition(":")
+            if sep:
+                name = name.strip().lower()
+                if name in _WANTED:
+                    headers.setdefault(name, []).append(value.strip())
+    return _status(lines[0] if lines else "", headers)
+
+
+def _status(line: str, headers: dict[str, list[str]]) -> tuple[int, dict[str, list[str]]] | str:
+    if not line.startswith("HTTP/"):
+        return "the record's block is not an HTTP response"
+    fields = line.split(None, 2)
+    if len(fields) < 2 or not (fields[1].isascii() and fields[1].isdigit() and len(fields[1]) == 3):
+        return f"bad HTTP status line {line[:80]!r}"
+    return int(fields[1]), headers
 
 
 def _header(headers: dict[str, list[str]], name: str) -> str | None:
@@ -85,6 +157,8 @@ def _header(headers: dict[str, list[str]], name: str) -> str | None:
 
 
 def _max_age(headers: dict[str, list[str]]) -> float | None:
+    if "cache-control" not in headers and "expires" not in headers:
+        return None
     cache = ", ".join(headers.get("cache-control", []))
     found = _MAX_AGE.search(cache)
     if found:
@@ -98,13 +172,19 @@ def _max_age(headers: dict[str, list[str]]) -> float | None:
     return None
 
 
+_CLEAN: frozenset[str] = frozenset()
+
+
 def _capture(url: str, when: float, status: int, headers: dict[str, list[str]]) -> Capture | str:
     """A capture from a response's status and headers (names lowercased), or why it teaches nothing."""
-    from ..store import context_flags
+    if "set-cookie" in headers or "vary" in headers:
+        from ..store import context_flags
 
-    context = context_flags(set_cookie="set-cookie" in headers, vary=headers.get("vary", []))
+        context = context_flags(set_cookie="set-cookie" in headers, vary=headers.get("vary", []))
+    else:
+        context = _CLEAN
     if not 300 <= status < 400:
-        return Capture(when, url, status, context=context)
+        return Capture(when, url, status, None, None, context)
     location = _header(headers, "location")
     if location is None:
         return f"a {status} redirect without a Location"
@@ -118,44 +198,45 @@ def _capture(url: str, when: float, status: int, headers: dict[str, list[str]]) 
 
 def warc_captures(path: str, reading: Reading, span: tuple[int, int] | None = None) -> Iterator[Capture]:
     """The HTTP captures of a WARC or WAT file (of bytes ``span`` of it: whole records)."""
-    from ._pieces import span_records
-
     with open(path, "rb") as file:
-        for record in records(file) if span is None else span_records(file, *span):
-            where = f"{path}:{record.offset}"
-            if isinstance(record, BadRecord):
-                reading.add(where, record.reason)
+        for item in heads(file) if span is None else heads(file, *span):
+            if isinstance(item, BadRecord):
+                reading.add(f"{path}:{item.offset}", item.reason)
                 continue
-            kind = record.header("warc-type").lower()
+            offset, headers, block = item
+            kind = headers.get("warc-type", "").lower()
             if kind == "response":
-                uri = target_uri(record)
+                uri = headers.get("warc-target-uri", "")
+                if uri[:1] == "<" and uri[-1:] == ">":
+                    uri = uri[1:-1]
                 if uri.partition(":")[0].lower() not in ("http", "https"):
                     continue
-                response = http_response(record.block if record.block is not None else record.head)
-                when = _epoch(record.header("warc-date"))
+                response = _http_head(block)
+                when = _epoch(headers.get("warc-date", ""))
                 if isinstance(response, str) or when is None:
-                    reading.add(where, response if isinstance(response, str) else "no valid WARC-Date")
+                    reading.add(f"{path}:{offset}", response if isinstance(response, str) else "no valid WARC-Date")
                     continue
-                found = _capture(uri, when, response.status, response.headers)
-            elif kind == "metadata" and (record.block or b"")[:1] == b"{":
-                found = _wat_capture(record.block or b"")
+                found = _capture(uri, when, *response)
+            elif kind == "metadata" and block[:1] == b"{":
+                found = _wat_capture(block)
                 if found is None:
                     continue
             else:
                 continue
             if isinstance(found, str):
-                reading.add(where, found)
+                reading.add(f"{path}:{offset}", found)
             else:
                 yield found
 
 
 def _wat_capture(block: bytes) -> Capture | str | None:
     try:
-        warc = _get(json.loads(block), "Envelope", "WARC-Header-Metadata")
+        data = json.loads(block)
+        warc = _get(data, "Envelope", "WARC-Header-Metadata")
         if warc.get("WARC-Type") != "response":
             return None
         url, date = _get(warc, "WARC-Target-URI"), _get(warc, "WARC-Date")
-        http = _get(json.loads(block), "Envelope", "Payload-Metadata", "HTTP-Response-Metadata")
+        http = _get(data, "Envelope", "Payload-Metadata", "HTTP-Response-Metadata")
         status = int(_get(http, "Response-Message", "Status"))
         raw_headers = http.get("Headers") or {}
     except _Missing as exc:
@@ -246,37 +327,104 @@ def _gzipped(path: str) -> bool:
         return f.read(2) == b"\x1f\x8b"
 
 
-def captures_of(names: list[str], reading: Reading) -> Iterator[Capture]:
-    """The captures of archive and index files (directories and globs looked into)."""
+def capture_files(names: list[str]) -> list[str]:
+    """The archive and index files ``names`` name (directories and globs looked into), in order."""
+    found = []
     for name in names:
         if os.path.isdir(name):
-            files = sorted(
+            found.extend(sorted(
                 os.path.join(name, entry)
                 for entry in os.listdir(name)
                 if is_archive(os.path.join(name, entry)) or _INDEX.search(entry.lower())
-            )
+            ))
         else:
-            files = archive_files(name) if not os.path.exists(name) else [name]
-        for path in files:
-            reading.files += 1
-            yield from (warc_captures if is_archive(path) else cdx_captures)(path, reading)
+            found.extend(archive_files(name) if not os.path.exists(name) else [name])
+    return found
 
 
-def observations(names: list[str], reading: Reading) -> list[Any]:
+def file_captures(path: str, reading: Reading) -> Iterator[Capture]:
+    """The captures of one archive or index file, in file order."""
+    return (warc_captures if is_archive(path) else cdx_captures)(path, reading)
+
+
+def captures_of(names: list[str], reading: Reading) -> Iterator[Capture]:
+    """The captures of archive and index files (directories and globs looked into), in file order."""
+    for path in capture_files(names):
+        reading.files += 1
+        yield from file_captures(path, reading)
+
+
+def _by_date(run: list[Capture]) -> list[Capture]:
+    """A file's captures in date order: as they are when they already are, else a stable sort."""
+    times = [capture.time for capture in run]
+    if all(a <= b for a, b in zip(times, times[1:])):
+        return run
+    return [run[i] for i in sorted(range(len(run)), key=times.__getitem__)]
+
+
+def ordered_captures(names: list[str], reading: Reading,
+                     on_read: Callable[[str, int, bool], Any] | None = None) -> Iterator[Capture]:
+    """The captures of ``names`` in date order, as a stable sort of them in file order gives them.
+
+    Each file's captures are one run, sorted only when they are not in date
+    order already; runs that follow one another in time are chained, others
+    merged (ties go to the earlier file). ``on_read(path, captures, done)``
+    hears of every 16,384 captures read and of the end of each file.
+    """
+    runs: list[list[Capture]] = []
+    collecting = gc.isenabled()
+    if collecting:  # captures form no cycles: only the young objects are looked at, now and then
+        gc.disable()
+    try:
+        _read_runs(names, reading, on_read, runs, collecting)
+    finally:
+        if collecting:
+            gc.enable()
+    if all(a[-1].time <= b[0].time for a, b in zip(runs, runs[1:])):
+        for run in runs:
+            yield from run
+        return
+    yield from heapq.merge(*runs, key=attrgetter("time"))
+
+
+def _read_runs(names: list[str], reading: Reading, on_read: Callable[[str, int, bool], Any] | None,
+               runs: list[list[Capture]], collect: bool) -> None:
+    for path in capture_files(names):
+        reading.files += 1
+        run: list[Capture] = []
+        for capture in file_captures(path, reading):
+            run.append(capture)
+            if not len(run) & 0x3FFF:
+                if on_read is not None:
+                    on_read(path, 0x4000, False)
+                if collect:
+                    gc.collect(1)
+        if on_read is not None:
+            on_read(path, len(run) & 0x3FFF, True)
+        run = _by_date(run)
+        if run:
+            runs.append(run)
+
+
+def observations(names: list[str], reading: Reading,
+                 on_read: Callable[[str, int, bool], Any] | None = None) -> Iterator[Any]:
     """Every capture of ``names`` as an :class:`~scrapy_iri.store.Observation`, in date order."""
     from ..store import Observation
 
-    found = sorted(captures_of(names, reading), key=lambda capture: capture.time)
-    return [
-        Observation(c.url, c.status, c.target, c.context, c.location, c.time, c.max_age) for c in found
-    ]
+    for c in ordered_captures(names, reading, on_read):
+        yield Observation(c.url, c.status, c.target, c.context, c.location, c.time, c.max_age)
 
 
 def learn_files(store: Any, names: list[str], *, on_bad: Callable[[str, str], Any] | None = None,
-                progress: Callable[[int], None] | None = None) -> tuple[Any, Reading]:
-    """Learn ``store`` from the captures of ``names``: (its :class:`LearnSummary`, what was bad)."""
+                progress: Callable[[int], None] | None = None,
+                on_read: Callable[[str, int, bool], Any] | None = None) -> tuple[Any, Reading]:
+    """Learn ``store`` from the captures of ``names``: (its :class:`LearnSummary`, what was bad).
+
+    The captures reach ``store.learn`` as a stream, in date order; ``on_read`` hears of the
+    captures read (:func:`ordered_captures`), ``progress(n)`` of the captures learned.
+    """
     reading = Reading(on_bad=on_bad)
-    summary = store.learn(observations(names, reading), progress=progress)
+    summary = store.learn(observations(names, reading, on_read), progress=progress)
     return summary, reading
 
 
@@ -326,3 +474,49 @@ def learned_store(src: str, on_stage: Callable[[str], Any] | None) -> LearnedSto
     learned = LearnedStore([src])
     learned.store()
     return learned
+
+
+class LearnProgress:
+    """Progress of ``store learn`` on stderr, in the manner of Scrapy's log of its stats: a line every
+    ``every`` seconds (files and captures read, then captures learned, each with its rate), and a last one."""
+
+    def __init__(self, err: Any, files: int, every: float = 2.0) -> None:
+        import time
+
+        self.err, self.files, self.every = err, files, every
+        self.clock = time.perf_counter
+        self.started = self.last = self.clock()
+        self.read = self.captures = self.learned = 0
+        self.reading_done: float | None = None
+        self.shown = ""
+
+    def on_read(self, path: str, captures: int, done: bool) -> None:
+        """``captures`` more captures read from ``path`` (``done``: the file is read)."""
+        self.read += done
+        self.captures += captures
+        self._tick()
+
+    def on_learned(self, done: int) -> None:
+        if self.reading_done is None:
+            self.reading_done = self.clock()
+        self.learned = done
+        self._tick()
+
+    def _tick(self, force: bool = False) -> None:
+        now = self.clock()
+        if force or now - self.last >= self.every:
+            self.last = now
+            line = self.line(now)
+            if line != self.shown:
+                print(f"scrapy-iri: store learn: {line}", file=self.err, flush=True)
+            self.shown = line
+
+    def line(self, now: float) -> str:
+        if self.reading_done is None:
+            rate = self.captures / max(now - self.started, 1e-9)
+            return f"read {self.read:,} of {self.files:,} files, {self.captures:,} captures (at {rate:,.0f} captures/s)"
+        rate = self.learned / max(now - self.reading_done, 1e-9)
+        return f"learned {self.learned:,} of {self.captures:,} captures (at {rate:,.0f} captures/s)"
+
+    def done(self) -> None:
+        self._tick(force=True)

@@ -307,9 +307,14 @@ def _problems(stream: _Stream) -> Iterator[BadRecord]:
 
 
 def _headers(text: str) -> dict[str, str]:
+    """WARC header lines (after the version line) by lowercased name: the first value of each name."""
+    lines = text.split("\r\n")
+    if "\r\n " not in text and "\r\n\t" not in text:  # no continuation lines: the first of each name wins
+        pairs = [line.partition(":") for line in lines[1:]]
+        return {name.strip().lower(): value.strip() for name, sep, value in reversed(pairs) if sep}
     headers: dict[str, str] = {}
     name = ""
-    for line in text.split("\r\n")[1:]:
+    for line in lines[1:]:
         if line[:1] in (" ", "\t") and name:  # a continuation line
             headers[name] += " " + line.strip()
             continue
@@ -317,6 +322,8 @@ def _headers(text: str) -> dict[str, str]:
         if sep:
             name = name.strip().lower()
             headers.setdefault(name, value.strip())
+        else:
+            name = ""
     return headers
 
 

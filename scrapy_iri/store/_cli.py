@@ -162,7 +162,7 @@ def cmd_forget(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -
 
 
 def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -> int:
-    from ..graph._learn import learn_files
+    from ..graph._learn import LearnProgress, capture_files, learn_files
 
     err = args.err
     shown = 0
@@ -174,7 +174,16 @@ def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) ->
         shown += 1
 
     try:
-        summary, reading = learn_files(store, args.files, on_bad=on_bad)
+        progress = None
+        if args.progress or (not args.quiet and _isatty(err)):
+            progress = LearnProgress(err, len(capture_files(args.files)))
+        summary, reading = learn_files(
+            store, args.files, on_bad=on_bad,
+            progress=None if progress is None else progress.on_learned,
+            on_read=None if progress is None else progress.on_read,
+        )
+        if progress is not None:
+            progress.done()
     except OSError as exc:
         raise StoreError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
     except ScrapyIRIError as exc:
@@ -187,6 +196,13 @@ def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) ->
             print(f"{name}\t{value}", file=out)
     print(f"bad records\t{len(reading.bad)}", file=out)
     return 1 if reading.bad else 0
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def handle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -267,6 +283,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     learn.add_argument(
         "--max-reported", type=int, default=20, metavar="N", help="bad records reported on stderr (default: 20)"
     )
+    learn.add_argument(
+        "--progress", action="store_true",
+        help="progress on stderr every 2 seconds: files and captures read, then captures learned (default: on a terminal)",
+    )
+    learn.add_argument("-q", "--quiet", action="store_true", help="no progress")
     learn.set_defaults(store_handler=cmd_learn)
 
     parser.set_defaults(handler=handle)
