@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+
 from ._codec import rule_record, rule_values
-from ._evidence import Alias
+from ._evidence import Alias, Evidence
+from ._filter import KeyFilter
 from ._port import CaseAliases, Changeset, RuleWrite, StoragePort
 from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord
 from ._sqlite_schema import (
@@ -16,10 +19,12 @@ from ._sqlite_schema import (
     ALIAS_COLUMNS,
     ALIAS_FIELDS,
     EVIDENCE,
+    EVIDENCE_COLUMNS,
     RULE_COLUMNS,
     WRITES,
     alias_of,
     alias_row,
+    evidence_of,
     transaction,
 )
 from ._storage import EVIDENCE_MAX, EVIDENCE_MAX_AGE
@@ -173,6 +178,73 @@ class SQLitePort(StoragePort):
             found[origin] = {(key := RuleKey(origin, row[0], row[1])): rule_record(key, row[2:]) for row in rows}
         return found
 
+    # -- listings and the store's own records ------------------------------------------------
+
+    def _db(self) -> sqlite3.Connection:
+        assert self.connection is not None, "a port without a connection lists nothing"
+        return self.connection()
+
+    def scan_aliases(self) -> Iterator[Alias]:
+        for row in self._db().execute(f"SELECT {ALIAS_COLUMNS} FROM alias"):
+            yield alias_of(row[0], row[1:])
+
+    def scan_rules(self) -> Iterator[RuleRecord]:
+        rows = self._db().execute(f"SELECT origin, kind, scope, {RULE_COLUMNS} FROM rule").fetchall()
+        return iter([rule_record(RuleKey(*row[:3]), row[3:]) for row in rows])
+
+    def scan_fanins(self) -> Iterator[tuple[str, int]]:
+        rows = self._db().execute("SELECT target, count(*) FROM fanin GROUP BY target").fetchall()
+        return iter([(target, int(n)) for target, n in rows])
+
+    def scan_declared(self) -> Iterator[tuple[str, str]]:
+        return iter(self._db().execute("SELECT key, url FROM declared_case").fetchall())
+
+    def read_evidence(self, url: str | None = None) -> Iterator[Evidence]:
+        db = self._db()
+        if url is None:
+            return (evidence_of(row) for row in db.execute(f"SELECT {EVIDENCE_COLUMNS} FROM evidence ORDER BY id"))
+        rows = db.execute(f"SELECT {EVIDENCE_COLUMNS} FROM evidence WHERE url = ? OR target = ? ORDER BY id", (url, url))
+        return iter([evidence_of(row) for row in rows.fetchall()])
+
+    def delete_evidence(self, url: str) -> int:
+        return int(self._db().execute("DELETE FROM evidence WHERE url = ? OR target = ?", (url, url)).rowcount)
+
+    def counts(self) -> tuple[int, int]:
+        db = self._db()
+        return db.execute("SELECT count(*) FROM evidence").fetchone()[0], db.execute("SELECT count(*) FROM deferred").fetchone()[0]
+
+    def read_meta(self, name: str) -> str | bytes | None:
+        row = self._db().execute("SELECT value FROM meta WHERE key = ?", (name,)).fetchone()
+        return None if row is None else row[0]  # type: ignore[no-any-return]
+
+    def write_meta(self, name: str, value: str) -> None:
+        self._db().execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, value))
+
+    def count_aliases(self) -> int:
+        return int(self._db().execute("SELECT count(*) FROM alias").fetchone()[0])
+
+    def alias_sources(self) -> Iterator[str]:
+        return (source for (source,) in self._db().execute("SELECT source FROM alias"))
+
+    def saved_filter(self) -> tuple[KeyFilter, int] | None:
+        db = self._db()
+        state = db.execute("SELECT value FROM meta WHERE key = 'alias_filter_state'").fetchone()
+        bits = db.execute("SELECT value FROM meta WHERE key = 'alias_filter'").fetchone()
+        if state is None or bits is None:
+            return None
+        try:
+            capacity, count, change_id = json.loads(state[0])
+            return KeyFilter.load(int(capacity), int(count), bytes(bits[0])), int(change_id)
+        except (ValueError, TypeError):
+            return None
+
+    def save_filter(self, saved: KeyFilter, change_id: int) -> None:
+        """Write ``saved``, up to date with ``change_id``, in the transaction under way."""
+        capacity, count, bits = saved.dump()
+        db = self._db()
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('alias_filter', ?)", (bits,))
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('alias_filter_state', ?)", (json.dumps([capacity, count, change_id]),))
+
     # -- writes -------------------------------------------------------------------------------
 
     def apply(self, changes: Changeset) -> dict[str, dict[RuleKey, RuleRecord]]:
@@ -197,7 +269,7 @@ class SQLitePort(StoragePort):
             for upsert, delete in WRITES.values():
                 for statement in (delete, upsert):
                     if statement in runs:
-                        db.executemany(statement, runs[statement])
+                        db.executemany(statement, sorted(runs[statement]))
             upsert, delete = WRITES["rule"]
             alone = db.execute("PRAGMA data_version").fetchone()[0] == self.data_version
             by_origin: dict[str, list[tuple[RuleKey, RuleWrite]]] = {}
@@ -205,7 +277,7 @@ class SQLitePort(StoragePort):
                 by_origin.setdefault(key.origin, []).append((key, write))
             if alone and not changes.merge and not any(w.dropped for w in changes.rules.values()):
                 writes = changes.rules.items()
-                db.executemany(upsert, [(*key, *rule_values(w.record)) for key, w in writes if w.record is not None])
+                db.executemany(upsert, sorted([(*key, *rule_values(w.record)) for key, w in writes if w.record is not None]))
                 db.executemany(delete, [tuple(key) for key, w in writes if w.record is None])
             else:
                 for origin, written in by_origin.items():  # one read per origin: the rows as other processes left them
