@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 
-from ._codec import rule_record, rule_values
+from ._codec import rule_record, rule_row
 from ._evidence import Alias, Evidence
 from ._filter import KeyFilter
 from ._port import CaseAliases, Changeset, RuleWrite, StoragePort
@@ -277,7 +277,7 @@ class SQLitePort(StoragePort):
                 by_origin.setdefault(key.origin, []).append((key, write))
             if alone and not changes.merge and not any(w.dropped for w in changes.rules.values()):
                 writes = changes.rules.items()
-                db.executemany(upsert, sorted([(*key, *rule_values(w.record)) for key, w in writes if w.record is not None]))
+                db.executemany(upsert, sorted([rule_row(key, w.record) for key, w in writes if w.record is not None]))
                 db.executemany(delete, [tuple(key) for key, w in writes if w.record is None])
             else:
                 for origin, written in by_origin.items():  # one read per origin: the rows as other processes left them
@@ -291,7 +291,7 @@ class SQLitePort(StoragePort):
                             disk.pop(key, None)
                         if write.record is not None:
                             disk[key] = self._merged(write, disk.get(key))
-                            db.execute(upsert, (*key, *rule_values(disk[key])))
+                            db.execute(upsert, rule_row(key, disk[key]))
                     fresh[origin] = disk
             db.executemany(EVIDENCE, [
                 (e.time, e.url, e.status, e.target, ",".join(sorted(e.context)), e.note, e.location) for e in changes.evidence
