@@ -361,6 +361,13 @@ class SQLiteStorage(LayeredStorage):
         except sqlite3.OperationalError as exc:  # locked or read-only: the next process builds its own
             logger.info("%s: the alias filter was not saved: %s", self.path, exc)
 
+    def _stored(self, call: Callable[[], Any]) -> Any:
+        """A listing's read or a deletion: an error of the file is the store's."""
+        try:
+            return call()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: {exc}") from exc
+
     # -- reads that may find the file locked --------------------------------------------
 
     def _read(self, sql: str, args: tuple[Any, ...], *, one: bool = False) -> list[tuple[Any, ...]] | None:

@@ -264,22 +264,25 @@ class SQLitePort(StoragePort):
         db = self.connection()
         cutoff = self.clock() - self.answered_horizon
         runs = _runs(changes, cutoff)
+        origins = sorted({key.origin for key in changes.rules})
+        # the rows of this process's images, made before the file is locked (written when nobody else committed)
+        images = not changes.merge and not any(w.dropped for w in changes.rules.values())
+        rows = sorted([rule_row(k, w.record) for k, w in changes.rules.items() if w.record is not None]) if images else []
         fresh: dict[str, dict[RuleKey, RuleRecord]] = {}
         with transaction(db):
             for upsert, delete in WRITES.values():
                 for statement in (delete, upsert):
                     if statement in runs:
-                        db.executemany(statement, sorted(runs[statement]))
+                        db.executemany(statement, runs[statement])
             upsert, delete = WRITES["rule"]
             alone = db.execute("PRAGMA data_version").fetchone()[0] == self.data_version
-            by_origin: dict[str, list[tuple[RuleKey, RuleWrite]]] = {}
-            for key, write in changes.rules.items():
-                by_origin.setdefault(key.origin, []).append((key, write))
-            if alone and not changes.merge and not any(w.dropped for w in changes.rules.values()):
-                writes = changes.rules.items()
-                db.executemany(upsert, sorted([rule_row(key, w.record) for key, w in writes if w.record is not None]))
-                db.executemany(delete, [tuple(key) for key, w in writes if w.record is None])
+            if alone and images:
+                db.executemany(upsert, rows)
+                db.executemany(delete, [tuple(key) for key, w in changes.rules.items() if w.record is None])
             else:
+                by_origin: dict[str, list[tuple[RuleKey, RuleWrite]]] = {}
+                for key, write in changes.rules.items():
+                    by_origin.setdefault(key.origin, []).append((key, write))
                 for origin, written in by_origin.items():  # one read per origin: the rows as other processes left them
                     disk: dict[RuleKey, RuleRecord] = {}
                     for row in db.execute(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,)):
@@ -298,7 +301,7 @@ class SQLitePort(StoragePort):
             ])  # fmt: skip
             db.executemany(
                 "INSERT INTO change (kind, name) VALUES (?, ?)",
-                [*changes.changes, *(("r", origin) for origin in sorted(by_origin))],
+                [*changes.changes, *(("r", origin) for origin in origins)],
             )
             self.commits += 1
             self._prune(db)
@@ -348,29 +351,27 @@ class SQLitePort(StoragePort):
 
 
 def _runs(changes: Changeset, cutoff: float) -> dict[str, list[tuple[Any, ...]]]:
-    """The rows of each statement (but the rules'): a write per entry, the latest."""
+    """The rows of each statement (but the rules'): a write per entry, the latest, sorted by key (each
+    page of a table is written once)."""
     runs: dict[str, list[tuple[Any, ...]]] = {}
 
-    def add(table: str, row: tuple[Any, ...] | None, key: tuple[Any, ...]) -> None:
+    def add(table: str, rows: list[tuple[Any, ...]], keys: list[tuple[Any, ...]]) -> None:
         upsert, delete = WRITES[table]
-        if row is None:
-            runs.setdefault(delete, []).append(key)
-        else:
-            runs.setdefault(upsert, []).append(row)
+        if rows:
+            runs[upsert] = sorted(rows)
+        if keys:
+            runs[delete] = sorted(keys)
 
-    for source, (alias, horizon, _) in changes.aliases.items():  # the stored row, then the horizon if it applies
-        add("alias", None if alias is None else (*alias_row(alias), cutoff if horizon else float("-inf")), (source,))
-    for url, when in changes.answered.items():
-        add("answered", (url, when), (url,))
-    for target in changes.dropped_fanins:
-        add("fanin", None, (target,))
-    for target, sources in changes.fanins.items():
-        for source in sources:
-            add("fanin", (target, source), ())
-    for (rule, url), deferred in changes.deferred.items():
-        add("deferred", (rule, url) if deferred else None, (rule, url))
-    for key, (url, _, _) in changes.cases.items():
-        add("declared_case", None if url is None else (key, url), (key,))
-    for target, n in changes.sinks.items():
-        add("sink", None if n is None else (target, n), (target,))
+    horizon = float("-inf")
+    aliases = changes.aliases.items()  # the stored row, then the horizon if it applies
+    add("alias", [(*alias_row(a), cutoff if h else horizon) for _, (a, h, _) in aliases if a is not None],
+        [(source,) for source, (a, _, _) in aliases if a is None])  # fmt: skip
+    add("answered", list(changes.answered.items()), [])
+    add("fanin", [(t, s) for t, sources in changes.fanins.items() for s in sources], [(t,) for t in changes.dropped_fanins])
+    deferred = changes.deferred.items()
+    add("deferred", [entry for entry, added in deferred if added], [entry for entry, added in deferred if not added])
+    cases = changes.cases.items()
+    add("declared_case", [(k, url) for k, (url, _, _) in cases if url is not None], [(k,) for k, (url, _, _) in cases if url is None])
+    sinks = changes.sinks.items()
+    add("sink", [(t, n) for t, n in sinks if n is not None], [(t,) for t, n in sinks if n is None])
     return runs
