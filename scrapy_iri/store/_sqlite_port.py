@@ -6,6 +6,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 
@@ -151,7 +152,7 @@ class SQLitePort(StoragePort):
             rows = self._read(  # each key looked up by the primary key (CROSS JOIN keeps that order)
                 f"WITH want(o, k, s) AS (VALUES {values}) SELECT origin, kind, scope, {RULE_COLUMNS}"
                 " FROM want CROSS JOIN rule ON origin = o AND kind = k AND scope = s",
-                tuple(v for key in part for v in key),
+                tuple(chain.from_iterable(part)),
             )
             if rows is None:
                 return None

@@ -212,6 +212,8 @@ class WriteBehind:
         return MISSING if written is None else written[0]
 
     def pending_fanin(self, target: str) -> tuple[bool, list[str]]:
+        if self.sent is None:  # one layer (the common case): no merging
+            return target in self.changes.dropped_fanins, list(self.changes.fanins.get(target, ()))
         added: list[str] = []
         for changes in self.layers():
             added = [s for s in changes.fanins.get(target, ()) if s not in added] + added
