@@ -208,10 +208,9 @@ class LayeredStorage(Storage):
     # -- the learning policy the crawl used -------------------------------------------------------
 
     def load_policy(self) -> LearningPolicy | None:
-        try:
-            text = self.port.read_meta("policy")
-        except self.unavailable:
-            return None
+        """The policy recorded; a store that cannot be read raises (a default policy could merge what the
+        recorded one keeps apart)."""
+        text = self._stored(lambda: self.port.read_meta("policy"))
         return None if text is None else policy_from_text(text)
 
     def save_policy(self, policy: LearningPolicy) -> None:

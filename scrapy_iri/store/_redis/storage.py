@@ -217,6 +217,13 @@ class RedisStorage(LayeredStorage):
     def named(self) -> str:
         return f"Redis at {self.where}"
 
+    def load_policy(self) -> Any:
+        """The policy recorded; ``None`` while Redis is unreachable (it was reachable at open)."""
+        try:
+            return super().load_policy()
+        except RedisUnavailable:
+            return None
+
     def _before_listing(self, lenient: bool = False) -> None:
         if not lenient:
             self._checked(self._flush)
