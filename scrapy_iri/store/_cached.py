@@ -29,7 +29,7 @@ from ._forms import sink_key
 from ._observation import Prefetch
 from ._port import CaseAliases, Found, Reads, StoragePort
 from ._rules import RuleKey, RuleRecord
-from ._storage import LRU, MISSING, OriginRules, PendingCases, RuleCache, Storage, held_keys, held_record
+from ._storage import LRU, MISSING, OriginRules, PendingCases, RuleCache, held_keys, held_record
 
 _EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
 
@@ -259,6 +259,17 @@ class CachedReads:
         """The rules this process holds (the origins it used last)."""
         return self.rules.records()
 
+    def listed(self, stored: list[RuleRecord]) -> dict[RuleKey, RuleRecord]:
+        """Every record ``stored`` (a listing read them all), the images held here in their place: the
+        origins held now hold every record."""
+        by_origin: dict[str, dict[RuleKey, RuleRecord]] = {}
+        for record in stored:
+            by_origin.setdefault(record.key.origin, {})[record.key] = record
+        for origin, held in list(self.rules.origins.items()):
+            if isinstance(held, OriginRules):
+                held.fill(by_origin.get(origin, {}))
+        return {r.key: self.held(r.key) or r for r in stored}
+
     def set_rules(self, origin: str, records: dict[RuleKey, RuleRecord]) -> None:
         """Make a cached origin's records what the backend says (record objects kept where they exist)."""
         current = self.rules.peek(origin)
@@ -359,33 +370,3 @@ class CachedReads:
         for held, rules in wanted:
             held.learned({key: found.rules.get(key) for key in rules})
 
-
-class CachedStorage(Storage):
-    """A :class:`._storage.Storage` whose reads are its :class:`CachedReads` (``cached``), over its port."""
-
-    cached: CachedReads
-
-    def alias(self, source: str) -> Alias | None:
-        return self.cached.alias(source)
-
-    def case_target(self, key: str) -> str | None:
-        return self.cached.case_target(key)
-
-    def declared_case(self, key: str) -> str | None:
-        return self.cached.declared_case(key)
-
-    def rules_at(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        return self.cached.rules_at(origin)
-
-    def rules_in_force(self, origin: str) -> Mapping[RuleKey, RuleRecord]:
-        return self.cached.rules_in_force(origin)
-
-    def forget_in_force(self) -> None:
-        self.cached.in_force.clear()
-
-    def is_sink(self, url: str, cap: int) -> bool:
-        return self.cached.is_sink(url, cap)
-
-    def prefetch(self, keys: Prefetch) -> None:
-        """Read what a chunk of observations needs (aliases, fan-in, cases, rule records) in one port read."""
-        self.cached.prefetch(keys, self.policy.sink_fanin)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from operator import attrgetter
 from typing import Any
 
 from ._rules import LearningPolicy, RuleKey, RuleRecord
@@ -13,9 +14,17 @@ RULE_FIELDS = ("support", "against", "first_seen", "last_support", "last_against
 _POLICY_FIELDS = frozenset(f.name for f in dataclasses.fields(LearningPolicy))
 
 
+_RULE_VALUES = attrgetter(*RULE_FIELDS)
+
+
 def rule_values(record: RuleRecord) -> tuple[Any, ...]:
     """A rule record's counts, times and notes (:data:`RULE_FIELDS`)."""
-    return tuple(getattr(record, name) for name in RULE_FIELDS)
+    return _RULE_VALUES(record)  # type: ignore[no-any-return]
+
+
+def rule_row(key: RuleKey, record: RuleRecord) -> tuple[Any, ...]:
+    """A rule as stored: its key's parts, then :func:`rule_values`."""
+    return (*key, *_RULE_VALUES(record))
 
 
 def rule_record(key: RuleKey, values: Any) -> RuleRecord:

@@ -31,16 +31,13 @@ class KeyFilter:
         #: keys added (an upper bound: one added twice counts twice)
         self.count = count
 
-    def _positions(self, key: str) -> list[int]:
+    def add(self, key: str) -> None:
         digest = blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         h1 = int.from_bytes(digest[:8], "little")
         h2 = int.from_bytes(digest[8:], "little") | 1
-        size = self.size
-        return [(h1 + i * h2) % size for i in range(PROBES)]
-
-    def add(self, key: str) -> None:
-        bits = self.bits
-        for p in self._positions(key):
+        size, bits = self.size, self.bits
+        for i in range(PROBES):
+            p = (h1 + i * h2) % size
             bits[p >> 3] |= 1 << (p & 7)
         self.count += 1
 

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 
+from ._codec import policy_from_text, policy_text
 from ._evidence import Alias, Evidence
 from ._forms import sink_key
 from ._learner import EquivalenceStore
@@ -165,6 +166,42 @@ class MemoryPort(StoragePort):
 
     def read_origin(self, origin: str) -> dict[RuleKey, RuleRecord] | None:
         return dict(self.storage._rules.get(origin, {}))
+
+    def scan_aliases(self) -> Iterator[Alias]:
+        return self.storage.aliases()
+
+    def scan_rules(self) -> Iterator[RuleRecord]:
+        return self.storage.rules()
+
+    def scan_fanins(self) -> Iterator[tuple[str, int]]:
+        return self.storage.fanins()
+
+    def scan_declared(self) -> Iterator[tuple[str, str]]:
+        return iter(list(self.storage._declared.items()))
+
+    def read_evidence(self, url: str | None = None) -> Iterator[Evidence]:
+        return self.storage.evidence(url)
+
+    def delete_evidence(self, url: str) -> int:
+        return self.storage.drop_evidence(url)
+
+    def counts(self) -> tuple[int, int]:
+        found = self.storage.counts()
+        return found["evidence"], found["deferred"]
+
+    def read_meta(self, name: str) -> str | bytes | None:
+        policy = self.storage._policy
+        return policy_text(policy) if name == "policy" and policy is not None else None
+
+    def write_meta(self, name: str, value: str) -> None:
+        if name == "policy":
+            self.storage._policy = policy_from_text(value)
+
+    def count_aliases(self) -> int:
+        return len(self.storage._aliases)
+
+    def alias_sources(self) -> Iterator[str]:
+        return iter(list(self.storage._aliases))
 
 
 class MemoryStore(EquivalenceStore):

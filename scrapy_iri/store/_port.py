@@ -15,10 +15,11 @@ caches of what was read, with the writes not yet committed over them.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ._evidence import Alias, Evidence
+from ._filter import KeyFilter
 from ._rules import BLOCK, RuleKey, RuleRecord
 
 #: the case-only aliases of a case key: source -> (time, target)
@@ -184,3 +185,52 @@ class StoragePort(ABC):
             return None
         found.update(more)
         return found
+
+    # -- listings and the store's own records (reports, exports, forgetting; raise the backend's error) --
+
+    def scan_aliases(self) -> Iterator[Alias]:
+        """Every alias stored (none ended)."""
+        raise NotImplementedError(f"{type(self).__name__} lists nothing")
+
+    def scan_rules(self) -> Iterator[RuleRecord]:
+        """Every rule record stored."""
+        raise NotImplementedError(f"{type(self).__name__} lists nothing")
+
+    def scan_fanins(self) -> Iterator[tuple[str, int]]:
+        """``(target, number of sources)`` of every fan-in stored."""
+        raise NotImplementedError(f"{type(self).__name__} lists nothing")
+
+    def scan_declared(self) -> Iterator[tuple[str, str]]:
+        """``(case key, URL)`` of every declared case stored."""
+        raise NotImplementedError(f"{type(self).__name__} lists nothing")
+
+    def read_evidence(self, url: str | None = None) -> Iterator[Evidence]:
+        """The evidence stored about ``url`` (as source or target), or all of it, oldest first."""
+        raise NotImplementedError(f"{type(self).__name__} lists nothing")
+
+    def delete_evidence(self, url: str) -> int:
+        """Delete the evidence about ``url``; how many entries."""
+        raise NotImplementedError(f"{type(self).__name__} deletes nothing")
+
+    def counts(self) -> tuple[int, int]:
+        """The number of evidence entries and of deferred URLs stored."""
+        raise NotImplementedError(f"{type(self).__name__} counts nothing")
+
+    def read_meta(self, name: str) -> str | bytes | None:
+        """A value the store keeps for itself (``policy``: the crawl's learning policy)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no values")
+
+    def write_meta(self, name: str, value: str) -> None:
+        raise NotImplementedError(f"{type(self).__name__} keeps no values")
+
+    def count_aliases(self) -> int:
+        """How many alias sources are stored (ended ones too, where they are kept)."""
+        raise NotImplementedError(f"{type(self).__name__} counts nothing")
+
+    def alias_sources(self) -> Iterator[str]:
+        """Every alias source stored (ended ones too, where they are kept)."""
+        raise NotImplementedError(f"{type(self).__name__} lists nothing")
+
+    def saved_filter(self) -> tuple[KeyFilter, int] | None:
+        """The filter of alias sources saved in the store, and the change it is up to date with (``None``: none, or unreadable)."""
+        return None

@@ -49,36 +49,21 @@ crawl that opened the store.
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError
-from ._cached import CachedReads, CachedStorage
-from ._codec import policy_from_text, policy_text, rule_record
-from ._evidence import Alias, Evidence
+from ._evidence import Alias
 from ._filter import KeyFilter
+from ._layered import LayeredStorage
 from ._learner import EquivalenceStore
-from ._rules import LearningPolicy, RuleKey, RuleRecord
+from ._rules import LearningPolicy, RuleKey
 from ._sqlite_port import SQLitePort
-from ._sqlite_schema import (
-    ALIAS,
-    ALIAS_COLUMNS,
-    EVIDENCE_COLUMNS,
-    MIGRATIONS,
-    RULE_COLUMNS,
-    SCHEMA_VERSION,
-    alias_of,
-    alias_row,
-    create_schema,
-    evidence_of,
-    locked,
-    transaction,
-)
+from ._sqlite_schema import ALIAS, MIGRATIONS, SCHEMA_VERSION, alias_row, create_schema, locked, transaction
 from ._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX, EVIDENCE_MAX_AGE
 from ._writes import WriteBehind
 
@@ -93,8 +78,11 @@ PAGE_CACHE = 8 << 20
 FILTER_SAVE_EVERY = 256
 
 
-class SQLiteStorage(CachedStorage):
-    """One SQLite file: rules and sinks in memory, aliases read on demand, writes in batches."""
+class SQLiteStorage(LayeredStorage):
+    """One SQLite file: its connection, schema and commits, the shared layers over its :class:`.SQLitePort`."""
+
+    port: SQLitePort
+    unavailable = (sqlite3.OperationalError,)
 
     def __init__(
         self,
@@ -118,6 +106,7 @@ class SQLiteStorage(CachedStorage):
     ) -> None:
         self.clock = clock
         self.path = Path(path)
+        self.where = str(self.path)
         self.sync_interval = sync_interval
         self.lock_wait = lock_wait
         self.close_wait = close_wait
@@ -141,15 +130,12 @@ class SQLiteStorage(CachedStorage):
             self._db.execute(f"PRAGMA busy_timeout = {int(lock_wait * 1000)}")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
-        #: the writes not committed yet, read over the file
-        self.writes = WriteBehind(batch_size, flush_interval, monotonic)
         self._next_sync = monotonic() + sync_interval
         self._warned_lock = 0.0
         #: after a commit found the file locked: when to try again, and how long the last wait was
         self._retry_at = 0.0
         self._lock_backoff = 0.0
-        #: bounded caches of what is on disk, the pending batch read over them
-        self.port = SQLitePort(
+        port = SQLitePort(
             self._read,
             self._connection,
             clock=clock,
@@ -158,11 +144,10 @@ class SQLiteStorage(CachedStorage):
             evidence_max=evidence_max,
             evidence_max_age=evidence_max_age,
         )
-        self.cached = self.writes.cached = CachedReads(
-            self.port, self.writes, cache_size, rule_cache, lambda: self.force_floor
-        )
+        # bounded caches of what is on disk, the writes not committed yet read over them
+        self.compose(port, WriteBehind(batch_size, flush_interval, monotonic), cache_size=cache_size, rule_cache=rule_cache)
         try:
-            self.port.data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
+            port.data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
             self._change_id = self._db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()[0]
             #: the change the filter took in every change up to (besides those the syncs read)
             self._filter_change_id = 0
@@ -229,33 +214,13 @@ class SQLiteStorage(CachedStorage):
             raise StoreError(f"{self.path}: the store is closed")
         return self._db
 
-    # -- the learning policy the crawl used ------------------------------------
-
-    def load_policy(self) -> LearningPolicy | None:
-        row = self._connection().execute("SELECT value FROM meta WHERE key = 'policy'").fetchone()
-        return None if row is None else policy_from_text(row[0])
-
-    def save_policy(self, policy: LearningPolicy) -> None:
-        try:
-            self._connection().execute("INSERT OR REPLACE INTO meta VALUES ('policy', ?)", (policy_text(policy),))
-        except sqlite3.OperationalError as exc:  # a read-only file, or held too long: judged by defaults
-            logger.warning("%s: could not record the learning policy: %s", self.path, exc)
-
     # -- the entry points: commit whole observations, notice other processes -------
 
     def refresh(self) -> None:
         self._sync_if_due()
 
-    def answered(self, url: str) -> None:
-        self.writes.answered(url, self.clock())
-
     def observed(self) -> None:
         self._flush_if_due()
-
-    @property
-    def pending(self) -> int:
-        """Writes not yet committed."""
-        return len(self.writes)
 
     def _flush_if_due(self) -> None:
         now = self.monotonic()
@@ -363,40 +328,18 @@ class SQLiteStorage(CachedStorage):
 
     # -- the filter of alias sources ------------------------------------------------------
 
-    def _load_filter(self) -> KeyFilter:
-        """The filter saved in the file, brought up to date from the change log; else built from the aliases."""
+    def _aliases_changed_since(self, since: int) -> list[str] | None:
         db = self._connection()
-        state = db.execute("SELECT value FROM meta WHERE key = 'alias_filter_state'").fetchone()
-        bits = db.execute("SELECT value FROM meta WHERE key = 'alias_filter'").fetchone()
-        if state is None or bits is None:
-            return self._build_filter()
-        try:
-            capacity, count, change_id = json.loads(state[0])
-            found = KeyFilter.load(int(capacity), int(count), bytes(bits[0]))
-        except (ValueError, TypeError):
-            return self._build_filter()
         low = db.execute("SELECT min(id) FROM change").fetchone()[0]
-        if low is not None and low > change_id + 1:
-            return self._build_filter()  # the log no longer holds what changed since it was saved
-        for kind, name in db.execute("SELECT kind, name FROM change WHERE id > ?", (change_id,)):
+        if low is not None and low > since + 1:
+            return None  # the log no longer holds what changed since
+        changed = []
+        for kind, name in db.execute("SELECT kind, name FROM change WHERE id > ?", (since,)):
             if kind == "*":
-                return self._build_filter()
+                return None
             if kind == "a":
-                found.add(name)
-        return found if not found.full else self._build_filter()
-
-    def _build_filter(self) -> KeyFilter:
-        """A filter of every alias source in the file (and those pending here), sized for twice as many."""
-        db = self._connection()
-        (n,) = db.execute("SELECT count(*) FROM alias").fetchone()
-        written = self.writes.changes.aliases
-        built = KeyFilter(2 * (n + len(written)))
-        for (source,) in db.execute("SELECT source FROM alias"):
-            built.add(source)
-        for source, (alias, _, _) in written.items():
-            if alias is not None:
-                built.add(source)
-        return built
+                changed.append(name)
+        return changed
 
     def _save_filter(self) -> None:
         """Write the filter to the file with the change it is up to date with (other processes start from it)."""
@@ -414,14 +357,16 @@ class SQLiteStorage(CachedStorage):
                         self.cached.filter = self._build_filter()
                 (change_id,) = db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()
                 self._filter_change_id = change_id
-                capacity, count, bits = self._filter.dump()
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('alias_filter', ?)", (bits,))
-                db.execute(
-                    "INSERT OR REPLACE INTO meta VALUES ('alias_filter_state', ?)",
-                    (json.dumps([capacity, count, change_id]),),
-                )
+                self.port.save_filter(self._filter, change_id)
         except sqlite3.OperationalError as exc:  # locked or read-only: the next process builds its own
             logger.info("%s: the alias filter was not saved: %s", self.path, exc)
+
+    def _stored(self, call: Callable[[], Any]) -> Any:
+        """A listing's read or a deletion: an error of the file is the store's."""
+        try:
+            return call()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: {exc}") from exc
 
     # -- reads that may find the file locked --------------------------------------------
 
@@ -440,20 +385,7 @@ class SQLiteStorage(CachedStorage):
                 raise StoreError(f"{self.path}: {exc}") from exc
             return None
 
-    # -- primitives: aliases ------------------------------------------------------------
-
-    def set_alias(self, source: str, alias: Alias | None) -> None:
-        self.writes.alias(source, self.alias(source), alias, not self.recorded_time, self.clock())
-
-    def aliases(self) -> Iterator[Alias]:
-        self.flush()
-        written = {source: alias for source, (alias, _, _) in self.writes.changes.aliases.items()}
-        for row in self._connection().execute(f"SELECT {ALIAS_COLUMNS} FROM alias"):
-            if row[0] not in written:
-                yield alias_of(row[0], row[1:])
-        for alias in written.values():
-            if alias is not None:
-                yield alias
+    # -- what SQLite does at once: imports, taking deferred URLs -----------------------------
 
     def bulk_aliases(self, aliases: Iterable[Alias], *, chunk: int = 500_000) -> int:
         """Write many aliases at once (an import; no evidence is logged for them). Returns how many."""
@@ -481,87 +413,6 @@ class SQLiteStorage(CachedStorage):
             db.execute("INSERT INTO change (kind, name) VALUES ('*', '')")  # other processes start afresh
         return len(rows)
 
-    # -- primitives: cases ----------------------------------------------------------
-
-    def set_declared_case(self, key: str, url: str | None) -> None:
-        self.writes.declared(key, url, self.clock())
-
-    def declared_cases(self) -> Iterator[str]:
-        self.flush()
-        written = self.writes.changes.cases
-        urls = [url for key, url in self._connection().execute("SELECT key, url FROM declared_case") if key not in written]
-        return iter(urls + [url for url, _, _ in written.values() if url is not None])
-
-    # -- primitives: rules (read by origin, the origins used last kept) ----------------
-
-    def set_rule(self, key: RuleKey, record: RuleRecord | None) -> None:
-        if record is None:
-            self.writes.drop_rule(key)
-        else:
-            self.writes.rule(key, record)
-
-    def rules(self) -> Iterator[RuleRecord]:
-        """Every rule record, from the file (after a commit of what is pending)."""
-        self.flush()
-        rows = self._connection().execute(f"SELECT origin, kind, scope, {RULE_COLUMNS} FROM rule").fetchall()
-        listed = {}
-        for row in rows:
-            key = RuleKey(*row[:3])
-            listed[key] = self.cached.held(key) or rule_record(key, row[3:])
-        for key, write in self.writes.changes.rules.items():  # not committed (a locked file): what is held here
-            if write.record is not None and (image := self.cached.held(key)) is not None:
-                listed[key] = image
-        return iter(list(listed.values()))
-
-    # -- primitives: fan-in (on disk, read per redirect; sinks resident) -----------------
-
-    def add_fanin(self, target: str, source: str, cap: int) -> list[str]:
-        return self.writes.add_fanin(target, source, cap)
-
-    def drop_fanin(self, target: str) -> None:
-        self.writes.drop_fanin(target)
-
-    def fanins(self) -> Iterator[tuple[str, int]]:
-        self.flush()
-        rows = self._connection().execute("SELECT target, count(*) FROM fanin GROUP BY target").fetchall()
-        return iter([(target, int(n)) for target, n in rows])
-
-    # -- primitives: evidence (on disk) -----------------------------------------------
-
-    def add_evidence(self, evidence: Evidence) -> None:
-        self.writes.evidence(evidence)
-
-    def evidence(self, url: str | None = None) -> Iterator[Evidence]:
-        self.flush()
-        db = self._connection()
-        if url is None:
-            rows = db.execute(f"SELECT {EVIDENCE_COLUMNS} FROM evidence ORDER BY id")
-            return (evidence_of(row) for row in rows)
-        rows = db.execute(
-            f"SELECT {EVIDENCE_COLUMNS} FROM evidence WHERE url = ? OR target = ? ORDER BY id",
-            (url, url),
-        )
-        return iter([evidence_of(row) for row in rows.fetchall()])
-
-    def drop_evidence(self, url: str) -> int:
-        self.flush()
-        cursor = self._connection().execute("DELETE FROM evidence WHERE url = ? OR target = ?", (url, url))
-        return cursor.rowcount
-
-    def counts(self) -> dict[str, int]:
-        db = self._connection()
-        changes = self.writes.changes
-        deferred = sum(1 for added in changes.deferred.values() if added)
-        return {
-            "evidence": db.execute("SELECT count(*) FROM evidence").fetchone()[0] + len(changes.evidence),
-            "deferred": db.execute("SELECT count(*) FROM deferred").fetchone()[0] + deferred,
-        }
-
-    # -- primitives: deferred requests (on disk) ---------------------------------------
-
-    def add_deferred(self, rule: RuleKey, url: str) -> None:
-        self.writes.deferred(str(rule), url, True)
-
     def take_deferred(self, rule: RuleKey) -> list[str]:
         """The URLs deferred under ``rule`` by any process, taken in one transaction (one taker gets each)."""
         name = str(rule)
@@ -580,8 +431,6 @@ class SQLiteStorage(CachedStorage):
             for url in urls:
                 self.writes.deferred(name, url, False)
         return sorted(set(urls))
-
-
 
 
 class SQLiteStore(EquivalenceStore):

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 from typing import Any
 
-from ._codec import rule_record, rule_values
-from ._evidence import Alias
+
+from ._codec import rule_record, rule_row
+from ._evidence import Alias, Evidence
+from ._filter import KeyFilter
 from ._port import CaseAliases, Changeset, RuleWrite, StoragePort
 from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord
 from ._sqlite_schema import (
@@ -16,10 +20,12 @@ from ._sqlite_schema import (
     ALIAS_COLUMNS,
     ALIAS_FIELDS,
     EVIDENCE,
+    EVIDENCE_COLUMNS,
     RULE_COLUMNS,
     WRITES,
     alias_of,
     alias_row,
+    evidence_of,
     transaction,
 )
 from ._storage import EVIDENCE_MAX, EVIDENCE_MAX_AGE
@@ -146,7 +152,7 @@ class SQLitePort(StoragePort):
             rows = self._read(  # each key looked up by the primary key (CROSS JOIN keeps that order)
                 f"WITH want(o, k, s) AS (VALUES {values}) SELECT origin, kind, scope, {RULE_COLUMNS}"
                 " FROM want CROSS JOIN rule ON origin = o AND kind = k AND scope = s",
-                tuple(v for key in part for v in key),
+                tuple(chain.from_iterable(part)),
             )
             if rows is None:
                 return None
@@ -173,6 +179,73 @@ class SQLitePort(StoragePort):
             found[origin] = {(key := RuleKey(origin, row[0], row[1])): rule_record(key, row[2:]) for row in rows}
         return found
 
+    # -- listings and the store's own records ------------------------------------------------
+
+    def _db(self) -> sqlite3.Connection:
+        assert self.connection is not None, "a port without a connection lists nothing"
+        return self.connection()
+
+    def scan_aliases(self) -> Iterator[Alias]:
+        for row in self._db().execute(f"SELECT {ALIAS_COLUMNS} FROM alias"):
+            yield alias_of(row[0], row[1:])
+
+    def scan_rules(self) -> Iterator[RuleRecord]:
+        rows = self._db().execute(f"SELECT origin, kind, scope, {RULE_COLUMNS} FROM rule").fetchall()
+        return iter([rule_record(RuleKey(*row[:3]), row[3:]) for row in rows])
+
+    def scan_fanins(self) -> Iterator[tuple[str, int]]:
+        rows = self._db().execute("SELECT target, count(*) FROM fanin GROUP BY target").fetchall()
+        return iter([(target, int(n)) for target, n in rows])
+
+    def scan_declared(self) -> Iterator[tuple[str, str]]:
+        return iter(self._db().execute("SELECT key, url FROM declared_case").fetchall())
+
+    def read_evidence(self, url: str | None = None) -> Iterator[Evidence]:
+        db = self._db()
+        if url is None:
+            return (evidence_of(row) for row in db.execute(f"SELECT {EVIDENCE_COLUMNS} FROM evidence ORDER BY id"))
+        rows = db.execute(f"SELECT {EVIDENCE_COLUMNS} FROM evidence WHERE url = ? OR target = ? ORDER BY id", (url, url))
+        return iter([evidence_of(row) for row in rows.fetchall()])
+
+    def delete_evidence(self, url: str) -> int:
+        return int(self._db().execute("DELETE FROM evidence WHERE url = ? OR target = ?", (url, url)).rowcount)
+
+    def counts(self) -> tuple[int, int]:
+        db = self._db()
+        return db.execute("SELECT count(*) FROM evidence").fetchone()[0], db.execute("SELECT count(*) FROM deferred").fetchone()[0]
+
+    def read_meta(self, name: str) -> str | bytes | None:
+        row = self._db().execute("SELECT value FROM meta WHERE key = ?", (name,)).fetchone()
+        return None if row is None else row[0]  # type: ignore[no-any-return]
+
+    def write_meta(self, name: str, value: str) -> None:
+        self._db().execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (name, value))
+
+    def count_aliases(self) -> int:
+        return int(self._db().execute("SELECT count(*) FROM alias").fetchone()[0])
+
+    def alias_sources(self) -> Iterator[str]:
+        return (source for (source,) in self._db().execute("SELECT source FROM alias"))
+
+    def saved_filter(self) -> tuple[KeyFilter, int] | None:
+        db = self._db()
+        state = db.execute("SELECT value FROM meta WHERE key = 'alias_filter_state'").fetchone()
+        bits = db.execute("SELECT value FROM meta WHERE key = 'alias_filter'").fetchone()
+        if state is None or bits is None:
+            return None
+        try:
+            capacity, count, change_id = json.loads(state[0])
+            return KeyFilter.load(int(capacity), int(count), bytes(bits[0])), int(change_id)
+        except (ValueError, TypeError):
+            return None
+
+    def save_filter(self, saved: KeyFilter, change_id: int) -> None:
+        """Write ``saved``, up to date with ``change_id``, in the transaction under way."""
+        capacity, count, bits = saved.dump()
+        db = self._db()
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('alias_filter', ?)", (bits,))
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('alias_filter_state', ?)", (json.dumps([capacity, count, change_id]),))
+
     # -- writes -------------------------------------------------------------------------------
 
     def apply(self, changes: Changeset) -> dict[str, dict[RuleKey, RuleRecord]]:
@@ -192,6 +265,10 @@ class SQLitePort(StoragePort):
         db = self.connection()
         cutoff = self.clock() - self.answered_horizon
         runs = _runs(changes, cutoff)
+        origins = sorted({key.origin for key in changes.rules})
+        # the rows of this process's images, made before the file is locked (written when nobody else committed)
+        images = not changes.merge and not any(w.dropped for w in changes.rules.values())
+        rows = sorted([rule_row(k, w.record) for k, w in changes.rules.items() if w.record is not None]) if images else []
         fresh: dict[str, dict[RuleKey, RuleRecord]] = {}
         with transaction(db):
             for upsert, delete in WRITES.values():
@@ -200,14 +277,13 @@ class SQLitePort(StoragePort):
                         db.executemany(statement, runs[statement])
             upsert, delete = WRITES["rule"]
             alone = db.execute("PRAGMA data_version").fetchone()[0] == self.data_version
-            by_origin: dict[str, list[tuple[RuleKey, RuleWrite]]] = {}
-            for key, write in changes.rules.items():
-                by_origin.setdefault(key.origin, []).append((key, write))
-            if alone and not changes.merge and not any(w.dropped for w in changes.rules.values()):
-                writes = changes.rules.items()
-                db.executemany(upsert, [(*key, *rule_values(w.record)) for key, w in writes if w.record is not None])
-                db.executemany(delete, [tuple(key) for key, w in writes if w.record is None])
+            if alone and images:
+                db.executemany(upsert, rows)
+                db.executemany(delete, [tuple(key) for key, w in changes.rules.items() if w.record is None])
             else:
+                by_origin: dict[str, list[tuple[RuleKey, RuleWrite]]] = {}
+                for key, write in changes.rules.items():
+                    by_origin.setdefault(key.origin, []).append((key, write))
                 for origin, written in by_origin.items():  # one read per origin: the rows as other processes left them
                     disk: dict[RuleKey, RuleRecord] = {}
                     for row in db.execute(f"SELECT kind, scope, {RULE_COLUMNS} FROM rule WHERE origin = ?", (origin,)):
@@ -219,14 +295,14 @@ class SQLitePort(StoragePort):
                             disk.pop(key, None)
                         if write.record is not None:
                             disk[key] = self._merged(write, disk.get(key))
-                            db.execute(upsert, (*key, *rule_values(disk[key])))
+                            db.execute(upsert, rule_row(key, disk[key]))
                     fresh[origin] = disk
             db.executemany(EVIDENCE, [
                 (e.time, e.url, e.status, e.target, ",".join(sorted(e.context)), e.note, e.location) for e in changes.evidence
             ])  # fmt: skip
             db.executemany(
                 "INSERT INTO change (kind, name) VALUES (?, ?)",
-                [*changes.changes, *(("r", origin) for origin in sorted(by_origin))],
+                [*changes.changes, *(("r", origin) for origin in origins)],
             )
             self.commits += 1
             self._prune(db)
@@ -276,29 +352,27 @@ class SQLitePort(StoragePort):
 
 
 def _runs(changes: Changeset, cutoff: float) -> dict[str, list[tuple[Any, ...]]]:
-    """The rows of each statement (but the rules'): a write per entry, the latest."""
+    """The rows of each statement (but the rules'): a write per entry, the latest, sorted by key (each
+    page of a table is written once)."""
     runs: dict[str, list[tuple[Any, ...]]] = {}
 
-    def add(table: str, row: tuple[Any, ...] | None, key: tuple[Any, ...]) -> None:
+    def add(table: str, rows: list[tuple[Any, ...]], keys: list[tuple[Any, ...]]) -> None:
         upsert, delete = WRITES[table]
-        if row is None:
-            runs.setdefault(delete, []).append(key)
-        else:
-            runs.setdefault(upsert, []).append(row)
+        if rows:
+            runs[upsert] = sorted(rows)
+        if keys:
+            runs[delete] = sorted(keys)
 
-    for source, (alias, horizon, _) in changes.aliases.items():  # the stored row, then the horizon if it applies
-        add("alias", None if alias is None else (*alias_row(alias), cutoff if horizon else float("-inf")), (source,))
-    for url, when in changes.answered.items():
-        add("answered", (url, when), (url,))
-    for target in changes.dropped_fanins:
-        add("fanin", None, (target,))
-    for target, sources in changes.fanins.items():
-        for source in sources:
-            add("fanin", (target, source), ())
-    for (rule, url), deferred in changes.deferred.items():
-        add("deferred", (rule, url) if deferred else None, (rule, url))
-    for key, (url, _, _) in changes.cases.items():
-        add("declared_case", None if url is None else (key, url), (key,))
-    for target, n in changes.sinks.items():
-        add("sink", None if n is None else (target, n), (target,))
+    horizon = float("-inf")
+    aliases = changes.aliases.items()  # the stored row, then the horizon if it applies
+    add("alias", [(*alias_row(a), cutoff if h else horizon) for _, (a, h, _) in aliases if a is not None],
+        [(source,) for source, (a, _, _) in aliases if a is None])  # fmt: skip
+    add("answered", list(changes.answered.items()), [])
+    add("fanin", [(t, s) for t, sources in changes.fanins.items() for s in sources], [(t,) for t in changes.dropped_fanins])
+    deferred = changes.deferred.items()
+    add("deferred", [entry for entry, added in deferred if added], [entry for entry, added in deferred if not added])
+    cases = changes.cases.items()
+    add("declared_case", [(k, url) for k, (url, _, _) in cases if url is not None], [(k,) for k, (url, _, _) in cases if url is None])
+    sinks = changes.sinks.items()
+    add("sink", [(t, n) for t, n in sinks if n is not None], [(t,) for t, n in sinks if n is None])
     return runs

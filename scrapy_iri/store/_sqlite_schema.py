@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from operator import attrgetter
 from typing import Any
 
 from ._codec import RULE_FIELDS
@@ -100,9 +101,12 @@ def evidence_of(row: tuple[Any, ...]) -> Evidence:
 
 
 
+_ALIAS_VALUES = attrgetter("source", *ALIAS_FIELDS)
+
+
 def alias_row(alias: Alias) -> tuple[Any, ...]:
     """An alias as stored: its source, its :data:`ALIAS_FIELDS`, its case key."""
-    return (alias.source, *(getattr(alias, name) for name in ALIAS_FIELDS), alias_case_key(alias.source, alias.target))
+    return (*_ALIAS_VALUES(alias), alias_case_key(alias.source, alias.target))
 
 
 def alias_of(source: str, values: Sequence[Any]) -> Alias:

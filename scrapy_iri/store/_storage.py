@@ -388,11 +388,13 @@ class OriginRules(dict):  # type: ignore[type-arg]
         """No longer held by a cache: what it reads now is counted nowhere."""
         self._grew = _ignore
 
-    def fill(self) -> None:
-        """Read every record not held yet (those held stay: they may hold counts not written yet)."""
+    def fill(self, rows: dict[RuleKey, RuleRecord] | None = None) -> None:
+        """Read every record not held yet, or take them from ``rows`` (every record stored, read
+        elsewhere); those held stay: they may hold counts not written yet."""
         if self.complete:
             return
-        rows = self._read_all(self.origin)
+        if rows is None:
+            rows = self._read_all(self.origin)
         if rows is None:
             return
         before = self.weight

@@ -25,7 +25,9 @@ from ._cached import CachedReads
 from ._evidence import Alias, Evidence
 from ._port import Changeset, RuleWrite
 from ._rules import RuleKey, RuleRecord
-from ._storage import MISSING, PendingCases
+from ._storage import MISSING, OriginRules, PendingCases
+
+_NONE_SEEN = (0, 0, 0.0, 0.0)
 
 
 class WriteBehind:
@@ -92,14 +94,27 @@ class WriteBehind:
 
     def rule(self, key: RuleKey, record: RuleRecord) -> None:
         """``record`` is the rule's record now: what it counted since it was last seen is added."""
-        self.cached.rules.put(record)
-        support, against, last_support, last_against = self.rule_seen.get(key, (0, 0, 0.0, 0.0))
-        write = self.changes.rules.pop(key, None) or RuleWrite(record)
-        write.support = _added(write.support, support, last_support, record.support, record.last_support)
-        write.against = _added(write.against, against, last_against, record.against, record.last_against)
-        write.record = record
-        self.changes.rules[key] = write
-        self.based(record)
+        rules = self.cached.rules
+        held = rules.origins.get(key.origin)
+        if type(held) is OriginRules and dict.get(held, key) is record:
+            held.version += 1  # the record held, counted again: what is in force follows it
+        else:
+            rules.put(record)
+        seen = self.rule_seen.get(key, _NONE_SEEN)
+        now = self.rule_seen[key] = (record.support, record.against, record.last_support, record.last_against)
+        write = self.changes.rules.get(key)
+        if write is None:
+            write = self.changes.rules[key] = RuleWrite(record)
+        else:
+            write.record = record
+        if now[0] > seen[0]:  # _added, inline: this runs for every count of a bulk load
+            write.support += now[0] - seen[0]
+        elif now[0] < seen[0] or now[2] != seen[2]:
+            write.support = now[0]
+        if now[1] > seen[1]:
+            write.against += now[1] - seen[1]
+        elif now[1] < seen[1] or now[3] != seen[3]:
+            write.against = now[1]
 
     def drop_rule(self, key: RuleKey) -> None:
         self.cached.rules.drop(key)
@@ -155,9 +170,11 @@ class WriteBehind:
         return self.sent
 
     def _current(self, changes: Changeset) -> Changeset:
+        origins = self.cached.rules.origins
         for key, write in changes.rules.items():  # the record as held now
             if write.record is not None:
-                write.record = self.cached.held(key) or write.record
+                held = origins.get(key.origin)
+                write.record = (held is not None and dict.get(held, key)) or write.record
         return changes
 
     def committed(self, fresh: dict[str, dict[RuleKey, RuleRecord]] | None = None) -> None:
@@ -183,20 +200,20 @@ class WriteBehind:
         return [self.changes] if self.sent is None else [self.changes, self.sent]
 
     def pending_alias(self, source: str) -> Any:
-        for changes in self.layers():
-            written = changes.aliases.get(source)
-            if written is not None:
-                return written[0]
-        return MISSING
+        written = self.changes.aliases.get(source)
+        if written is None and self.sent is not None:
+            written = self.sent.aliases.get(source)
+        return MISSING if written is None else written[0]
 
     def pending_declared(self, key: str) -> Any:
-        for changes in self.layers():
-            written = changes.cases.get(key)
-            if written is not None:
-                return written[0]
-        return MISSING
+        written = self.changes.cases.get(key)
+        if written is None and self.sent is not None:
+            written = self.sent.cases.get(key)
+        return MISSING if written is None else written[0]
 
     def pending_fanin(self, target: str) -> tuple[bool, list[str]]:
+        if self.sent is None:  # one layer (the common case): no merging
+            return target in self.changes.dropped_fanins, list(self.changes.fanins.get(target, ()))
         added: list[str] = []
         for changes in self.layers():
             added = [s for s in changes.fanins.get(target, ()) if s not in added] + added

@@ -683,3 +683,47 @@ def test_rule_records_whose_evidence_expired_are_compacted(tmp_path: Path) -> No
         assert origins == {"http://new.example"}
         assert again.representative("http://new.example/d7") == "http://new.example/d7/"
         assert again.representative("http://old.example/d7") == "http://old.example/d7"
+
+
+def test_listings_lay_the_writes_a_locked_file_keeps_over_what_it_holds(tmp_path: Path) -> None:
+    """A commit that finds the file locked keeps its writes; the listings, counts and forgetting
+    see them over the file (another process's write lock does not stop reads in WAL mode)."""
+    path = tmp_path / "store.db"
+    store = open_store(uri(path))
+    store.record_redirect("http://a.example/kept", 301, "http://a.example/kept/")
+    store.record_redirect("http://a.example/gone", 301, "http://a.example/gone/")
+    store.flush()
+    store.storage._db.execute("PRAGMA busy_timeout = 0")  # type: ignore[attr-defined]
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        store.record_redirect("http://a.example/new", 301, "http://a.example/new/")
+        store.record_response("http://a.example/gone", 200)  # ends a stored alias: not committed
+        store.flush()
+        assert store.pending
+        assert sorted(a.source for a in store.aliases()) == ["http://a.example/kept", "http://a.example/new"]
+        logged = [(e.url, e.status) for e in store.evidence()]
+        assert logged == [
+            ("http://a.example/kept", 301),
+            ("http://a.example/gone", 301),
+            ("http://a.example/new", 301),  # pending, after those stored
+            ("http://a.example/gone", 200),  # the alias it dropped
+        ]
+        assert [e.status for e in store.evidence("http://a.example/new/")] == [301]
+        assert store.storage.counts()["evidence"] == 4
+        with pytest.raises(StoreError, match=r"store\.db: database is locked"):  # forgetting deletes: it waits for nobody
+            store.forget("http://a.example/new")
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    assert store.representative("http://a.example/new") == "http://a.example/new"  # dropped before the deletion failed
+    assert store.forget("http://a.example/new") == 1  # its evidence, now
+    assert [e.url for e in store.evidence()].count("http://a.example/new") == 0
+    store.close()
+    with open_store(uri(path), create=False) as again:
+        assert sorted(a.source for a in again.aliases()) == ["http://a.example/kept"]
+        assert [(e.url, e.status) for e in again.evidence()] == [
+            ("http://a.example/kept", 301),
+            ("http://a.example/gone", 301),
+            ("http://a.example/gone", 200),
+        ]

@@ -262,3 +262,33 @@ def test_a_changeset_is_applied_whole_and_counts_add_to_what_is_stored(store: Eq
     assert after[SLASH].support == 5 and after[SLASH].last_support == stored.last_support + 1
     evidence = list(store.evidence(f"{H}/q"))
     assert [(e.url, e.status) for e in evidence] == [(f"{H}/p", 301)]
+
+
+def test_the_port_lists_every_record_kind_and_keeps_the_policy(store: EquivalenceStore) -> None:
+    """What the shared layers list, count and forget: the aliases, rule records, fan-in, declared
+    cases and evidence the backend holds, and the policy it recorded."""
+    teach_slash(store)  # three aliases /topic-N -> /topic-N/, the rule with support 3, three entries of evidence
+    store.record_redirect(f"{H}/x", 301, f"{H}/landing")
+    store.record_redirect(f"{H}/y", 302, f"{H}/landing")  # two sources of one target (no alias: a 302)
+    port = written(store)
+    sources = [f"{H}/topic-{i}" for i in range(1, 4)] + [f"{H}/x"]
+    assert sorted(a.source for a in port.scan_aliases()) == sources
+    assert port.count_aliases() == 4 and sorted(port.alias_sources()) == sources
+    rules = {r.key: r for r in port.scan_rules()}
+    assert rules[SLASH].support == 3 and rules[SLASH].against == 0
+    assert dict(port.scan_fanins())[f"{H}/landing"] == 2
+    assert list(port.scan_declared()) == []
+    assert [(e.url, e.status) for e in port.read_evidence()] == [
+        *((f"{H}/topic-{i}", 301) for i in range(1, 4)), (f"{H}/x", 301), (f"{H}/y", 302)
+    ]
+    assert [e.url for e in port.read_evidence(f"{H}/landing")] == [f"{H}/x", f"{H}/y"]  # by target too
+    assert port.counts() == (5, 0)
+    assert port.delete_evidence(f"{H}/landing") == 2 and port.counts() == (3, 0)
+    from scrapy_iri.store._codec import policy_from_text
+
+    assert port.read_meta("policy") is None  # none recorded yet
+    store.record_policy()
+    recorded = port.read_meta("policy")
+    assert recorded is not None and policy_from_text(recorded) == LearningPolicy(min_observations=3, sink_fanin=5)
+    port.write_meta("policy", '{"min_observations": 7}')
+    assert store.storage.load_policy() == LearningPolicy(min_observations=7)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from .._evidence import Alias
+from .._evidence import Alias, Evidence
+from .._filter import KeyFilter
 from .._port import CaseAliases, Changeset, Found, Reads, StoragePort
 from .._rules import BLOCK, RuleKey, RuleRecord
 from .._storage import MISSING
 from .codec import alias_of, case_aliases, case_of, rule_field, rule_of, text
+from .codec import chunks, evidence_of
 from .connection import RedisKeys
 from .journal import batch_of, parts
 from .scripts import READ
@@ -211,6 +214,82 @@ class RedisPort(StoragePort):
             if aliases is None:
                 return None
         return found
+
+
+    # -- listings and the store's own records (raise when Redis is unreachable) --------------
+
+    def scan_aliases(self) -> Iterator[Alias]:
+        for field, raw in self.client.hscan_iter(self.keys.aliases, count=1000):
+            alias = alias_of(text(field), raw)
+            if alias is not None:
+                yield alias
+
+    def scan_rules(self) -> Iterator[RuleRecord]:
+        records = []
+        origins = sorted(text(o) for o in self.client.smembers(self.keys.origins))
+        for part in chunks(origins, 500):
+            pipe = self.client.pipeline(transaction=False)
+            for origin in part:
+                pipe.hgetall(self.keys.rules(origin))
+            for origin, fields in zip(part, pipe.execute()):
+                records += [rule_of(origin, field, raw) for field, raw in fields.items()]
+        return iter(records)
+
+    def scan_fanins(self) -> Iterator[tuple[str, int]]:
+        targets = sorted(text(t) for t in self.client.smembers(self.keys.fanins))
+        pipe = self.client.pipeline(transaction=False)
+        for target in targets:
+            pipe.scard(self.keys.fanin(target))
+        return iter([(t, int(n)) for t, n in zip(targets, pipe.execute()) if n])
+
+    def scan_declared(self) -> Iterator[tuple[str, str]]:
+        for field, raw in self.client.hscan_iter(self.keys.cases, count=1000):
+            url = case_of(raw)
+            if url is not None:
+                yield text(field), url
+
+    def read_evidence(self, url: str | None = None) -> Iterator[Evidence]:
+        entries = [evidence_of(item) for item in self.client.lrange(self.keys.evidence, 0, -1)]
+        return iter(entries if url is None else [e for e in entries if url in (e.url, e.target)])
+
+    def delete_evidence(self, url: str) -> int:
+        removed = 0
+        for item in self.client.lrange(self.keys.evidence, 0, -1):
+            e = evidence_of(item)
+            if url in (e.url, e.target):
+                removed += int(self.client.lrem(self.keys.evidence, 1, item))
+        return removed
+
+    def counts(self) -> tuple[int, int]:
+        rules = list(self.client.smembers(self.keys.deferreds))
+        pipe = self.client.pipeline(transaction=False)
+        pipe.llen(self.keys.evidence)
+        for rule in rules:
+            pipe.scard(self.keys.deferred(text(rule)))
+        answer = pipe.execute()
+        return int(answer[0]), int(sum(answer[1:]))
+
+    def read_meta(self, name: str) -> str | bytes | None:
+        return self.client.get(self.keys.store + name)  # type: ignore[no-any-return]
+
+    def write_meta(self, name: str, value: str) -> None:
+        self.client.set(self.keys.store + name, value)
+
+    def count_aliases(self) -> int:
+        return int(self.client.hlen(self.keys.aliases))
+
+    def alias_sources(self) -> Iterator[str]:
+        return (text(field) for field, _ in self.client.hscan_iter(self.keys.aliases, count=10_000))
+
+    def saved_filter(self) -> tuple[KeyFilter, int] | None:
+        state, bits = self.client.mget(self.keys.filter_state, self.keys.filter)
+        if not (state and bits):
+            return None
+        try:
+            capacity, count, version = json.loads(state)
+            return KeyFilter.load(int(capacity), int(count), bits), int(version)
+        except (ValueError, TypeError):
+            return None
 
 
 def _rules_found(by_origin: dict[str, list[RuleKey]], answer: list[Any]) -> dict[RuleKey, RuleRecord | None]:

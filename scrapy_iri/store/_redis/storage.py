@@ -7,19 +7,17 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ...errors import StoreError
-from .._codec import policy_from_text, policy_text
-from .._evidence import Alias, Evidence
 from .._filter import KeyFilter
-from .._rules import RuleKey, RuleRecord, alias_case_key
-from .._cached import CachedStorage
+from .._layered import LayeredStorage
+from .._rules import RuleKey, alias_case_key
 from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING
 from .._writes import WriteBehind
-from .codec import LAYOUT, alias_of, case_of, chunks, evidence_of, glob_escape, rule_of, text
+from .codec import LAYOUT, alias_of, chunks, glob_escape, text
 from .connection import UNAVAILABLE, Outage, RedisKeys, RedisUnavailable, check_reachable, describe, drop_stale_connections
 from .journal import Journal, batch_of, parts, save, saved_batches
 from .ledger import Ledger, default_ledger_path
@@ -37,7 +35,7 @@ COMPACT_EVERY = 16
 COMPACT_ORIGINS = 64
 
 
-class RedisStorage(CachedStorage):
+class RedisStorage(LayeredStorage):
     """A store in Redis, shared by every process that opens the same namespace.
 
     ``client`` is a ``redis.Redis``. Opening checks that Redis answers
@@ -48,6 +46,8 @@ class RedisStorage(CachedStorage):
     """
 
     round_trips = True
+    unavailable = UNAVAILABLE
+    port: RedisPort
 
     def __init__(
         self,
@@ -94,18 +94,17 @@ class RedisStorage(CachedStorage):
         self.counters: dict[str, int] = {}
         #: what a rollback would lose (the last batches' writes), and the rules to take again
         self.journal = Journal(rollback_memory)
-        #: the writes Redis has not got yet, read over what it answers
-        self.writes = WriteBehind(batch_size, sync_interval, monotonic)
         self._batch = client.register_script(BATCH)
         self._alias_sha = client.register_script(ALIAS).sha
         self._conn: Any = None
-        self.port = RedisPort(
+        port = RedisPort(
             client, self.keys, self._read, self._command, lambda: self._alias_sha,
             lambda batch, batch_id: self._apply(batch, batch_id), batch_size,
         )  # fmt: skip
-        self.image = self.cached = self.writes.cached = Image(
-            self.port, self.writes, cache_size, rule_cache, lambda: self.force_floor
-        )
+        # the writes Redis has not got yet, read over what it answers
+        writes = WriteBehind(batch_size, sync_interval, monotonic)
+        self.image = Image(port, writes, cache_size, rule_cache, lambda: self.force_floor)
+        self.compose(port, writes, self.image)
         self._take = client.register_script(TAKE)
         self._compact_script = client.register_script(COMPACT)
         self._batches = 0
@@ -181,36 +180,11 @@ class RedisStorage(CachedStorage):
                 raise
         raise AssertionError("unreachable")
 
-    # -- writes: into the write-behind (and the cached reads), sent by maintain() -------------------
-
-    def set_alias(self, source: str, alias: Alias | None) -> None:
-        self.writes.alias(source, self.alias(source), alias, not self.recorded_time, self.clock())
-
-    def answered(self, url: str) -> None:
-        """Tell Redis, so that an alias of ``url`` another process observed earlier, and flushes later, is refused."""
-        self.writes.answered(url, self.clock())
-
-    def set_declared_case(self, key: str, url: str | None) -> None:
-        self.writes.declared(key, url, self.clock())
-
-    def set_rule(self, key: RuleKey, record: RuleRecord | None) -> None:
-        if record is None:
-            self.writes.drop_rule(key)
-        else:
-            self.writes.rule(key, record)
-
-    def add_fanin(self, target: str, source: str, cap: int) -> list[str]:
-        return self.writes.add_fanin(target, source, cap)
-
-    def drop_fanin(self, target: str) -> None:
-        self.writes.drop_fanin(target)
-
-    def add_evidence(self, evidence: Evidence) -> None:
-        self.writes.evidence(evidence)
+    # -- what Redis does at once: taking deferred URLs ----------------------------------------
 
     def add_deferred(self, rule: RuleKey, url: str) -> None:
         self.image.rules.get(rule.origin).get(rule)  # held: a sync then tells this process if the rule falls
-        self.writes.deferred(str(rule), url, True)
+        super().add_deferred(rule, url)
 
     def take_deferred(self, rule: RuleKey) -> list[str]:
         """Take the URLs every process deferred under ``rule`` (atomically: one taker gets them)."""
@@ -237,110 +211,30 @@ class RedisStorage(CachedStorage):
             return mine
         return sorted({*(text(u) for u in urls), *mine})
 
-    # -- listing: from Redis (after a flush) ----------------------------------------------
+    # -- listings: from Redis, after a flush -----------------------------------------------
 
-    def aliases(self) -> Iterator[Alias]:
-        self._checked(self._flush)
-        for field, raw in self.client.hscan_iter(self.keys.aliases, count=1000):
-            alias = alias_of(text(field), raw)
-            if alias is not None:
-                yield alias
-
-    def rules(self) -> Iterator[RuleRecord]:
-        """Every rule record: Redis's, with what this process holds (its counts not sent yet) in their place."""
-        if self.auto_sync:
-            self.maintain()
-        listed: dict[RuleKey, RuleRecord] = {}
-        try:
-            origins = sorted(text(o) for o in self.client.smembers(self.keys.origins))
-            for part in chunks(origins, 500):
-                pipe = self.client.pipeline(transaction=False)
-                for origin in part:
-                    pipe.hgetall(self.keys.rules(origin))
-                for origin, fields in zip(part, pipe.execute()):
-                    for field, raw in fields.items():
-                        record = rule_of(origin, field, raw)
-                        listed[record.key] = record
-        except UNAVAILABLE as exc:
-            self.outage.failed(exc)
-            logger.warning("Redis at %s unreachable (%s): listing the rules this process holds only", self.where, exc)
-        for record in self.image.all_rules():
-            listed[record.key] = record
-        dropped: dict[RuleKey, bool] = {}
-        for changes in reversed(self.writes.layers()):  # the oldest first: the latest write wins
-            dropped.update((key, write.record is None) for key, write in changes.rules.items())
-        for key in [key for key, gone in dropped.items() if gone]:
-            listed.pop(key, None)
-        return iter(list(listed.values()))
-
-    def fanins(self) -> Iterator[tuple[str, int]]:
-        self._checked(self._flush)
-        targets = sorted(text(t) for t in self.client.smembers(self.keys.fanins))
-        pipe = self.client.pipeline(transaction=False)
-        for target in targets:
-            pipe.scard(self.keys.fanin(target))
-        return iter([(t, int(n)) for t, n in zip(targets, pipe.execute()) if n])
-
-    def declared_cases(self) -> Iterator[str]:
-        self._checked(self._flush)
-        for _, raw in self.client.hscan_iter(self.keys.cases, count=1000):
-            url = case_of(raw)
-            if url is not None:
-                yield url
-
-    def evidence(self, url: str | None = None) -> Iterator[Evidence]:
-        self.flush()
-        raw = self._checked(lambda: self.client.lrange(self.keys.evidence, 0, -1))
-        entries = [evidence_of(item) for item in raw]
-        if url is not None:
-            entries = [e for e in entries if url in (e.url, e.target)]
-        return iter(entries)
-
-    def drop_evidence(self, url: str) -> int:
-        self.flush()
-
-        def run() -> int:
-            removed = 0
-            for item in self.client.lrange(self.keys.evidence, 0, -1):
-                e = evidence_of(item)
-                if url in (e.url, e.target):
-                    removed += int(self.client.lrem(self.keys.evidence, 1, item))
-            return removed
-
-        return int(self._checked(run))
-
-    def counts(self) -> dict[str, int]:
-        def run() -> tuple[int, int]:
-            rules = list(self.client.smembers(self.keys.deferreds))
-            pipe = self.client.pipeline(transaction=False)
-            pipe.llen(self.keys.evidence)
-            for rule in rules:
-                pipe.scard(self.keys.deferred(text(rule)))
-            answer = pipe.execute()
-            return int(answer[0]), int(sum(answer[1:]))
-
-        layers = self.writes.layers()
-        pending = sum(1 for changes in layers for added in changes.deferred.values() if added)
-        try:
-            evidence, deferred = run()
-        except UNAVAILABLE:
-            evidence, deferred = 0, 0
-        return {"evidence": evidence + sum(len(c.evidence) for c in layers), "deferred": deferred + pending}
-
-    # -- the policy ---------------------------------------------------------------------
+    @property
+    def named(self) -> str:
+        return f"Redis at {self.where}"
 
     def load_policy(self) -> Any:
+        """The policy recorded; ``None`` while Redis is unreachable (it was reachable at open)."""
         try:
-            raw = self.client.get(self.keys.policy)
-        except UNAVAILABLE:
+            return super().load_policy()
+        except RedisUnavailable:
             return None
-        return None if raw is None else policy_from_text(raw)
 
-    def save_policy(self, policy: Any) -> None:
-        try:
-            self.client.set(self.keys.policy, policy_text(policy))
-        except UNAVAILABLE as exc:
-            logger.warning("Redis at %s: could not record the learning policy: %s", self.where, exc)
+    def _before_listing(self, lenient: bool = False) -> None:
+        if not lenient:
+            self._checked(self._flush)
+        elif self.auto_sync:
+            self.maintain()
+
+    def _stored(self, call: Callable[[], Any]) -> Any:
+        return self._checked(call)
+
+    def _failed(self, exc: BaseException) -> None:
+        self.outage.failed(exc)  # type: ignore[arg-type]
 
     # -- life -----------------------------------------------------------------------------
 
@@ -352,10 +246,6 @@ class RedisStorage(CachedStorage):
         found = self.follower.contradicted
         self.follower.contradicted = set()
         return found
-
-    @property
-    def pending(self) -> int:
-        return len(self.writes)
 
     def maintain(self, *, force: bool = False) -> bool:
         """Flush and sync if an interval has passed (or ``force``); False when Redis could not be reached.
@@ -478,40 +368,17 @@ class RedisStorage(CachedStorage):
             self.outage.failed(exc)
             raise RedisUnavailable(f"cannot reach Redis at {self.where}: {exc}") from exc
 
-    # -- the layout of the keys -----------------------------------------------------------
-
     # -- the filter of alias sources ------------------------------------------------------
 
-    def _load_filter(self) -> KeyFilter | None:
-        """The filter saved in Redis, brought up to date from the change log; else built from the aliases."""
+    def _aliases_changed_since(self, since: int) -> list[str] | None:
         c, k = self.client, self.keys
-        state, bits = c.mget(k.filter_state, k.filter)
-        if state and bits:
-            try:
-                capacity, count, version = json.loads(state)
-                found = KeyFilter.load(int(capacity), int(count), bits)
-            except (ValueError, TypeError):
-                found = None
-            gap = self.image.version - int(version) if found is not None else -1
-            if found is not None and 0 <= gap <= c.llen(k.changes):
-                for change in c.lrange(k.changes, -gap, -1) if gap else []:
-                    name = text(change)
-                    if name.startswith("a"):
-                        found.add(name[1:])
-                if not found.full:
-                    return found
-        return self._build_filter()
+        gap = self.image.version - since
+        if not 0 <= gap <= c.llen(k.changes):
+            return None
+        return [name[1:] for change in (c.lrange(k.changes, -gap, -1) if gap else []) if (name := text(change)).startswith("a")]
 
-    def _build_filter(self) -> KeyFilter:
-        """A filter of every source in the aliases hash (ends included), sized for twice as many."""
-        written = [source for changes in self.writes.layers() for source in changes.aliases]
-        built = KeyFilter(2 * (int(self.client.hlen(self.keys.aliases)) + len(written)))
-        for field, _ in self.client.hscan_iter(self.keys.aliases, count=10_000):
-            built.add(text(field))
-        for source in written:
-            built.add(source)
+    def _filter_built(self, built: KeyFilter) -> None:
         self._save_filter(built)
-        return built
 
     def _save_filter(self, saved: KeyFilter | None = None) -> None:
         """Write the filter to Redis (merged with the one there), with the version it is up to date with."""
