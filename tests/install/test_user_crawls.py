@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from scrapy_iri import canonicalize
+from offline import build_failed
 from simweb import SimulatedWeb, demo_sites
 
 REPO = Path(__file__).resolve().parents[2]
@@ -116,13 +117,13 @@ def user_env(tmp_path_factory: pytest.TempPathFactory) -> UserEnv:
         shutil.copy2(REPO / name, source / name)
     built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(source)])
     if built.returncode != 0:
-        pytest.skip(f"cannot build the wheel (no access to PyPI for the build backend?): {built.stderr[-500:]}")
+        build_failed("cannot build the wheel", built.stderr)
     venv = root / "venv"
     _run([sys.executable, "-m", "venv", str(venv)]).check_returncode()
     wheel = next(wheels.glob("scrapy_iri-*.whl"))
     installed = _run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], env=_clean_env())
     if installed.returncode != 0:
-        pytest.skip(f"pip install of the wheel failed (no access to PyPI?): {installed.stderr[-500:]}")
+        build_failed("pip install of the wheel failed", installed.stderr)
     created = _run([str(venv / "bin" / "scrapy"), "startproject", "userproj"], cwd=root, env=_clean_env())
     assert created.returncode == 0, created.stderr
     project = root / "userproj"
