@@ -183,7 +183,7 @@ class EquivalenceStore:
     ) -> None:
         self.storage = storage
         #: the resolutions without an alias remembered while nothing they read changes (``None``: none kept)
-        self.memo: ResolutionMemo | None = ResolutionMemo(storage)
+        self.memo: ResolutionMemo | None = ResolutionMemo(storage, self._status_now)
         self.policy = policy or LearningPolicy()
         self.clock = clock
         #: when this session began: an alias stated before it is evidence of an earlier crawl
@@ -383,6 +383,10 @@ class EquivalenceStore:
                         return None
                     return Step(url, target, candidate)
         return None
+
+    def _status_now(self, record: RuleRecord) -> RuleStatus:
+        """A record's status now, judged as a lookup judges it (the origin's block aside)."""
+        return record.status(self._judged(record.key), self.clock())
 
     def _kinds_in_force(self, origin: str, records: Mapping[RuleKey, RuleRecord]) -> tuple[tuple[RuleKind, ...], bool]:
         """The conventions (in :data:`~._rules.KINDS` order) with a record in ``records``, the origin's

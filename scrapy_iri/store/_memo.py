@@ -12,9 +12,9 @@ compute the same one now:
   case keys it read, the origins whose records in force it judged (each
   origin's generation then); a write the storage reports
   (:attr:`._storage.Storage.watchers`) drops the entries that read its alias
-  source or case key, and a rule write that may change a lookup (a record in
-  force before or after it, or the origin's block) starts a new generation
-  of its origin;
+  source or case key, and a rule write that may change a lookup (a record
+  that enters or leaves those in force, or whose status changes) starts a
+  new generation of its origin;
 * an entry lasts until the first moment a record it judged could change
   status by age (its last support or counterexample leaving the rule TTL,
   one second early), and never answers for a time before it was made;
@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._resolution import Resolution
-from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, case_key
+from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, RuleStatus, case_key
 from ._storage import Storage
 
 #: entries held before all are dropped at once
@@ -63,14 +63,14 @@ class Trace:
 
 
 class _Origin:
-    """One origin as entries judged it: its generation, the keys of its records in force, and until when
-    none of them can change status by age (``keys is None``: not judged since the last change)."""
+    """One origin as entries judged it: its generation, its records in force with their status, and until
+    when none of them can change status by age (``keys is None``: not judged since the last change)."""
 
     __slots__ = ("gen", "keys", "until")
 
     def __init__(self) -> None:
         self.gen = 0
-        self.keys: frozenset[RuleKey] | None = None
+        self.keys: dict[RuleKey, RuleStatus] | None = None
         self.until = math.inf
 
 
@@ -82,8 +82,10 @@ def _items(records: Mapping[RuleKey, RuleRecord]) -> Any:
 class ResolutionMemo:
     """Resolutions without an alias, by URL, kept exact (see the module's docstring)."""
 
-    def __init__(self, storage: Storage, size: int = MEMO_SIZE) -> None:
+    def __init__(self, storage: Storage, status: Callable[[RuleRecord], RuleStatus], size: int = MEMO_SIZE) -> None:
         self.storage = storage
+        #: a record's status now, as the learner judges it
+        self.status = status
         self.size = size
         #: url -> (resolution, made at, valid until, ((origin, its generation), ...))
         self.entries: dict[str, tuple[Resolution, float, float, tuple[tuple[_Origin, int], ...]]] = {}
@@ -154,7 +156,9 @@ class ResolutionMemo:
             state = self.origins.get(origin)
             if state is None:
                 state = self.origins[origin] = _Origin()
-            if state.keys is None:
+            if state.keys is None or state.until < now:
+                if state.keys is not None:  # judged before a status may have changed by age: judged again
+                    state.gen += 1
                 self._judge(state, records, now, policy)
             until = min(until, state.until)
             deps.append((state, state.gen))
@@ -171,16 +175,16 @@ class ResolutionMemo:
         """Note the keys of an origin's records in force and the first time one of them may change status by age."""
         floor = self.storage.force_floor
         ttl = policy.rule_ttl
-        keys = []
+        keys = {}
         until = math.inf
         for key, record in _items(records):
             if record is None or (key.kind != BLOCK and record.support < floor):
                 continue
-            keys.append(key)
+            keys[key] = self.status(record)
             for count, last in ((record.against, record.last_against), (record.support, record.last_support)):
                 if count and now - last <= ttl:
                     until = min(until, last + ttl - _MARGIN)
-        state.keys = frozenset(keys)
+        state.keys = keys
         state.until = until
 
     # -- what the storage reports -------------------------------------------------------
@@ -208,6 +212,11 @@ class ResolutionMemo:
         state = self.origins.get(key.origin)
         if state is None or state.keys is None:
             return  # no entry judged the origin since its last change
-        if key in state.keys or key.kind == BLOCK or (record is not None and record.support >= self.storage.force_floor):
-            state.gen += 1
-            state.keys = None
+        was = state.keys.get(key)
+        held = record is not None and (key.kind == BLOCK or record.support >= self.storage.force_floor)
+        if was is None and not held:
+            return  # a candidate, before and after: no lookup reads it
+        if was is not None and held and self.status(record) is was:  # type: ignore[arg-type]
+            return  # counted, its status the same: a later age boundary at most (entries end earlier)
+        state.gen += 1
+        state.keys = None

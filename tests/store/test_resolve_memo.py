@@ -236,3 +236,13 @@ def test_a_change_made_by_another_process_reaches_remembered_urls(tmp_path: Path
         two.flush()
         one.sync()
         assert one.resolve(url).representative == "https://a.example/new"
+
+
+def test_a_rule_contradicted_stops_merging_remembered_urls(make_store: object, clock: Clock) -> None:
+    store = make_store(min_observations=2)  # type: ignore[operator]
+    for i in (1, 2, 3):
+        store.record_redirect(f"http://a.example/docs/page-{i}", 301, f"https://a.example/docs/page-{i}")
+    url = SchemeForm("http://a.example/docs/page-9")
+    assert store.resolve(url).representative == "https://a.example/docs/page-9"
+    store.record_response("http://a.example/docs/page-4", 200)  # served as it is: the rule is suspended
+    assert store.resolve(url).representative == url
