@@ -41,7 +41,9 @@ children: nginx and the proxy are not in it).
 ``--profile CRAWL...`` runs those crawls' children under cProfile, keeps the
 profiles in the temporary directory and prints their top functions (the CPU
 figures of profiled crawls are not comparable). ``--lookups`` times the
-store's answer for a link alone (no crawl, no server).
+store's answer for a link alone (no crawl, no server), with the learner's
+memo of resolutions and without it, and for the links of every HTML file
+replayed in page order (each page's own answer recorded first).
 
 Targets (issue 19): zero pages missed, zero duplicate fetches; the protocol
 rung's CPU at most 1.10x the scheme rung's; round trips saved cold >= 50%,
