@@ -41,7 +41,9 @@ children: nginx and the proxy are not in it).
 ``--profile CRAWL...`` runs those crawls' children under cProfile, keeps the
 profiles in the temporary directory and prints their top functions (the CPU
 figures of profiled crawls are not comparable). ``--lookups`` times the
-store's answer for a link alone (no crawl, no server).
+store's answer for a link alone (no crawl, no server), with the learner's
+memo of resolutions and without it, and for the links of every HTML file
+replayed in page order (each page's own answer recorded first).
 
 Targets (issue 19): zero pages missed, zero duplicate fetches; the protocol
 rung's CPU at most 1.10x the scheme rung's; round trips saved cold >= 50%,
@@ -67,6 +69,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -608,12 +611,52 @@ def lookups(n: int = 100_000) -> dict[str, float]:
         site = [SchemeForm(f"https://{HOST}{files[i % len(files)]}") for i in range(n)]
         other = [SchemeForm(f"https://other{i % 500}.test/p/{i % 3000}.html") for i in range(n)]
         out = {"rules in force on the site": float(len([r for r in store.rules() if store.rule_status(r).name == "ACTIVE"]))}
+        kept = store.memo
         for label, urls in (("a link to the site", site), ("a link to a host with no rule", other)):
-            start = time.process_time()
-            for url in urls:
-                store.resolve(url)
-            out[label] = (time.process_time() - start) / n * 1e6
+            for memo in (kept, None):
+                store.memo = memo
+                start = time.process_time()
+                for url in urls:
+                    store.resolve(url)
+                out[label + ("" if memo is not None else ", nothing remembered")] = (time.process_time() - start) / n * 1e6
+        pages = page_links(files)
+        links = sum(len(found) for _, found in pages)
+        out["pages replayed"], out["their links"] = float(len(pages)), float(links)
+        for memo in (kept, None):
+            store.memo = memo
+            spent = 0.0
+            for page, found in pages:
+                store.record_response(page, 200)
+                start = time.process_time()
+                for url in found:
+                    store.resolve(url)
+                spent += time.process_time() - start
+            out["a link of a page, in page order" + ("" if memo is not None else ", nothing remembered")] = spent / links * 1e6
     return out
+
+
+def page_links(files: list[str]) -> list[tuple[str, list[SchemeForm]]]:
+    """Each HTML file's URL and the scheme forms of its links (``href`` attributes, fragments cut), as a
+    crawl extracts them: what the dupefilter asks the store about, page after page."""
+    from scrapy_iri import canonicalize
+    from scrapy_iri.store._forms import SchemeForm
+
+    roots = dict(trees())
+    found = []
+    for path in files:
+        prefix = "/" + path.split("/")[1] + "/"
+        text = (roots[prefix] / path[len(prefix):]).read_text(encoding="utf-8", errors="replace")
+        page = f"https://{HOST}{path}"
+        links = []
+        for href in re.findall(r"""href\s*=\s*["']([^"']*)["']""", text):
+            try:
+                form = canonicalize(urllib.parse.urljoin(page, href.strip()), "scheme").partition("#")[0]
+            except ValueError:
+                continue
+            if form.startswith(("http://", "https://")):
+                links.append(SchemeForm(form))
+        found.append((page, links))
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -636,7 +679,7 @@ def main(argv: list[str] | None = None) -> int:
     parsed = parser.parse_args(args)
     if parsed.lookups:
         for label, value in lookups().items():
-            print(f"{label}: {value:.2f}" + (" µs per resolve" if "link" in label else ""))
+            print(f"{label}: {value:.2f}" + (" µs per resolve" if label.startswith("a link") else ""))
         return 0
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop nginx and the proxy when stopped
     if NGINX is None:

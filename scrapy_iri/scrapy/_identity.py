@@ -261,7 +261,7 @@ class RequestIdentities:
         if protocol_mergeable(request):
             resolution = self.store.resolve(base)
             representative = resolution.representative
-            rules = tuple(str(rule) for rule in resolution.rules) if resolution.rules else ()
+            rules = tuple(str(rule) for rule in resolution.rules) if resolution.steps else ()
         else:
             representative, rules = base, ()
         protocol = representative + ("#" + fragment if keep_fragment and fragment else "")

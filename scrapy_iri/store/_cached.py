@@ -89,9 +89,12 @@ class CachedReads:
         self.fanins = LRU(cache_size // 16)
         #: the alias sources the backend may hold (None: not known, every miss is read)
         self.filter: KeyFilter | None = None
+        #: changes when a read may answer otherwise for a reason other than this process's writes (see Storage.reads_moved)
+        self.reads_moved = 0
 
     def forget_cached(self) -> None:
         """Start afresh: everything is read again when used (origins with counts not stored stay)."""
+        self.reads_moved += 1
         self.filter = None
         self.aliases.clear()
         self.cases.clear()
@@ -114,6 +117,7 @@ class CachedReads:
         # the alias and its target's own alias in one read: resolving follows the target next
         found = self.port.read_aliases([source], follow=True)
         if found is None:
+            self.reads_moved += 1
             return None  # unknown: no merge (a missed merge costs one fetch)
         alias = found.get(source)
         if alias is not None and alias.target in found:
@@ -142,6 +146,7 @@ class CachedReads:
             return cached  # type: ignore[no-any-return]
         found = self.port.read_cases([key])
         if found is None:
+            self.reads_moved += 1
             return None
         rows, declared = found[key]
         return self._case_from(key, rows, declared)
@@ -248,7 +253,10 @@ class CachedReads:
 
     def _in_force_rows(self, origin: str) -> dict[RuleKey, RuleRecord | None] | None:
         found = self.port.read_in_force([origin], self.floor())
-        return None if found is None else dict(found[origin])
+        if found is None:
+            self.reads_moved += 1
+            return None
+        return dict(found[origin])
 
     def held(self, key: RuleKey) -> RuleRecord | None:
         """The record of ``key`` if held (no read)."""
@@ -275,6 +283,7 @@ class CachedReads:
         current = self.rules.peek(origin)
         if current is None:
             return
+        self.reads_moved += 1
         self.overlay.forgotten([k for k in held_keys(current) if k not in records])
         self.rules.replace(origin, records, copy_counts)
         for record in records.values():
@@ -296,7 +305,10 @@ class CachedReads:
 
     def _read_rule(self, key: RuleKey) -> RuleRecord | None:
         found = self.port.read_rules([key])
-        return MISSING if found is None else found[key]
+        if found is None:
+            self.reads_moved += 1
+            return MISSING
+        return found[key]
 
     def _evicted(self, origin: str, keys: list[RuleKey]) -> None:
         self.overlay.forgotten(keys)
@@ -311,6 +323,7 @@ class CachedReads:
         origins: dict[str, None] = {}
         sinks: dict[str, None] = {}
         for kind, name in changes:
+            self.reads_moved += 1
             if kind == "a":
                 self.aliases.pop(name)
                 if self.filter is not None:
@@ -369,4 +382,3 @@ class CachedReads:
             self._case_from(key, rows, declared)
         for held, rules in wanted:
             held.learned({key: found.rules.get(key) for key in rules})
-

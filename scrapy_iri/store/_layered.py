@@ -83,6 +83,10 @@ class LayeredStorage(Storage):
     def forget_in_force(self) -> None:
         self.cached.in_force.clear()
 
+    @property
+    def reads_moved(self) -> int:
+        return self.cached.reads_moved
+
     def is_sink(self, url: str, cap: int) -> bool:
         return self.cached.is_sink(url, cap)
 

@@ -32,6 +32,7 @@ from ._evidence import USERINFO, Alias, Evidence
 from ._observation import LEARN_CHUNK, KnownFree, LearnSummary, Observation, batched, observation_forms, prefetch_keys
 from ._forms import CACHED_LENGTH, form_spelling, has_userinfo, origin_of, scheme_form, short_cache, sink_key, source_key, spelling_key, split_form, split_fragment
 from ._psl import is_ip_host, site_of, www_partner
+from ._memo import ResolutionMemo, Trace
 from ._report import Explanation, explanation, export, rule_label, stats
 from ._resolution import Resolution, Step
 from ._rules import (
@@ -164,6 +165,7 @@ class _At:
         return self.clock() if when is None else when
 
 
+@short_cache(1 << 12)
 def _site_and_family(origin: str) -> tuple[str, str]:
     """An origin's site (registrable domain) and host family (its host without a ``www.`` that has an apex partner)."""
     host = _host(origin + "/")
@@ -185,6 +187,8 @@ class EquivalenceStore:
         self, storage: Storage, policy: LearningPolicy | None = None, *, clock: Callable[[], float] = time.time
     ) -> None:
         self.storage = storage
+        #: the resolutions without an alias remembered while nothing they read changes (``None``: none kept)
+        self.memo: ResolutionMemo | None = ResolutionMemo(storage, self._status_now)
         self.policy = policy or LearningPolicy()
         self.clock = clock
         #: when this session began: an alias stated before it is evidence of an earlier crawl
@@ -196,7 +200,11 @@ class EquivalenceStore:
         self._held: dict[str, dict[str, tuple[str, str, int]]] = {}  # kind -> origin -> (site, family, support)
         self._failed: dict[str, set[str]] = {}
         self._priors: dict[tuple[str, str], int] = {}
-        self._prior_supports: dict[tuple[str, str], int] = {}
+        #: per prior kind: the most support a held rule of it has on each site, and their sum
+        self._best: dict[str, dict[str, int]] = {}
+        self._best_total: dict[str, int] = {}
+        #: per (prior kind, site, host family): the support of each held rule of it, by origin
+        self._family_support: dict[tuple[str, str, str], dict[str, int]] = {}
         #: per prior kind: the rules in force in this session with fewer than K supports of their own
         self._leaning: dict[str, set[RuleKey]] = {}
         self._noted: set[RuleKey] = set()
@@ -218,6 +226,8 @@ class EquivalenceStore:
     def policy(self, policy: LearningPolicy) -> None:
         self._policy = policy
         self.storage.policy = policy
+        if self.memo is not None:
+            self.memo.clear()
 
     def record_policy(self) -> None:
         """Record the learning policy in the storage: whoever reads the store later judges rules with it."""
@@ -272,12 +282,30 @@ class EquivalenceStore:
         return current + sep + fragment if hops else url
 
     def resolve(self, url: str) -> Resolution:
-        """The representative of the scheme form ``url``, with the hops that lead there."""
+        """The representative of the scheme form ``url``, with the hops that lead there.
+
+        A resolution that met no alias is remembered (:attr:`memo`) while
+        nothing it read changes; it is the one computed afresh.
+        """
         self.storage.refresh()
-        base, fragment = split_fragment(url)
         now = self.clock()
+        memo = self.memo
+        if memo is None:
+            return self._resolve(url, now)
+        found = memo.get(url, now)
+        if found is not None:
+            return found
+        trace = Trace()
+        mark = memo.mark()
+        resolution = self._resolve(url, now, trace)
+        memo.put(url, resolution, now, trace, mark, self._policy)
+        return resolution
+
+    def _resolve(self, url: str, now: float, trace: Trace | None = None) -> Resolution:
+        """:meth:`resolve` computed at ``now``, what it reads noted in ``trace``."""
+        base, fragment = split_fragment(url)
         held: list[Alias] = []
-        step = self._step(base, now, held)
+        step = self._step(base, now, held, trace)
         if step is None:  # most URLs: no hop
             return Resolution(url, url, held=held[-1] if held else None)
         steps: list[Step] = []
@@ -291,13 +319,13 @@ class EquivalenceStore:
             steps.append(step)
             visited.add(step.target)
             current = step.target
-            step = self._step(current, now, held)
+            step = self._step(current, now, held, trace)
         last = held[-1] if held and held[-1].source == current else None
         if not steps:
             return Resolution(url, url, held=last)
         return Resolution(url, current + fragment, tuple(steps), held=last)
 
-    def _step(self, url: str, now: float, held: list[Alias] | None = None) -> Step | None:
+    def _step(self, url: str, now: float, held: list[Alias] | None = None, trace: Trace | None = None) -> Step | None:
         """The next hop from ``url``: its exact alias, else an active rule's prediction.
 
         An alias past its lifetime, or picked for a check, merges nothing by
@@ -305,6 +333,9 @@ class EquivalenceStore:
         a rule never overrides what the server said about this URL).
         """
         alias = self.storage.alias(url)
+        if trace is not None:
+            trace.urls.append(url)
+            trace.aliased = trace.aliased or alias is not None
         kept: Alias | None = None
         if alias is not None and not self._is_sink(alias.target):
             if self._in_force(alias, now):
@@ -314,6 +345,8 @@ class EquivalenceStore:
                 held.append(alias)
         origin = _origin(url)
         records = self.storage.rules_in_force(origin)
+        if trace is not None:
+            trace.origins[origin] = records
         if not records:
             return None  # no rule in force on the origin: answered in memory
         kinds, blockable = self._kinds_in_force(origin, records)
@@ -334,6 +367,8 @@ class EquivalenceStore:
 
         form = split_form(url)
         known = self.storage.case_target  # read only where a declared-case rule is active (below)
+        if trace is not None:
+            known = trace.reading(known)
         # only the conventions with a rule in force here; one or two keys looked up for each
         for kind in kinds:
             if kind.name == DECLARED_CASE and not active(RuleKey(origin, DECLARED_CASE, path_prefix(form.path.lower()))):
@@ -353,6 +388,10 @@ class EquivalenceStore:
                         return None
                     return Step(url, target, candidate)
         return None
+
+    def _status_now(self, record: RuleRecord) -> RuleStatus:
+        """A record's status now, judged as a lookup judges it (the origin's block aside)."""
+        return record.status(self._judged(record.key), self.clock())
 
     def _kinds_in_force(self, origin: str, records: Mapping[RuleKey, RuleRecord]) -> tuple[tuple[RuleKind, ...], bool]:
         """The conventions (in :data:`~._rules.KINDS` order) with a record in ``records``, the origin's
@@ -432,35 +471,43 @@ class EquivalenceStore:
         """
         if not self.prior(key):
             return 0
-        found = self._prior_supports.get((key.kind, key.origin))
-        if found is None:
-            site, family = _site_and_family(key.origin)
-            best: dict[str, int] = {}
-            for origin, (s, f, support) in self._held[key.kind].items():
-                if origin == key.origin or (s == site and f != family):
-                    continue
-                place = s if s != site else ""
-                best[place] = max(best.get(place, 0), support)
-            found = self._prior_supports[(key.kind, key.origin)] = sum(best.values())
-        return found
+        site, family = _site_and_family(key.origin)
+        best = self._best.get(key.kind, {})
+        others = self._best_total.get(key.kind, 0) - best.get(site, 0)
+        partners = self._family_support.get((key.kind, site, family), {})
+        return others + max((n for origin, n in partners.items() if origin != key.origin), default=0)
 
     def _note_prior(self, key: RuleKey, held: bool, support: int = 0) -> None:
         if key.kind not in PRIOR_KINDS:
             return
-        self._prior_supports.clear()
         known = self._held.setdefault(key.kind, {})
         before = known.get(key.origin)
         if held and before is not None:  # a confirmation: the prior's extent is the same
-            known[key.origin] = (before[0], before[1], max(support, before[2]))
+            support = max(support, before[2])
+            known[key.origin] = (before[0], before[1], support)
+            self._count_prior_support(key, before[0], before[1], support)
             return
         site, family = _site_and_family(key.origin)
         if held:
             known[key.origin] = (site, family, support)
+            self._count_prior_support(key, site, family, support)
         else:
             self._failed.setdefault(key.kind, set()).add(site)
         self._priors.clear()
+        if self.memo is not None:  # rules elsewhere are judged with another prior now
+            self.memo.clear()
         if held:
             self.storage.lower_force_floor(1)
+
+    def _count_prior_support(self, key: RuleKey, site: str, family: str, support: int) -> None:
+        """Keep the most support of ``key``'s kind on ``site`` (and their sum over sites) and its
+        support among its host family's origins: :meth:`prior_support` reads them, it does not count."""
+        best = self._best.setdefault(key.kind, {})
+        most = best.get(site, 0)
+        if support > most:
+            best[site] = support
+            self._best_total[key.kind] = self._best_total.get(key.kind, 0) + support - most
+        self._family_support.setdefault((key.kind, site, family), {})[key.origin] = support
 
     def _prior_ended(self, key: RuleKey, outcome: Outcome) -> None:
         """The prior of ``key``'s kind fell: the rules in force on it alone fall with it, reported as contradicted.

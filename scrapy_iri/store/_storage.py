@@ -65,14 +65,48 @@ class LRU:
         return len(self.data)
 
 
+#: the writes after which a lookup may read differently, and what each names for :attr:`Storage.watchers`:
+#: ``a`` an alias source, ``c`` a case key, ``r`` a rule key (with its record), ``*`` anything
+WATCHED = {"set_alias": "a", "answered": "a", "set_declared_case": "c", "set_rule": "r", "forget_in_force": "*", "bulk_aliases": "*"}
+
+
+def _watched(method: Callable[..., Any], kind: str) -> Callable[..., Any]:
+    def write(self: Storage, *args: Any, **kwargs: Any) -> Any:
+        result = method(self, *args, **kwargs)
+        for watcher in self.watchers:
+            watcher(kind, args[0] if args else None, args[1] if len(args) > 1 else None)
+        return result
+
+    write.__doc__, write.__name__, write.watched = method.__doc__, method.__name__, True  # type: ignore[attr-defined]
+    return write
+
+
 class Storage(ABC):
     """Aliases, cases, rules, fan-in, evidence and deferred URLs, kept somewhere.
 
     Reads answer from what is known *now*; a storage that cannot read (a
     locked file, an unreachable server) answers "unknown" (``None``, empty),
     which merges nothing. Writes may be buffered; :meth:`flush` makes them
-    durable.
+    durable. Each write of :data:`WATCHED` is told to the :attr:`watchers`
+    (every backend's, without its help: see :meth:`__init_subclass__`).
     """
+
+    #: called as ``watcher(kind, name, record)`` after each write of :data:`WATCHED`
+    watchers: tuple[Callable[[str, Any, Any], None], ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, kind in WATCHED.items():
+            method = getattr(cls, name, None)
+            if method is not None and not getattr(method, "watched", False):
+                setattr(cls, name, _watched(method, kind))
+
+    @property
+    def reads_moved(self) -> int:
+        """Changes whenever a read may answer otherwise than before for a reason other than this
+        process's writes: what another process changed was followed, the caches were dropped, a read
+        could not be made. (A storage kept in this process alone: never.)"""
+        return 0
 
     #: the learner's policy (set by the learner): what expiry a merge of counts applies
     policy: LearningPolicy = LearningPolicy()
