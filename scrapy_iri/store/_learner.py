@@ -200,6 +200,8 @@ class EquivalenceStore:
         self._held: dict[str, dict[str, tuple[str, str, int]]] = {}  # kind -> origin -> (site, family, support)
         self._failed: dict[str, set[str]] = {}
         self._priors: dict[tuple[str, str], int] = {}
+        #: per prior kind: its sites and host families counted as they are added (what prior() reads)
+        self._prior_index: dict[str, _PriorIndex] = {}
         #: per prior kind: the most support a held rule of it has on each site, and their sum
         self._best: dict[str, dict[str, int]] = {}
         self._best_total: dict[str, int] = {}
@@ -432,11 +434,11 @@ class EquivalenceStore:
             return 0
         found = self._priors.get((key.kind, key.origin))
         if found is None:
-            site, family = _site_and_family(key.origin)
             held = self._held[key.kind]
-            found = len({s for s, _, _ in held.values() if s != site})
-            found += any(f == family and o != key.origin for o, (_, f, _) in held.items())
-            self._priors[(key.kind, key.origin)] = found
+            index = self._prior_index.get(key.kind)
+            if index is None or index.held is not held:
+                index = self._prior_index[key.kind] = _PriorIndex(held)
+            found = self._priors[(key.kind, key.origin)] = index.prior(key.origin)
         return found
 
     def _judged(self, key: RuleKey) -> LearningPolicy:
@@ -789,7 +791,6 @@ class EquivalenceStore:
         """
         summary = LearnSummary()
         storage = self.storage
-        self._prior_index: dict[str, _PriorIndex] = {}
         clock, storage_clock = self.clock, storage.clock
         at = _At(clock)
         done = 0

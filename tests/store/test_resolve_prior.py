@@ -70,3 +70,24 @@ def test_a_partner_origin_lends_its_support_and_another_host_of_the_site_does_no
     assert store.prior_support(RuleKey("http://a.example", kind, "*")) == 7 + 9
     store._note_prior(RuleKey("http://b.example", kind, "*"), held=True, support=12)  # confirmed again
     assert store.prior_support(RuleKey("http://a.example", kind, "*")) == 7 + 12
+
+
+def prior_oracle(store: MemoryStore, key: RuleKey) -> int:
+    """prior by its definition: the other sites where the kind held, plus one for a partner origin of the host."""
+    if key.kind not in PRIOR_KINDS or store._failed.get(key.kind):
+        return 0
+    held = store._held.get(key.kind, {})
+    site, family = _site_and_family(key.origin)
+    others = len({s for s, _, _ in held.values() if s != site})
+    return others + any(f == family and o != key.origin for o, (_, f, _) in held.items())
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_prior_counts_the_other_sites_and_a_partner_as_rules_are_added(seed: int) -> None:
+    rng = random.Random(seed)
+    store = MemoryStore()
+    keys = [RuleKey(o, k, "*") for o in origins() for k in KINDS]
+    for _ in range(200):
+        store._note_prior(rng.choice(keys), held=rng.random() >= 0.02, support=rng.randrange(1, 30))
+        for probe in rng.sample(keys, 12):
+            assert store.prior(probe) == prior_oracle(store, probe), probe
