@@ -19,36 +19,33 @@ Redis) does. Safety properties, each with a test in ``tests/store`` and
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
-from itertools import islice
-from typing import Any, NamedTuple
+from dataclasses import replace
+from typing import Any
 
 from .._schemes import SCHEMES
 from ..errors import StoreError
+from ._bulk import BulkLearning, PriorIndex
 from ._evidence import USERINFO, Alias, Evidence
-from ._observation import LEARN_CHUNK, KnownFree, LearnSummary, Observation, batched, observation_forms, prefetch_keys
-from ._forms import CACHED_LENGTH, form_spelling, has_userinfo, origin_of, scheme_form, short_cache, sink_key, source_key, spelling_key, split_form, split_fragment
-from ._psl import is_ip_host, site_of, www_partner
+from ._observation import Observation, prefetch_keys
+from ._forms import has_userinfo, origin_of, scheme_form, sink_key, source_key, spelling_key, split_form, split_fragment
 from ._memo import ResolutionMemo, Trace
+from ._outcome import GONE, Outcome, host_of, same_site, site_and_family
+from ._psl import is_ip_host
 from ._report import Explanation, explanation, export, rule_label, stats
 from ._resolution import Resolution, Step
 from ._rules import (
     ANYWHERE,
     ALIAS,
     BLOCK,
-    KINDS_BY_NAME,
     DECLARED_CASE,
+    GENERALIZES,
     KINDS,
     PERMANENT,
     PRIOR_KINDS,
     PRIOR_SITES,
     REDIRECTS,
-    Prediction,
-    known_free,
-    declared_prediction,
     LearningPolicy,
     alias_key,
     RuleKey,
@@ -57,7 +54,6 @@ from ._rules import (
     RuleStatus,
     Verdict,
     case_key,
-    case_key_of,
     generalized,
     judge,
     path_prefix,
@@ -65,39 +61,10 @@ from ._rules import (
 )
 from ._storage import Storage
 
-#: answers that say a redirect is gone: an alias of the URL ends
-GONE = frozenset({404, 410})
-#: rule kind -> whether it is a server-wide convention (see :meth:`EquivalenceStore._count_rule`)
-_GENERALIZES = {kind: rule_kind.generalizes for kind, rule_kind in KINDS_BY_NAME.items()}
 #: origins whose kinds of rules in force are held (then forgotten all at once)
 _KINDS_HELD = 4096
 
 __all__ = ["EquivalenceStore", "Explanation", "Outcome", "Resolution", "Step", "StoreError"]
-
-
-@dataclass
-class Outcome:
-    """What one observation changed."""
-
-    learned_alias: bool = False
-    dropped_alias: bool = False
-    sink: bool = False
-    activated: list[RuleKey] = field(default_factory=list)
-    confirmed: list[RuleKey] = field(default_factory=list)
-    contradicted: list[RuleKey] = field(default_factory=list)
-    #: aliases that ended (the source answered for itself, redirected elsewhere or is gone): their keys
-    ended: list[RuleKey] = field(default_factory=list)
-    #: the server stated an alias again (its first time in this store's session)
-    confirmed_alias: bool = False
-    ignored: str = ""
-
-
-def _host(url: str) -> str:
-    authority = split_form(url).authority or ""
-    host = authority.rpartition("@")[2]
-    if host.startswith("["):
-        return host.partition("]")[0] + "]"
-    return host.partition(":")[0]
 
 
 def _authority_matcher(given: str) -> Callable[[str], bool]:
@@ -138,42 +105,7 @@ def _authority_matcher(given: str) -> Callable[[str], bool]:
     return matches
 
 
-def _origin(url: str) -> str:
-    return origin_of(url)
-
-
-#: the site of a host, asked twice for every redirect learned
-_site = short_cache(1 << 14)(site_of)
-
-
-def _same_site(a: str, b: str) -> bool:
-    """:func:`._psl.same_site`, each host's site remembered."""
-    return bool(a) and bool(b) and _site(a) == _site(b)
-
-
-class _At:
-    """The clock of a bulk learning run: each observation's own time, else the given clock's."""
-
-    __slots__ = ("clock", "time")
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.time: float | None = None
-
-    def __call__(self) -> float:
-        when = self.time
-        return self.clock() if when is None else when
-
-
-@short_cache(1 << 12)
-def _site_and_family(origin: str) -> tuple[str, str]:
-    """An origin's site (registrable domain) and host family (its host without a ``www.`` that has an apex partner)."""
-    host = _host(origin + "/")
-    partner = www_partner(host) if host.startswith("www.") else None
-    return _site(host), partner or host
-
-
-class EquivalenceStore:
+class EquivalenceStore(BulkLearning):
     """The learner: evidence, exact aliases and rules, and the representative of a URL.
 
     It keeps nothing itself: ``storage`` (a :class:`~._storage.Storage`)
@@ -201,7 +133,7 @@ class EquivalenceStore:
         self._failed: dict[str, set[str]] = {}
         self._priors: dict[tuple[str, str], int] = {}
         #: per prior kind: its sites and host families counted as they are added (what prior() reads)
-        self._prior_index: dict[str, _PriorIndex] = {}
+        self._prior_index: dict[str, PriorIndex] = {}
         #: per prior kind: the most support a held rule of it has on each site, and their sum
         self._best: dict[str, dict[str, int]] = {}
         self._best_total: dict[str, int] = {}
@@ -345,7 +277,7 @@ class EquivalenceStore:
             kept = alias
             if held is not None:
                 held.append(alias)
-        origin = _origin(url)
+        origin = origin_of(url)
         records = self.storage.rules_in_force(origin)
         if trace is not None:
             trace.origins[origin] = records
@@ -437,7 +369,7 @@ class EquivalenceStore:
             held = self._held[key.kind]
             index = self._prior_index.get(key.kind)
             if index is None or index.held is not held:
-                index = self._prior_index[key.kind] = _PriorIndex(held)
+                index = self._prior_index[key.kind] = PriorIndex(held)
             found = self._priors[(key.kind, key.origin)] = index.prior(key.origin)
         return found
 
@@ -473,7 +405,7 @@ class EquivalenceStore:
         """
         if not self.prior(key):
             return 0
-        site, family = _site_and_family(key.origin)
+        site, family = site_and_family(key.origin)
         best = self._best.get(key.kind, {})
         others = self._best_total.get(key.kind, 0) - best.get(site, 0)
         partners = self._family_support.get((key.kind, site, family), {})
@@ -489,7 +421,7 @@ class EquivalenceStore:
             known[key.origin] = (before[0], before[1], support)
             self._count_prior_support(key, before[0], before[1], support)
             return
-        site, family = _site_and_family(key.origin)
+        site, family = site_and_family(key.origin)
         if held:
             known[key.origin] = (site, family, support)
             self._count_prior_support(key, site, family, support)
@@ -600,7 +532,7 @@ class EquivalenceStore:
         self, src: str, status: int, tgt: str, context: frozenset[str], location: str | None, lifetime: float | None = None
     ) -> Outcome:
         """Learn from one redirect hop between two scheme forms."""
-        src_host, tgt_host = _host(src), _host(tgt)
+        src_host, tgt_host = host_of(src), host_of(tgt)
         if not src_host or not tgt_host:  # no site: nothing to learn about
             return Outcome(ignored="a URI without a host")
         flags = context
@@ -617,7 +549,7 @@ class EquivalenceStore:
         else:
             sources = self.storage.add_fanin(sink_key(tgt), source_key(src), self._policy.sink_fanin)
         outcome.sink = len(sources) >= self._policy.sink_fanin
-        cross_site = not _same_site(src_host, tgt_host)
+        cross_site = not same_site(src_host, tgt_host)
 
         if status in PERMANENT and src != tgt:
             refusal = self._alias_refusal(flags, cross_site, outcome.sink)
@@ -642,10 +574,10 @@ class EquivalenceStore:
             if verdict is not Verdict.NEUTRAL:
                 judged.append((prediction.key, verdict))
         if judged:
-            self._count_all(_origin(src), judged, now, hop, outcome)
+            self._count_all(origin_of(src), judged, now, hop, outcome)
         if outcome.sink:
             notes.append(f"sink: {len(sources)}+ sources redirect to {sink_key(tgt)}")
-            for origin in {_origin(src), *(_origin(s) for s in sources)}:
+            for origin in {origin_of(src), *(origin_of(s) for s in sources)}:
                 self._count(RuleKey(origin, BLOCK), Verdict.AGAINST, now, f"sink {sink_key(tgt)} ({hop})", outcome)
         shown = location if location is not None and location != tgt else None
         self.storage.add_evidence(Evidence(now, src, status, tgt, flags, "; ".join(notes), shown))
@@ -754,7 +686,7 @@ class EquivalenceStore:
         if self._end_alias(u, outcome):
             notes.append("alias dropped: answered for itself")
         self.storage.answered(u)
-        records = self.storage.rules_at(_origin(u))
+        records = self.storage.rules_at(origin_of(u))
         known = False
         judged = []
         for prediction in predictions(u, self.storage.case_target):
@@ -762,7 +694,7 @@ class EquivalenceStore:
             known = known or (record is not None and record.support > 0)
             judged.append((prediction.key, Verdict.AGAINST))
         if judged:
-            self._count_all(_origin(u), judged, now, f"{u} answered {status}", outcome)
+            self._count_all(origin_of(u), judged, now, f"{u} answered {status}", outcome)
         if known or outcome.dropped_alias:
             self.storage.add_evidence(Evidence(now, u, status, None, frozenset(context), "; ".join(notes)))
         if not context and self._declares_case(u, now):
@@ -772,392 +704,6 @@ class EquivalenceStore:
     #: whether a rule record counted again within a bulk chunk is written once more at the chunk's
     #: end rather than at every count (the storage holds the same object: the results are the same)
     _defer_writes = True
-
-    def learn(
-        self,
-        observations: Iterable[Observation],
-        *,
-        progress: Callable[[int], None] | None = None,
-        chunk: int = LEARN_CHUNK,
-    ) -> LearnSummary:
-        """Learn from many recorded exchanges, in the order given, as one-at-a-time recording would.
-
-        Each observation is applied at its own ``time`` (now when it has
-        none), so an archive's captures must come in date order: a later
-        capture that answers 200 ends what an earlier 301 taught. They are
-        taken ``chunk`` at a time: what a chunk needs from the storage is read
-        in a few round trips, and its writes are committed together.
-        ``progress(n)`` is called after each chunk with the number applied so far.
-        """
-        summary = LearnSummary()
-        storage = self.storage
-        clock, storage_clock = self.clock, storage.clock
-        at = _At(clock)
-        done = 0
-        # the cyclic collector waits while a chunk is learned (its objects form no cycles), and
-        # what was allocated before a chunk, or by it, is kept out of its passes (given back at the
-        # end): only what reading the next observations allocates is scanned
-        collecting = gc.isenabled()
-        freeze = collecting and not gc.get_freeze_count()
-        try:
-            for batch in batched(observations, max(1, chunk)):
-                if freeze:
-                    gc.freeze()
-                if collecting:
-                    gc.disable()
-                forms = [observation_forms(obs) for obs in batch]
-                storage.refresh()
-                free: KnownFree = {}
-                if storage.reads_ahead:
-                    storage.prefetch(prefetch_keys(forms, free))
-                self.clock = storage.clock = at
-                storage.recorded_time = True
-                self._unwritten = {} if self._defer_writes else None
-                self._learn_chunk(batch, forms, at, summary, free)
-                self._write_unwritten()
-                self._unwritten = None
-                self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
-                summary.rules_contradicted += len(self._observed(Outcome()).contradicted)
-                if freeze:
-                    gc.freeze()
-                if collecting:
-                    gc.enable()
-                done += len(batch)
-                if progress is not None:
-                    progress(done)
-        finally:
-            if self._unwritten is not None:
-                self._write_unwritten()
-                self._unwritten = None
-            self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
-            if collecting:
-                gc.enable()
-            if freeze:
-                gc.unfreeze()
-        return summary
-
-    def _learn_chunk(
-        self, batch: list[Observation], forms: list[tuple[str | None, str | None]], at: _At, summary: LearnSummary, free: KnownFree
-    ) -> None:
-        """Learn one chunk: the common observations (redirects between hosts, documents) through the
-        bulk kernel, each URL's facts computed once; the others as one-at-a-time recording does."""
-        facts: dict[str, _Facts] = {}
-        add = summary.add
-        count = learned = activated = contradicted = 0  # what :meth:`LearnSummary.add` counts, for most outcomes
-        for obs, (src, tgt) in zip(batch, forms):
-            at.time = obs.time
-            status = obs.status
-            if src is None:
-                add(self._learn_observation(obs, src, tgt))
-            elif status in REDIRECTS:
-                if tgt is None:
-                    add(self._learn_observation(obs, src, tgt))
-                    continue
-                fs = facts.get(src)
-                if fs is None:
-                    fs = facts[src] = _facts(src)
-                ft = facts.get(tgt)
-                if ft is None:
-                    ft = facts[tgt] = _facts(tgt)
-                outcome = self._bulk_hop(src, status, tgt, obs.context, obs.location, obs.max_age, fs, ft, free)
-                if outcome.ignored or outcome.dropped_alias or outcome.sink:
-                    add(outcome)
-                    continue
-                count += 1
-                learned += outcome.learned_alias
-                if outcome.activated:
-                    activated += len(outcome.activated)
-                if outcome.contradicted:
-                    contradicted += len(outcome.contradicted)
-            elif status < 400:
-                fs = facts.get(src)
-                if fs is None:
-                    fs = facts[src] = _facts(src)
-                add(self._bulk_answer(src, status, obs.context, fs, free))
-            else:
-                add(self._learn_observation(obs, src, tgt))
-        summary.observations += count
-        summary.aliases_learned += learned
-        summary.rules_activated += activated
-        summary.rules_contradicted += contradicted
-
-    def _bulk_hop(
-        self,
-        src: str,
-        status: int,
-        tgt: str,
-        context: frozenset[str],
-        location: str | None,
-        lifetime: float | None,
-        fs: _Facts,
-        ft: _Facts,
-        known: KnownFree,
-    ) -> Outcome:
-        """:meth:`_learn_hop` in a bulk chunk, the URLs' facts given."""
-        src_host, tgt_host = fs.host, ft.host
-        if not src_host or not tgt_host:
-            return Outcome(ignored="a URI without a host")
-        flags = frozenset(context)
-        if fs.userinfo or ft.userinfo:
-            flags |= {USERINFO}
-        now = self.clock()
-        outcome = Outcome()
-        notes: list[str] = []
-        policy = self._policy
-        if fs.spelling == ft.spelling:
-            sources: list[str] = []
-            sink = False
-        else:
-            sources = self.storage.add_fanin(sink_key(tgt), src.partition("#")[0], policy.sink_fanin)  # its source_key
-            sink = outcome.sink = len(sources) >= policy.sink_fanin
-        cross_site = src_host != tgt_host and not _same_site(src_host, tgt_host)
-        permanent = status in PERMANENT
-        if permanent and src != tgt:
-            refusal = self._alias_refusal(flags, cross_site, sink) if flags or cross_site or sink else ""
-            if not refusal and lifetime is not None and lifetime <= 0:
-                refusal = "not to be reused (no-store, no-cache or no lifetime)"
-                if self._end_alias(src, outcome):
-                    notes.append("alias dropped: the redirect may not be reused")
-            if refusal:
-                notes.append(f"no alias: {refusal}")
-            elif lifetime is None and self.storage.alias(src) is None:  # a new alias (:meth:`_state_alias`)
-                self.storage.set_alias(src, Alias(src, tgt, status, now, None))
-                outcome.learned_alias = True
-            else:
-                self._state_alias(src, tgt, status, now, lifetime, outcome)
-        elif not permanent:
-            if self._end_alias(src, outcome):
-                notes.append("alias dropped: no longer a permanent redirect")
-            self.storage.answered(src)
-        hop = f"{src} -{status}-> {tgt}"
-        free = known[src] if src in known else known_free(src)
-        if free is not None:
-            trusted = not flags and not sink and not cross_site
-            agreed = (Verdict.SUPPORT if trusted else Verdict.NEUTRAL) if permanent else Verdict.AGAINST
-            judged = []
-            before, after = free
-            known_case = self.storage.case_target
-            if known_case(case_key_of(src)) is not None:
-                before = self._predictions(src, free)
-                after = ()
-            for prediction in (*before, *after) if after else before:
-                verdict = agreed if prediction.target == tgt else Verdict.AGAINST
-                if verdict is not Verdict.NEUTRAL:
-                    judged.append((prediction.key, verdict))
-            if judged:
-                self._count_bulk(fs.origin, judged, now, hop, outcome)
-        if sink:
-            notes.append(f"sink: {len(sources)}+ sources redirect to {sink_key(tgt)}")
-            for origin in {fs.origin, *(_origin(s) for s in sources)}:
-                self._count(RuleKey(origin, BLOCK), Verdict.AGAINST, now, f"sink {sink_key(tgt)} ({hop})", outcome)
-        shown = location if location is not None and location != tgt else None
-        self.storage.add_evidence(Evidence(now, src, status, tgt, flags, "; ".join(notes), shown))
-        return outcome
-
-    def _predictions(self, url: str, free: tuple[tuple[Prediction, ...], tuple[Prediction, ...]]) -> tuple[Prediction, ...]:
-        """:func:`~._rules.predictions` of a covered URL whose predictions that need nothing known are given."""
-        before, after = free
-        known = self.storage.case_target
-        declared = None if known(case_key_of(url)) is None else declared_prediction(url, known)
-        if declared is None:
-            return before + after if after else before
-        return (*before, declared, *after)
-
-    def _bulk_answer(self, u: str, status: int, context: frozenset[str], fu: _Facts, known: KnownFree) -> Outcome:
-        """:meth:`_learn_answer` in a bulk chunk (no note), the URL's facts given."""
-        outcome = Outcome()
-        context = frozenset(context) | ({USERINFO} if fu.userinfo else frozenset())
-        now = self.clock()
-        dropped = self._end_alias(u, outcome)
-        self.storage.answered(u)
-        free = known[u] if u in known else known_free(u)
-        if free is not None:
-            records = self.storage.rules_at(fu.origin)
-            supported = False
-            judged = []
-            for prediction in self._predictions(u, free):
-                if not supported:
-                    record = records.get(prediction.key)
-                    supported = record is not None and record.support > 0
-                judged.append((prediction.key, Verdict.AGAINST))
-            if judged:
-                self._count_bulk(fu.origin, judged, now, f"{u} answered {status}", outcome)
-        else:
-            supported = False
-        if supported or dropped:
-            note = "alias dropped: answered for itself" if dropped else ""
-            self.storage.add_evidence(Evidence(now, u, status, None, frozenset(context), note))
-        if not context and self._declares_case(u, now):
-            self.storage.set_declared_case(case_key(u), u)
-        return outcome
-
-    def _needed(self, key: RuleKey) -> int:
-        """``self._judged(key).min_observations``, the prior counted on a :class:`_PriorIndex`."""
-        policy = self._policy
-        kind = key.kind
-        if kind not in PRIOR_KINDS:
-            return policy.min_observations
-        held = self._held.get(kind)
-        if not held or self._failed.get(kind):
-            return policy.min_observations
-        prior = self._priors.get((kind, key.origin))
-        if prior is None:
-            index = self._prior_index.get(kind)
-            if index is None or index.held is not held:
-                index = self._prior_index[kind] = _PriorIndex(held)
-            prior = self._priors[(kind, key.origin)] = index.prior(key.origin)
-        if not prior:
-            return policy.min_observations
-        return 1 if prior >= PRIOR_SITES else max(1, policy.min_observations - prior)
-
-    def _active_bulk(self, key: RuleKey, now: float, records: Mapping[RuleKey, RuleRecord]) -> bool:
-        """:meth:`_is_active`, the prior counted on a :class:`_PriorIndex`."""
-        record = records.get(key)
-        return record is not None and self._active_record(record, now)
-
-    def _active_record(self, record: RuleRecord, now: float) -> bool:
-        """Whether ``record``'s status is active (:meth:`_judged` by :meth:`_needed`)."""
-        if not record.support:
-            return False
-        ttl = self._policy.rule_ttl
-        if record.against and now - record.last_against <= ttl or now - record.last_support > ttl:
-            return False
-        return record.support >= self._policy.min_observations or record.support >= self._needed(record.key)
-
-    def _count_bulk(self, origin: str, judged: list[tuple[RuleKey, Verdict]], now: float, note: str, outcome: Outcome) -> None:
-        """:meth:`_count_all` in a bulk chunk: a count that changes no rule's status is made here
-        (a counterexample to a rule already suspended or never supported, a support that leaves a
-        rule a candidate or confirms an active one); the others as :meth:`_count_rule` makes them."""
-        records = self.storage.rules_at(origin)
-        ttl = self._policy.rule_ttl
-        block_key = _BLOCKS.get(origin)
-        if block_key is None:
-            block_key = _block_key(origin)
-        block = records.get(block_key)
-        if block is not None and block.against and now - block.last_against <= ttl:  # :meth:`_blocked`
-            for key, verdict in judged:
-                self._count_slow(records, True, key, verdict, now, note, outcome)
-            return
-        blocked = False
-        unwritten, written, set_rule = self._unwritten, self._written, self.storage.set_rule
-        for key, verdict in judged:
-            while True:  # the rule, then the origin-wide rule it speaks for
-                record = records.get(key)
-                wide = _WIDE.get(key)
-                if wide is None:
-                    wide = _wide(key)
-                if verdict is Verdict.AGAINST:
-                    if record is None:
-                        record = RuleRecord(key, 0, 1, now, 0.0, now, "", note)
-                    elif (
-                        (record.against and now - record.last_against <= ttl or not record.against and not record.support)
-                        and not (record.support and now - record.last_support > ttl)
-                    ):  # suspended, or never supported: it changes no status
-                        if not record.first_seen:
-                            record.first_seen = now
-                        record.against += 1
-                        record.last_against = now
-                        record.counterexample = note
-                    else:
-                        self._count_slow(records, blocked, key, verdict, now, note, outcome)
-                        break
-                    if unwritten is None or key not in written:  # as :meth:`_write_rule` writes
-                        set_rule(key, record)
-                        written.add(key)
-                    else:
-                        unwritten[key] = record
-                    if not wide:
-                        break
-                    key = wide
-                    continue
-                # a support
-                if record is None:
-                    if self._needed(key) <= 1:
-                        self._count_slow(records, blocked, key, verdict, now, note, outcome)
-                        break
-                    record = RuleRecord(key, 1, 0, now, now, 0.0, note, "")
-                    if unwritten is None or key not in written:  # as :meth:`_write_rule` writes
-                        set_rule(key, record)
-                        written.add(key)
-                    else:
-                        unwritten[key] = record
-                    if not wide:
-                        break
-                    key = wide  # its first support: the origin-wide rule gains one
-                    continue
-                if record.against or not record.support or now - record.last_support > ttl:
-                    self._count_slow(records, blocked, key, verdict, now, note, outcome)
-                    break
-                needed = record.support if record.support >= self._policy.min_observations else self._needed(key)
-                active = record.support >= needed
-                if not active and record.support + 1 >= needed:  # it becomes active
-                    self._count_slow(records, blocked, key, verdict, now, note, outcome)
-                    break
-                if not record.first_seen:
-                    record.first_seen = now
-                record.support += 1
-                record.last_support = now
-                record.example = note
-                if unwritten is None or key not in written:  # as :meth:`_write_rule` writes
-                    set_rule(key, record)
-                    written.add(key)
-                else:
-                    unwritten[key] = record
-                if active:
-                    outcome.confirmed.append(key)
-                    self._note_prior(key, held=True, support=record.support)
-                if not wide or not self._active_bulk(wide, now, records):
-                    break
-                key = wide
-
-    def _count_slow(
-        self,
-        records: Mapping[RuleKey, RuleRecord],
-        blocked: bool,
-        key: RuleKey,
-        verdict: Verdict,
-        now: float,
-        note: str,
-        outcome: Outcome,
-    ) -> None:
-        """:meth:`_count_rule` (with :meth:`_count_record`), each status judged with the prior counted
-        on a :class:`_PriorIndex`: what :meth:`_count_bulk` does not make in place."""
-        policy = self._policy
-        record = records.get(key)
-        forgot = False
-        if record is None:
-            record = RuleRecord(key)
-            was = False
-        else:
-            was = self._active_record(record, now)
-            forgot = record.stale(policy, now)
-            if forgot and self._unwritten and key in self._unwritten:  # what it held, as recording one at a time wrote it
-                self.storage.set_rule(key, self._unwritten.pop(key))
-            record.expire(policy, now)
-        record.add(verdict, now, note)
-        self._write_rule(key, record, forgot)
-        if blocked:
-            return
-        active = verdict is not Verdict.AGAINST and self._active_record(record, now)
-        if was and not active:
-            outcome.contradicted.append(key)
-            self._note_prior(key, held=False)
-            self._prior_ended(key, outcome)
-        elif not was and active:
-            outcome.activated.append(key)
-            self._note_prior(key, held=True, support=record.support)
-            if record.support < policy.min_observations and key.kind in PRIOR_KINDS:
-                self._leaning.setdefault(key.kind, set()).add(key)
-        elif was and verdict is Verdict.SUPPORT:
-            outcome.confirmed.append(key)
-            self._note_prior(key, held=True, support=record.support)
-        wide = _WIDE.get(key)
-        if wide is None:
-            wide = _wide(key)
-        if wide and (
-            verdict is Verdict.AGAINST or (verdict is Verdict.SUPPORT and (record.support == 1 or self._active_bulk(wide, now, records)))
-        ):
-            self._count_slow(records, blocked, wide, verdict, now, note, outcome)
 
     def _learn_observation(self, obs: Observation, src: str | None, tgt: str | None) -> Outcome | str:
         """What ``record_redirect`` or ``record_response`` learns from ``obs`` (its scheme forms given), or why it is skipped."""
@@ -1206,7 +752,7 @@ class EquivalenceStore:
         path = split_form(url).path
         if path.lower() == path.upper():  # nothing a case could change
             return False
-        origin = _origin(url)
+        origin = origin_of(url)
         record = self.storage.rules_at(origin).get(RuleKey(origin, DECLARED_CASE, path_prefix(path.lower())))
         if record is None or not record.support or now - record.last_support > self.policy.rule_ttl:
             return False
@@ -1319,7 +865,7 @@ class EquivalenceStore:
         # and every counterexample under any directory counts against it, so it applies everywhere
         # once min_observations directories have supported it and none has refuted it. Once
         # active, every confirmation under any directory counts for it.
-        if _GENERALIZES.get(key.kind) and not key.scope.startswith(ANYWHERE):
+        if GENERALIZES.get(key.kind) and not key.scope.startswith(ANYWHERE):
             wide = RuleKey(key.origin, key.kind, generalized(key.scope))
             if verdict is Verdict.AGAINST or (verdict is Verdict.SUPPORT and (record.support == 1 or self._is_active(wide, now, records))):
                 self._count_rule(records, blocked, wide, verdict, now, note, outcome)
@@ -1438,98 +984,3 @@ class EquivalenceStore:
 
 
 # -- what learning in bulk keeps ---------------------------------------------
-
-_NEW = tuple.__new__
-
-
-class _Facts(NamedTuple):
-    """What learning in bulk asks of one scheme form, computed once per chunk."""
-
-    host: str
-    userinfo: bool
-    spelling: str
-    origin: str
-
-
-def _facts(url: str) -> _Facts:
-    """:func:`_host`, :func:`~._forms.has_userinfo`, :func:`~._forms.spelling_key` and the origin of ``url``, split once."""
-    form = split_form(url)
-    authority = form.authority
-    if authority is None:
-        return _Facts("", False, form_spelling(form), _origin(url))
-    host = authority.rpartition("@")[2]
-    host = host.partition("]")[0] + "]" if host.startswith("[") else host.partition(":")[0]
-    return _NEW(_Facts, (host, "@" in authority, form_spelling(form), f"{form.scheme}://{authority}"))
-
-
-#: origin -> the key of its block, for the origins counted last
-_BLOCKS: dict[str, RuleKey] = {}
-
-
-def _block_key(origin: str) -> RuleKey:
-    found = RuleKey(origin, BLOCK)
-    if len(origin) <= CACHED_LENGTH:  # a hostile origin is never held
-        if len(_BLOCKS) >= 1 << 14:
-            _BLOCKS.clear()
-        _BLOCKS[origin] = found
-    return found
-
-
-#: rule key -> the origin-wide rule it speaks for (``()``: none), for the keys counted last
-_WIDE: dict[RuleKey, RuleKey | tuple[()]] = {}
-
-
-def _wide(key: RuleKey) -> RuleKey | tuple[()]:
-    """The origin-wide rule a directory's rule of a server-wide kind speaks for (see :meth:`EquivalenceStore._count_rule`)."""
-    origin, kind, scope = key
-    found: RuleKey | tuple[()] = ()
-    if _GENERALIZES.get(kind) and not scope.startswith(ANYWHERE):
-        found = _NEW(RuleKey, (origin, kind, generalized(scope)))
-    if len(origin) + len(scope) <= CACHED_LENGTH:  # a hostile key is never held
-        if len(_WIDE) >= 1 << 14:
-            _WIDE.clear()
-        _WIDE[key] = found
-    return found
-
-
-class _PriorIndex:
-    """One prior kind's sites and host families where its rule held in this session, counted as the
-    learner's record of them (``held``: origin -> (site, family, support); it only grows) grows: what
-    :meth:`EquivalenceStore.prior` computes by a scan of every origin, in a few dictionary reads."""
-
-    __slots__ = ("held", "seen", "sites", "families")
-
-    def __init__(self, held: dict[str, tuple[str, str, int]]) -> None:
-        self.held = held
-        self.seen = 0
-        self.sites: dict[str, int] = {}
-        self.families: dict[str, int] = {}
-
-    def prior(self, origin: str) -> int:
-        held = self.held
-        if len(held) != self.seen:
-            if len(held) < self.seen:
-                self.seen, self.sites, self.families = 0, {}, {}
-            sites, families = self.sites, self.families
-            for s, f, _ in islice(held.values(), self.seen, None):
-                sites[s] = sites.get(s, 0) + 1
-                families[f] = families.get(f, 0) + 1
-            self.seen = len(held)
-        site, family = _family_of(origin)
-        found = len(self.sites) - (site in self.sites)
-        return found + (self.families.get(family, 0) - (origin in held) > 0)
-
-
-#: origin -> its site and host family (:func:`_site_and_family`), for the origins met last
-_FAMILIES: dict[str, tuple[str, str]] = {}
-
-
-def _family_of(origin: str) -> tuple[str, str]:
-    found = _FAMILIES.get(origin)
-    if found is None:
-        found = _site_and_family(origin)
-        if len(origin) <= CACHED_LENGTH:  # a hostile origin is never held
-            if len(_FAMILIES) >= 1 << 14:
-                _FAMILIES.clear()
-            _FAMILIES[origin] = found
-    return found

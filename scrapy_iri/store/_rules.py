@@ -291,6 +291,8 @@ KINDS: tuple[RuleKind, ...] = (
     RuleKind("encode-reserved", "/a:b -> /a%3Ab", _encode_reserved),
 )
 KINDS_BY_NAME = {kind.name: kind for kind in KINDS}
+#: rule kind name -> whether it is a server-wide convention (a directory's rule speaks for the origin-wide one)
+GENERALIZES = {kind.name: kind.generalizes for kind in KINDS}
 
 #: near-universal host-wide conventions: once a crawl has seen one hold on :data:`PRIOR_SITES` other
 #: sites (registrable domains) and fail on none, one observation makes its rule on a new origin

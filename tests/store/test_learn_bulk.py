@@ -464,7 +464,7 @@ def test_learn_counts_the_prior_of_a_partner_origin() -> None:
 def test_hostile_hosts_are_learned_alike_and_never_held() -> None:
     """Hosts longer than the learner's memories keep: learned alike in bulk and one at a time, and no
     memory of the bulk learner holds one (each would otherwise stay until thousands of others came)."""
-    from scrapy_iri.store import _learner, _rules
+    from scrapy_iri.store import _bulk, _rules
     from scrapy_iri.store._forms import CACHED_LENGTH
 
     label = "h" * 60
@@ -486,5 +486,5 @@ def test_hostile_hosts_are_learned_alike_and_never_held() -> None:
     clock.now = end
     assert state(learner, end, urls) == state(reference, end, urls)
     assert any(host in alias.source for alias in learner.aliases())
-    held = [*_rules._HOST_RULES, *_learner._BLOCKS, *_learner._FAMILIES, *(str(key) for key in _learner._WIDE)]
+    held = [*_rules._HOST_RULES, *_bulk._BLOCKS, *_bulk._FAMILIES, *(str(key) for key in _bulk._WIDE)]
     assert held and not any(host in key for key in held)

@@ -16,7 +16,7 @@ import random
 import pytest
 
 from scrapy_iri.store import MemoryStore, RuleKey
-from scrapy_iri.store._learner import _site_and_family
+from scrapy_iri.store._outcome import site_and_family as _site_and_family
 from scrapy_iri.store._rules import PRIOR_KINDS
 
 HOSTS = ["a.example", "www.a.example", "b.example", "www.b.example", "x.b.example", "shop.co.uk", "www.shop.co.uk", "c.example"]
