@@ -312,11 +312,16 @@ def main() -> None:
         RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
         return
     if args.mode in ("redis", "redis-learn"):
+        import os
+        import tempfile
+
         from redis_bench import redis_server
 
         from scrapy_iri.store import open_store
 
-        with redis_server() as url:
+        # the stores' ledgers in the run's own directory (the measuring process inherits it): none left behind
+        with redis_server() as url, tempfile.TemporaryDirectory(prefix="store-bench-state-") as state:
+            os.environ["SCRAPY_IRI_STATE_DIR"] = state
             store_uri = f"{url}?namespace=bench"
             if args.mode == "redis":
                 row = build_redis(url, args.aliases)
