@@ -297,7 +297,7 @@ class BulkLearning:
     def _count_bulk(self, origin: str, judged: list[tuple[RuleKey, Verdict]], now: float, note: str, outcome: Outcome) -> None:
         """:meth:`_count_all` in a bulk chunk: a count that changes no rule's status is made here
         (a counterexample to a rule already suspended or never supported, a support that leaves a
-        rule a candidate or confirms an active one); the others as :meth:`_count_rule` makes them."""
+        rule a candidate or confirms an active one); the others go through :meth:`_count_rule`."""
         records = self.storage.rules_at(origin)
         ttl = self._policy.rule_ttl
         block_key = _BLOCKS.get(origin)
@@ -306,10 +306,8 @@ class BulkLearning:
         block = records.get(block_key)
         if block is not None and block.against and now - block.last_against <= ttl:  # :meth:`_blocked`
             for key, verdict in judged:
-                self._count_slow(records, True, key, verdict, now, note, outcome)
+                self._count_rule(records, True, key, verdict, now, note, outcome)
             return
-        blocked = False
-        unwritten, written, set_rule = self._unwritten, self._written, self.storage.set_rule
         for key, verdict in judged:
             while True:  # the rule, then the origin-wide rule it speaks for
                 record = records.get(key)
@@ -329,13 +327,9 @@ class BulkLearning:
                         record.last_against = now
                         record.counterexample = note
                     else:
-                        self._count_slow(records, blocked, key, verdict, now, note, outcome)
+                        self._count_rule(records, False, key, verdict, now, note, outcome)
                         break
-                    if unwritten is None or key not in written:  # as :meth:`_write_rule` writes
-                        set_rule(key, record)
-                        written.add(key)
-                    else:
-                        unwritten[key] = record
+                    self._write_rule(key, record, False)
                     if not wide:
                         break
                     key = wide
@@ -343,91 +337,34 @@ class BulkLearning:
                 # a support
                 if record is None:
                     if self._needed(key) <= 1:
-                        self._count_slow(records, blocked, key, verdict, now, note, outcome)
+                        self._count_rule(records, False, key, verdict, now, note, outcome)
                         break
                     record = RuleRecord(key, 1, 0, now, now, 0.0, note, "")
-                    if unwritten is None or key not in written:  # as :meth:`_write_rule` writes
-                        set_rule(key, record)
-                        written.add(key)
-                    else:
-                        unwritten[key] = record
+                    self._write_rule(key, record, False)
                     if not wide:
                         break
                     key = wide  # its first support: the origin-wide rule gains one
                     continue
                 if record.against or not record.support or now - record.last_support > ttl:
-                    self._count_slow(records, blocked, key, verdict, now, note, outcome)
+                    self._count_rule(records, False, key, verdict, now, note, outcome)
                     break
                 needed = record.support if record.support >= self._policy.min_observations else self._needed(key)
                 active = record.support >= needed
                 if not active and record.support + 1 >= needed:  # it becomes active
-                    self._count_slow(records, blocked, key, verdict, now, note, outcome)
+                    self._count_rule(records, False, key, verdict, now, note, outcome)
                     break
                 if not record.first_seen:
                     record.first_seen = now
                 record.support += 1
                 record.last_support = now
                 record.example = note
-                if unwritten is None or key not in written:  # as :meth:`_write_rule` writes
-                    set_rule(key, record)
-                    written.add(key)
-                else:
-                    unwritten[key] = record
+                self._write_rule(key, record, False)
                 if active:
                     outcome.confirmed.append(key)
                     self._note_prior(key, held=True, support=record.support)
                 if not wide or not self._active_bulk(wide, now, records):
                     break
                 key = wide
-
-    def _count_slow(
-        self,
-        records: Mapping[RuleKey, RuleRecord],
-        blocked: bool,
-        key: RuleKey,
-        verdict: Verdict,
-        now: float,
-        note: str,
-        outcome: Outcome,
-    ) -> None:
-        """:meth:`_count_rule` (with :meth:`_count_record`), each status judged with the prior counted
-        on a :class:`PriorIndex`: what :meth:`_count_bulk` does not make in place."""
-        policy = self._policy
-        record = records.get(key)
-        forgot = False
-        if record is None:
-            record = RuleRecord(key)
-            was = False
-        else:
-            was = self._active_record(record, now)
-            forgot = record.stale(policy, now)
-            if forgot and self._unwritten and key in self._unwritten:  # what it held, as recording one at a time wrote it
-                self.storage.set_rule(key, self._unwritten.pop(key))
-            record.expire(policy, now)
-        record.add(verdict, now, note)
-        self._write_rule(key, record, forgot)
-        if blocked:
-            return
-        active = verdict is not Verdict.AGAINST and self._active_record(record, now)
-        if was and not active:
-            outcome.contradicted.append(key)
-            self._note_prior(key, held=False)
-            self._prior_ended(key, outcome)
-        elif not was and active:
-            outcome.activated.append(key)
-            self._note_prior(key, held=True, support=record.support)
-            if record.support < policy.min_observations and key.kind in PRIOR_KINDS:
-                self._leaning.setdefault(key.kind, set()).add(key)
-        elif was and verdict is Verdict.SUPPORT:
-            outcome.confirmed.append(key)
-            self._note_prior(key, held=True, support=record.support)
-        wide = _WIDE.get(key)
-        if wide is None:
-            wide = _wide(key)
-        if wide and (
-            verdict is Verdict.AGAINST or (verdict is Verdict.SUPPORT and (record.support == 1 or self._active_bulk(wide, now, records)))
-        ):
-            self._count_slow(records, blocked, wide, verdict, now, note, outcome)
 
 
 _NEW = tuple.__new__
