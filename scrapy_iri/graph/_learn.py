@@ -71,17 +71,22 @@ _DAYS: dict[str, float | None] = {}
 _SECOND = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T([0-9]{2}):([0-9]{2}):([0-9]{2})Z\Z")
 
 
+def _day_start(day: str, midnight: str, parse: Callable[[str], float | None]) -> float | None:
+    """The epoch of ``day`` + ``midnight`` by ``parse``, remembered per day (the two date forms never share a key)."""
+    start = _DAYS.get(day, -1.0)
+    if start == -1.0:
+        if len(_DAYS) > 4096:
+            _DAYS.clear()
+        start = _DAYS[day] = parse(day + midnight)
+    return start
+
+
 def _epoch(date: str) -> float | None:
     """Seconds since the epoch of a WARC-Date (ISO 8601) or a CDX timestamp (``YYYYMMDDhhmmss``)."""
     date = date.strip()
     second = _SECOND.match(date)
     if second is not None:  # WARC's usual form: the day's start once, then its seconds
-        day = date[:10]
-        start = _DAYS.get(day, -1.0)
-        if start == -1.0:
-            if len(_DAYS) > 4096:
-                _DAYS.clear()
-            start = _DAYS[day] = _iso_epoch(day + "T00:00:00Z")
+        start = _day_start(date[:10], "T00:00:00Z", _iso_epoch)
         hour, minute, sec = int(second[1]), int(second[2]), int(second[3])
         if start is None or hour > 23 or minute > 59 or sec > 59:
             return _iso_epoch(date)
@@ -91,12 +96,7 @@ def _epoch(date: str) -> float | None:
         # a CDX timestamp whose fields are in range (strptime reads those by position): the day's start
         # once, then its seconds
         if len(digits) == 14 and digits.isascii() and "01" <= digits[4:6] <= "12" and "01" <= digits[6:8] <= "31":
-            day = digits[:8]
-            start = _DAYS.get(day, -1.0)
-            if start == -1.0:
-                if len(_DAYS) > 4096:
-                    _DAYS.clear()
-                start = _DAYS[day] = _stamp_epoch(day + "000000")
+            start = _day_start(digits[:8], "000000", _stamp_epoch)
             hour, minute, sec = int(digits[8:10]), int(digits[10:12]), int(digits[12:14])
             if start is not None and hour < 24 and minute < 60 and sec < 60:
                 return start + (hour * 3600 + minute * 60 + sec)
