@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.stores import Clock
+from fixtures.stores import CONVENTIONS, Clock, conventional_target
 
 from scrapy_iri.store import EquivalenceStore, LearningPolicy, MemoryStore, Observation, Outcome, open_store
 from scrapy_iri.store._rules import PRIOR_SITES, REDIRECTS
@@ -44,23 +44,14 @@ def _url(rng: random.Random) -> str:
 
 def _conventional(url: str, rng: random.Random, choice: int | None = None) -> str:
     """A target a server following some convention would send ``url`` to."""
+    choice = rng.randrange(7) if choice is None else choice
+    if choice < CONVENTIONS:
+        return conventional_target(url, choice)
     scheme, _, rest = url.partition("://")
     host, slash, path = rest.partition("/")
-    path = slash + path
-    choice = rng.randrange(7) if choice is None else choice
-    if choice == 0:
-        return f"https://{rest}"
-    if choice == 1:
-        return f"{scheme}://{host[4:] if host.startswith('www.') else 'www.' + host}{path}"
-    if choice == 2:
-        return f"{scheme}://{host}{path[:-1] if path.endswith('/') and len(path) > 1 else path + '/'}"
-    if choice == 3:
-        return f"{scheme}://{host}{path.lower()}"
-    if choice == 4:
-        return f"{scheme}://{host}{path.rpartition('/')[0]}/"
     if choice == 5:
         return f"{scheme}://{host}/login?next={rng.randrange(9)}"  # a sink
-    return f"{scheme}://{host}{path.replace('%3A', ':')}"
+    return f"{scheme}://{host}{(slash + path).replace('%3A', ':')}"
 
 
 def stream(seed: int, n: int) -> list[Observation]:

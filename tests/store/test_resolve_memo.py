@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixtures.stores import Clock
+from fixtures.stores import CONVENTIONS, Clock, conventional_target
 
 from scrapy_iri.store import Alias, EquivalenceStore, LearningPolicy, MemoryStore, open_store
 from scrapy_iri.store._forms import SchemeForm, scheme_form
@@ -43,22 +43,13 @@ def universe() -> list[str]:
 
 
 def _conventional(url: str, choice: int) -> str:
+    if choice < CONVENTIONS:
+        return conventional_target(url, choice)
     scheme, _, rest = url.partition("://")
     host, slash, path = rest.partition("/")
-    path = slash + path
-    if choice == 0:
-        return f"https://{rest}"
-    if choice == 1:
-        return f"{scheme}://{host[4:] if host.startswith('www.') else 'www.' + host}{path}"
-    if choice == 2:
-        return f"{scheme}://{host}{path[:-1] if path.endswith('/') and len(path) > 1 else path + '/'}"
-    if choice == 3:
-        return f"{scheme}://{host}{path.lower()}"
-    if choice == 4:
-        return f"{scheme}://{host}{path.rpartition('/')[0]}/"
     if choice == 5:
         return f"{scheme}://{host}/login?next=1"  # a sink once three sources go there
-    return f"{scheme}://{host}/moved{path}"  # a one-off move
+    return f"{scheme}://{host}/moved{slash}{path}"  # a one-off move
 
 
 def observe(store: EquivalenceStore, rng: random.Random, urls: list[str]) -> None:
