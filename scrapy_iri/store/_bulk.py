@@ -25,8 +25,6 @@ from ._rules import (
     BLOCK,
     GENERALIZES,
     PERMANENT,
-    PRIOR_KINDS,
-    PRIOR_SITES,
     REDIRECTS,
     Prediction,
     RuleKey,
@@ -261,27 +259,8 @@ class BulkLearning:
             self.storage.set_declared_case(case_key(u), u)
         return outcome
 
-    def _needed(self, key: RuleKey) -> int:
-        """``self._judged(key).min_observations``, the prior counted on a :class:`PriorIndex`."""
-        policy = self._policy
-        kind = key.kind
-        if kind not in PRIOR_KINDS:
-            return policy.min_observations
-        held = self._held.get(kind)
-        if not held or self._failed.get(kind):
-            return policy.min_observations
-        prior = self._priors.get((kind, key.origin))
-        if prior is None:
-            index = self._prior_index.get(kind)
-            if index is None or index.held is not held:
-                index = self._prior_index[kind] = PriorIndex(held)
-            prior = self._priors[(kind, key.origin)] = index.prior(key.origin)
-        if not prior:
-            return policy.min_observations
-        return 1 if prior >= PRIOR_SITES else max(1, policy.min_observations - prior)
-
     def _active_bulk(self, key: RuleKey, now: float, records: Mapping[RuleKey, RuleRecord]) -> bool:
-        """:meth:`_is_active`, the prior counted on a :class:`PriorIndex`."""
+        """:meth:`_is_active` of a record among ``records``, without building the policy it is judged with."""
         record = records.get(key)
         return record is not None and self._active_record(record, now)
 
@@ -422,8 +401,8 @@ def _wide(key: RuleKey) -> RuleKey | tuple[()]:
 
 class PriorIndex:
     """One prior kind's sites and host families where its rule held in this session, counted as the
-    learner's record of them (``held``: origin -> (site, family, support); it only grows) grows: what
-    :meth:`EquivalenceStore.prior` computes by a scan of every origin, in a few dictionary reads."""
+    learner's record of them (``held``: origin -> (site, family, support); it only grows) grows:
+    what :meth:`EquivalenceStore.prior` reads, in a few dictionary reads instead of a scan of every origin."""
 
     __slots__ = ("held", "seen", "sites", "families")
 

@@ -375,13 +375,15 @@ class EquivalenceStore(BulkLearning):
 
     def _judged(self, key: RuleKey) -> LearningPolicy:
         """The policy ``key``'s status is judged with: fewer observations make it as the prior grows."""
-        if key.kind not in PRIOR_KINDS or not self._held.get(key.kind):
-            return self._policy
+        return self._policy_needing(self._needed(key))
+
+    def _needed(self, key: RuleKey) -> int:
+        """The observations ``key`` needs to become active: ``min_observations``, fewer as the prior grows."""
+        needed = self._policy.min_observations
         prior = self.prior(key)
         if not prior:
-            return self._policy
-        needed = 1 if prior >= PRIOR_SITES else max(1, self.policy.min_observations - prior)
-        return self._policy_needing(needed)
+            return needed
+        return 1 if prior >= PRIOR_SITES else max(1, needed - prior)
 
     def _policy_needing(self, needed: int) -> LearningPolicy:
         """The policy with ``min_observations`` lowered to ``needed`` (cached per policy)."""
