@@ -25,7 +25,10 @@ record; 200 pages of HTML, the 301s of the usual conventions, 302s and
 404s); ``--learn-wget`` on the wget archive. Each reports reading the
 captures alone, reading and ordering them by date, the whole ``scrapy-iri
 store learn`` command into SQLite in a new process (CPU of the child by
-``getrusage``, and its start-up alone), and ``learn_files`` into memory
+``getrusage``, and its start-up alone), the one-time cost of a process's
+first learning (loading the public suffix list), ``learn()`` of the same
+observations built beforehand (the learner alone), a CDX and a CDXJ of the
+same captures read and learned into memory, and ``learn_files`` into memory
 and SQLite in this process (``--redis``: into a private ``redis-server``
 too); the archive is not built for ``--learn`` with ``--no-per-link``.
 ``--nodes`` gives the
@@ -350,6 +353,25 @@ def learn_figures(path: str, label: str, redis: bool = False, in_process: bool =
         found[f"{label}: store learn command past start-up captures/CPU-s"] = captures / max(cpu - start_up, 1e-9)
         if not in_process:
             return found
+        from scrapy_iri.store import Observation
+
+        # the first learning of a process loads the public suffix list: timed alone, before the others
+        _, cpu, _ = _timed(open_store("memory:").learn, [Observation("http://a.test/x", 301, "http://a.test/y")])
+        found[f"{label}: first learning in a process (public suffix list) CPU s"] = cpu
+        prebuilt = list(observations([path], Reading()))
+        store = open_store("memory:")
+        _, cpu, _ = _timed(store.learn, iter(prebuilt))
+        found[f"{label}: learn() of the observations, prebuilt, memory captures/CPU-s"] = captures / cpu
+        del prebuilt
+        for kind in ("cdx", "cdxj"):
+            index = os.path.join(tmp, f"index.{kind}")
+            write_index(path, index, kind)
+            _, cpu, read = _timed(lambda: sum(1 for _ in observations([index], Reading())))
+            found[f"{label}: {kind} of the captures: reading+ordering captures/CPU-s"] = read / cpu
+            store = open_store("memory:")
+            _, cpu, (summary, _) = _timed(learn_files, store, [index])
+            found[f"{label}: {kind} of the captures: learn_files memory captures/CPU-s"] = read / cpu
+            found[f"{label}: {kind} of the captures: aliases learned"] = summary.aliases_learned
         uris = ["memory:", f"sqlite:///{tmp}/s.db"]
         with contextlib.ExitStack() as stack:
             if redis:
@@ -365,6 +387,31 @@ def learn_figures(path: str, label: str, redis: bool = False, in_process: bool =
                 found[f"{label}: learn_files {name} captures/s wall"] = captures / wall
                 found[f"{label}: learn_files {name} aliases learned"] = summary.aliases_learned
     return found
+
+
+def write_index(path: str, index: str, kind: str) -> None:
+    """A CDX of the captures of the archive at ``path`` as wget writes one (its columns, the redirect's
+    target resolved, file order), or a CDXJ as Common Crawl's (the ``Location`` as sent, lines sorted
+    by a SURT-like key: not in date order)."""
+    from scrapy_iri.graph._learn import Reading, captures_of
+
+    lines = []
+    for i, c in enumerate(captures_of([path], Reading())):
+        stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime(c.time))
+        if kind == "cdx":
+            redirect = c.target.replace("://", "%3A//", 1) if c.target else "-"
+            lines.append(f"{c.url} {stamp} {c.url} text/html {c.status} X {redirect} - {i} a.warc.gz u{i}\n")
+            continue
+        data = {"url": c.url, "mime": "text/html", "status": str(c.status), "digest": "X", "length": "1",
+                "offset": str(i), "filename": "a.warc.gz"}
+        if c.location is not None:
+            data["redirect"] = c.location
+        host, _, rest = c.url.partition("://")[2].partition("/")
+        lines.append(f"{','.join(reversed(host.split('.')))})/{rest} {stamp} {json.dumps(data)}\n")
+    with open(index, "w", encoding="utf-8") as out:
+        if kind == "cdx":
+            out.write(" CDX a b a m s k r M V g u\n")
+        out.writelines(lines if kind == "cdx" else sorted(lines))
 
 
 def learn(count: int, redis: bool = False, hosts: int = 997, mix: str = "redirects") -> dict[str, float]:

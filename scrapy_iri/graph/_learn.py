@@ -81,8 +81,21 @@ def _day_start(day: str, midnight: str, parse: Callable[[str], float | None]) ->
     return start
 
 
+_LAST: tuple[str, float | None] = ("", None)  # the last date read and its epoch: captures come a second at a time
+
+
 def _epoch(date: str) -> float | None:
     """Seconds since the epoch of a WARC-Date (ISO 8601) or a CDX timestamp (``YYYYMMDDhhmmss``)."""
+    global _LAST
+    last = _LAST
+    if last[0] == date:
+        return last[1]
+    when = _epoch_of(date)
+    _LAST = (date, when)
+    return when
+
+
+def _epoch_of(date: str) -> float | None:
     date = date.strip()
     second = _SECOND.match(date)
     if second is not None:  # WARC's usual form: the day's start once, then its seconds
