@@ -44,6 +44,8 @@ class RedisPort(StoragePort):
         #: the changeset being applied, and its batches not applied yet, each with its id
         self.applying: Changeset | None = None
         self.parts: list[tuple[dict[str, list[Any]], str]] = []
+        #: the rule keys of each part's rule entries, in order, by the part's id (what its ledger record reads)
+        self.rule_keys: dict[str, list[RuleKey]] = {}
         #: batches applied
         self.batches = 0
         self.read_sha = client.register_script(READ).sha
@@ -56,11 +58,17 @@ class RedisPort(StoragePort):
         if changes is not self.applying:
             self.applying = changes
             self.parts = [(part, uuid.uuid4().hex) for part in parts(batch_of(changes), self.batch_size)]
+            keys, at = list(changes.rules), 0
+            self.rule_keys = {}
+            for part, batch_id in self.parts:
+                self.rule_keys[batch_id] = keys[at : at + len(part["r"])]
+                at += len(part["r"])
         while self.parts:
             self.send(*self.parts[0])
             self.parts.pop(0)
             self.batches += 1
         self.applying = None
+        self.rule_keys = {}
         return {}
 
     def _run(self, call: Callable[[], Any]) -> Any:

@@ -152,7 +152,7 @@ for _, f in ipairs(b.f) do
   end
   change('f' .. f[1])
 end
-for _, e in ipairs(b.e) do redis.call('RPUSH', p .. 'evidence', e) end
+for first = 1, #b.e, 1000 do redis.call('RPUSH', p .. 'evidence', unpack(b.e, first, math.min(first + 999, #b.e))) end
 if #b.e > 0 then
   redis.call('LTRIM', p .. 'evidence', -tonumber(ARGV[6]), -1)
   local oldest = now - tonumber(ARGV[9])
@@ -168,7 +168,9 @@ end
 local v = tonumber(redis.call('GET', p .. 'version') or '0')
 if #changed > 0 then
   v = redis.call('INCRBY', p .. 'version', #changed)
-  for i = 1, #changed do redis.call('RPUSH', p .. 'changes', changed[i]) end
+  for first = 1, #changed, 1000 do
+    redis.call('RPUSH', p .. 'changes', unpack(changed, first, math.min(first + 999, #changed)))
+  end
   redis.call('LTRIM', p .. 'changes', -tonumber(ARGV[7]), -1)
 end
 -- the batch's mark, scored with the version it left: a writer's ledger names it, and a Redis

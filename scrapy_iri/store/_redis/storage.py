@@ -99,7 +99,7 @@ class RedisStorage(LayeredStorage):
         self._conn: Any = None
         port = RedisPort(
             client, self.keys, self._read, self._command, lambda: self._alias_sha,
-            lambda batch, batch_id: self._apply(batch, batch_id), batch_size,
+            lambda batch, batch_id: self._apply(batch, batch_id, durable=False), batch_size,
         )  # fmt: skip
         # the writes Redis has not got yet, read over what it answers
         writes = WriteBehind(batch_size, sync_interval, monotonic)
@@ -468,9 +468,12 @@ class RedisStorage(LayeredStorage):
         """Send the pending changes: the changeset in flight first (:meth:`.RedisPort.apply`, the same
         batches with the same ids), then the changes written since, sealed as the next one."""
         before = self.port.batches
-        while len(self.writes):
-            self.port.apply(self.writes.seal())
-            self.writes.committed()
+        try:
+            while len(self.writes):
+                self.port.apply(self.writes.seal())
+                self.writes.committed()
+        finally:  # the ledger records of the batches sent, made durable together
+            self.ledger.sync()
         if self.port.batches == before:
             return
         self._batches += self.port.batches - before
@@ -485,8 +488,8 @@ class RedisStorage(LayeredStorage):
         if int(dropped):
             self._tally("compacted", int(dropped))
 
-    def _apply(self, batch: dict[str, list[Any]], batch_id: str | None = None) -> None:
-        """Run one batch. When nobody else wrote since this process's last sync, the changes it
+    def _apply(self, batch: dict[str, list[Any]], batch_id: str | None = None, durable: bool = True) -> None:
+        """Run one batch (its ledger record made durable at once, or by the caller: not ``durable``). When nobody else wrote since this process's last sync, the changes it
         made are all its own and already known here: the known version moves past them, unless
         Redis kept a newer write than one of them (the next sync reads those back)."""
         self._tally("batches")
@@ -511,8 +514,12 @@ class RedisStorage(LayeredStorage):
         if answer[0] == b"ok":
             self.follower.last_batch = (batch_id, self.monotonic())
             self.journal.remember(batch)
-            rules = [r for entry in batch.get("r", ()) if (r := self.image.held(RuleKey(entry[0], *_field(entry[1])))) is not None]
-            self.ledger.record(batch, answer, batch_id, self.image.epoch, rules, self.image.sinks, self.policy.rule_ttl)
+            keys = self.port.rule_keys.get(batch_id)
+            if keys is None:  # a batch saved by an earlier run, or written back: its keys from its entries
+                keys = [RuleKey(entry[0], *_field(entry[1])) for entry in batch.get("r", ())]
+            held = self.image.held
+            rules = [r for key in keys if (r := held(key)) is not None]
+            self.ledger.record(batch, answer, batch_id, self.image.epoch, rules, self.image.sinks, self.policy.rule_ttl, durable)
             if int(answer[1]) - int(answer[2]) == self.image.version and not int(answer[3]):
                 self.image.version = int(answer[1])
 
