@@ -8,7 +8,7 @@ from the store prefix (``NS:store:``) passed as ``ARGV[1]``.
 MARKS = 10_000
 
 #: Apply one batch of writes, atomically and at most once.
-#: ARGV: prefix, batch id, JSON batch, now, rule TTL, evidence max, changes max, answered horizon,
+#: ARGV: prefix, batch id, the batch (MessagePack, or JSON: it starts with ``{``), now, rule TTL, evidence max, changes max, answered horizon,
 #: evidence max age, and what the writer knows: the version, the epoch, the id of its last batch
 #: (the last three may be absent).
 #: A rule entry carries what the writer counted since its last batch (added to the stored record,
@@ -21,7 +21,8 @@ local p = ARGV[1]
 if not redis.call('SET', p .. 'batch:' .. ARGV[2], '1', 'NX', 'EX', 600) then
   return {'dup', tonumber(redis.call('GET', p .. 'version') or '0')}
 end
-local b = cjson.decode(ARGV[3])
+local b
+if string.byte(ARGV[3], 1) == 123 then b = cjson.decode(ARGV[3]) else b = cmsgpack.unpack(ARGV[3]) end
 local now, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
 local alone = false
 if ARGV[12] and ARGV[12] ~= '' then

@@ -17,7 +17,7 @@ from .._layered import LayeredStorage
 from .._rules import RuleKey, alias_case_key
 from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING
 from .._writes import WriteBehind
-from .codec import LAYOUT, alias_of, chunks, glob_escape, text
+from .codec import LAYOUT, alias_of, batch_bytes, chunks, glob_escape, text
 from .connection import UNAVAILABLE, Outage, RedisKeys, RedisUnavailable, check_reachable, describe, drop_stale_connections
 from .journal import Journal, batch_of, parts, save, saved_batches
 from .ledger import Ledger, default_ledger_path
@@ -499,7 +499,7 @@ class RedisStorage(LayeredStorage):
             args=[
                 self.keys.store,
                 batch_id,
-                json.dumps(batch, ensure_ascii=False),
+                batch_bytes(batch),
                 self.clock(),
                 self.policy.rule_ttl,
                 self.evidence_max,
