@@ -57,12 +57,10 @@ class RedisPort(StoragePort):
         assert self.send is not None, "a port without a sender applies nothing"
         if changes is not self.applying:
             self.applying = changes
-            self.parts = [(part, uuid.uuid4().hex) for part in parts(batch_of(changes), self.batch_size)]
-            keys, at = list(changes.rules), 0
-            self.rule_keys = {}
-            for part, batch_id in self.parts:
-                self.rule_keys[batch_id] = keys[at : at + len(part["r"])]
-                at += len(part["r"])
+            batch = batch_of(changes)
+            self.parts = [(part, uuid.uuid4().hex) for part in parts(batch, self.batch_size)]
+            key_of = {id(op): key for op, key in zip(batch["r"], changes.rules)}
+            self.rule_keys = {batch_id: [key_of[id(op)] for op in part["r"]] for part, batch_id in self.parts}
         while self.parts:
             self.send(*self.parts[0])
             self.parts.pop(0)

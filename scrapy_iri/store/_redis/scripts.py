@@ -123,8 +123,12 @@ for _, r in ipairs(b.r) do
           if r[7] >= s[4] then s[4] = r[7]; s[6] = r[9] end
           if r[8] >= s[5] then s[5] = r[8]; s[7] = r[10] end
         else
-          if s[2] > 0 and now - s[5] > ttl then s[1] = 0; s[2] = 0; s[6] = ''; s[7] = '' end
-          if s[1] > 0 and now - s[4] > ttl then s[1] = 0; s[6] = '' end
+          -- expired at the time of the writer's newest count (an archive learned late counts at its
+          -- captures' times, as the writer did), never later than now
+          local at = math.max(r[7], r[8])
+          if at <= 0 or at > now then at = now end
+          if s[2] > 0 and at - s[5] > ttl then s[1] = 0; s[2] = 0; s[6] = ''; s[7] = '' end
+          if s[1] > 0 and at - s[4] > ttl then s[1] = 0; s[6] = '' end
           if r[6] > 0 and (s[3] == 0 or r[6] < s[3]) then s[3] = r[6] end
           if r[4] > 0 then s[1] = s[1] + r[4]; if r[7] >= s[4] then s[4] = r[7]; s[6] = r[9] end end
           if r[5] > 0 then s[2] = s[2] + r[5]; if r[8] >= s[5] then s[5] = r[8]; s[7] = r[10] end end

@@ -99,7 +99,7 @@ class RedisStorage(LayeredStorage):
         self._conn: Any = None
         port = RedisPort(
             client, self.keys, self._read, self._command, lambda: self._alias_sha,
-            lambda batch, batch_id: self._apply(batch, batch_id, durable=False), batch_size,
+            lambda batch, batch_id: self._apply(batch, batch_id), batch_size,
         )  # fmt: skip
         # the writes Redis has not got yet, read over what it answers
         writes = WriteBehind(batch_size, sync_interval, monotonic)
@@ -108,6 +108,10 @@ class RedisStorage(LayeredStorage):
         self._take = client.register_script(TAKE)
         self._compact_script = client.register_script(COMPACT)
         self._batches = 0
+        #: the time of the newest rule count this process sent (its observations' time, when learned late)
+        self._counted_at = 0.0
+        #: a flush is sending batches: their ledger records are made durable together, at its end
+        self._flushing = False
         self._next_compaction = 1
         self._save_filter_script = client.register_script(SAVE_FILTER)
         #: what this machine's processes ended or suspended, and the newest batch they applied (see :mod:`.ledger`)
@@ -468,11 +472,13 @@ class RedisStorage(LayeredStorage):
         """Send the pending changes: the changeset in flight first (:meth:`.RedisPort.apply`, the same
         batches with the same ids), then the changes written since, sealed as the next one."""
         before = self.port.batches
+        self._flushing = True
         try:
             while len(self.writes):
                 self.port.apply(self.writes.seal())
                 self.writes.committed()
         finally:  # the ledger records of the batches sent, made durable together
+            self._flushing = False
             self.ledger.sync()
         if self.port.batches == before:
             return
@@ -483,13 +489,19 @@ class RedisStorage(LayeredStorage):
 
     def _compact(self) -> None:
         """Drop the rule records of a few origins whose every count is older than the rule TTL
-        (they mean nothing any more), as the SQLite storage does at its commits (see :data:`.scripts.COMPACT`)."""
-        dropped = self._compact_script(args=[self.keys.store, self.clock(), self.policy.rule_ttl, COMPACT_ORIGINS])
+        (they mean nothing any more), as the SQLite storage does at its commits (see :data:`.scripts.COMPACT`).
+
+        Older than the TTL at the time of the newest count this process sent, when earlier than now: an
+        archive learned today counts at its captures' times, and a record that later captures would
+        still count (a counterexample) stays."""
+        now = self.clock()
+        when = min(now, self._counted_at) if self._counted_at else now
+        dropped = self._compact_script(args=[self.keys.store, when, self.policy.rule_ttl, COMPACT_ORIGINS])
         if int(dropped):
             self._tally("compacted", int(dropped))
 
-    def _apply(self, batch: dict[str, list[Any]], batch_id: str | None = None, durable: bool = True) -> None:
-        """Run one batch (its ledger record made durable at once, or by the caller: not ``durable``). When nobody else wrote since this process's last sync, the changes it
+    def _apply(self, batch: dict[str, list[Any]], batch_id: str | None = None) -> None:
+        """Run one batch (its ledger record made durable at once, or at the end of the flush sending it). When nobody else wrote since this process's last sync, the changes it
         made are all its own and already known here: the known version moves past them, unless
         Redis kept a newer write than one of them (the next sync reads those back)."""
         self._tally("batches")
@@ -512,6 +524,9 @@ class RedisStorage(LayeredStorage):
             ]
         )
         if answer[0] == b"ok":
+            for op in batch.get("r", ()):
+                if len(op) > 7 and (op[6] > self._counted_at or op[7] > self._counted_at):
+                    self._counted_at = max(op[6], op[7])
             self.follower.last_batch = (batch_id, self.monotonic())
             self.journal.remember(batch)
             keys = self.port.rule_keys.get(batch_id)
@@ -519,7 +534,7 @@ class RedisStorage(LayeredStorage):
                 keys = [RuleKey(entry[0], *_field(entry[1])) for entry in batch.get("r", ())]
             held = self.image.held
             rules = [r for key in keys if (r := held(key)) is not None]
-            self.ledger.record(batch, answer, batch_id, self.image.epoch, rules, self.image.sinks, self.policy.rule_ttl, durable)
+            self.ledger.record(batch, answer, batch_id, self.image.epoch, rules, self.image.sinks, self.policy.rule_ttl, not self._flushing)
             if int(answer[1]) - int(answer[2]) == self.image.version and not int(answer[3]):
                 self.image.version = int(answer[1])
 
