@@ -265,9 +265,15 @@ def bench_learn(n: int, chunk: int | None = None) -> dict[str, Any]:
 
         setattr(owner, name, run)
 
+    from scrapy_iri.store import _bulk
+    from scrapy_iri.store._cached import CachedReads
+
     timed(RedisPort, "read", "read_ahead")
     timed(RedisPort, "apply", "batches")
     timed(Ledger, "record", "ledger")
+    # the shared layers' part of the read-ahead: the keys a chunk needs, and the cache filled from the read
+    timed(_bulk, "prefetch_keys", "chunk_keys")
+    timed(CachedReads, "prefetch", "cached_prefetch")
     from redis.utils import HIREDIS_AVAILABLE
 
     from scrapy_iri.store._redis import codec
@@ -297,7 +303,8 @@ def bench_learn(n: int, chunk: int | None = None) -> dict[str, Any]:
         "server_cpu_per_s": round(n / server) if server else None,
         "server_us_per_observation": round(server / n * 1e6, 1),
         "client_us_per_observation": round(cpu / n * 1e6, 1),
-        # of which: the read-ahead of chunks, the batches (built, sent, the ledger's part included), the ledger
+        # of which: the read-ahead of chunks (Redis's read), the batches (built, sent, the ledger's part
+        # included), the ledger; the shared layers' keys of a chunk, and their prefetch (the read included)
         "client_parts_us_per_observation": {k: round(v / n * 1e6, 1) for k, v in parts.items()},
         "scripts": {k: {"calls": v["calls"], "usec": v["usec"]} for k, v in scripts.items()},
     }
