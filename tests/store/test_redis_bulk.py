@@ -192,3 +192,30 @@ def _dump(store: RedisStore) -> dict[str, Any]:
             value = client.get(key)
         dumped[name] = value
     return dumped
+
+
+def test_an_archive_learned_late_keeps_its_counterexamples(redis_url: str) -> None:
+    """The compaction that drops rule records whose every count is older than the TTL counts from the
+    newest observation this process sent, not from now: an archive's counterexample, years old today
+    but not at the captures' times, stays for the next learner of the archive."""
+    namespace = f"late-{uuid.uuid4().hex[:8]}"
+    captures = [Observation(f"http://ex.example/d{i}", 301, f"http://ex.example/d{i}/", time=T0 + i) for i in range(3)]
+    captures.append(Observation("http://ex.example/d9", 200, None, time=T0 + 10))
+    first = RedisStore(redis_url, namespace, POLICY, auto_sync=False)  # now: years after T0
+    try:
+        first.learn(captures)
+        first.flush()  # its first batch: a compaction
+        assert first.storage.counters.get("batches") and first.storage._next_compaction > 1
+    finally:
+        first.close()
+    stored = {k.decode(): json.loads(v) for k, v in first.client.hgetall(f"{namespace}:store:rules:http://ex.example").items()}
+    assert stored["add-slash /d#"][:2] == [3, 1]
+    later_clock = Clock(T0 + 20)
+    later = RedisStore(redis_url, namespace, POLICY, clock=later_clock, auto_sync=False)
+    try:
+        later.learn([Observation("http://ex.example/d5", 301, "http://ex.example/d5/", time=T0 + 20)])
+        [record] = [r for r in later.rules() if r.key.kind == "add-slash"]
+        assert (record.support, record.against) == (4, 1) and later.rule_status(record) is RuleStatus.SUSPENDED
+        assert later.representative("http://ex.example/d7") == "http://ex.example/d7"
+    finally:
+        later.close()
