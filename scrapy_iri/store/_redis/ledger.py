@@ -50,9 +50,8 @@ try:
 except ImportError:  # pragma: no cover - Windows: no compaction, appends without a lock
     fcntl = None  # type: ignore[assignment]
 
-from .._codec import rule_values
-from .._rules import BLOCK, RuleRecord
-from .codec import EMPTY_BATCH, chunks, rule_field, tombstone
+from .._rules import BLOCK
+from .codec import EMPTY_BATCH, chunks, tombstone
 from .journal import DROP
 
 logger = logging.getLogger("scrapy_iri.store._redis")
@@ -99,7 +98,6 @@ class Ledger:
         answer: list[Any],
         batch_id: str,
         epoch: str,
-        rules: list[RuleRecord],
         sinks: set[str],
         ttl: float,
         durable: bool = True,
@@ -107,9 +105,10 @@ class Ledger:
         """Append what an applied batch ended or suspended, and its mark (one write, made durable now,
         or not ``durable`` until :meth:`sync`: the batches of one flush are made durable together).
 
-        A rule is written when it first has a counterexample here, and again when its last
-        counterexample is newer by a hundredth of the TTL (an hour at most): the file grows with
-        what changes, not with every count. ``sinks`` are the targets known to be sinks.
+        A rule record the batch wrote (its entry carries the whole record) is written when it first has
+        a counterexample here, and again when its last counterexample is newer by a hundredth of the
+        TTL (an hour at most): the file grows with what changes, not with every count. ``sinks`` are
+        the targets known to be sinks.
         """
         lines: list[str] = []
         step = min(ttl / 100, 3600.0)
@@ -120,14 +119,14 @@ class Ledger:
                 name = source.decode("utf-8", "surrogatepass") if isinstance(source, bytes) else source
                 lines.append(_line("a", [name, times.get(name, 0.0)]))
         written_rules = self._rules_written
-        for record in rules:
-            if record.against or record.key.kind == BLOCK:
-                key = record.key
-                name = (key.origin, f"{key.kind} {key.scope}")
+        for op in batch.get("r", ()):
+            values = _record_of(op)
+            if values is not None and (values[1] or op[1].startswith(_BLOCK_FIELD)):
+                name = (op[0], op[1])
                 written = written_rules.get(name)
-                if written is None or record.last_against - written >= step:
-                    _remember(written_rules, name, record.last_against)
-                    lines.append(_line("r", [*name, *rule_values(record)]))
+                if written is None or values[4] - written >= step:
+                    _remember(written_rules, name, values[4])
+                    lines.append(_line("r", [op[0], op[1], *values]))
         for target, _, cap in batch.get("f", ()):
             if target in sinks and target not in self._sinks_written:
                 _remember(self._sinks_written, target, None)
@@ -292,6 +291,19 @@ class Ledger:
 
 #: ``json.dumps(value, ensure_ascii=False)``, without making an encoder at every call
 _json = json.JSONEncoder(ensure_ascii=False).encode
+
+
+#: the field of an origin's block (``"<kind> <scope>"``)
+_BLOCK_FIELD = BLOCK + " "
+
+
+def _record_of(op: list[Any]) -> list[Any] | None:
+    """The whole record a batch's rule entry wrote (:data:`.._codec.RULE_FIELDS`), if it carries one."""
+    if len(op) >= 12:  # counts added, then the record as the writer held it
+        return [op[10], op[11], *op[5:10]]
+    if op[2] in ("max", "setnx"):  # a record written back
+        return list(op[3:10])
+    return None
 
 
 def _line(kind: str, values: list[Any]) -> str:

@@ -44,8 +44,6 @@ class RedisPort(StoragePort):
         #: the changeset being applied, and its batches not applied yet, each with its id
         self.applying: Changeset | None = None
         self.parts: list[tuple[dict[str, list[Any]], str]] = []
-        #: the rule keys of each part's rule entries, in order, by the part's id (what its ledger record reads)
-        self.rule_keys: dict[str, list[RuleKey]] = {}
         #: batches applied
         self.batches = 0
         self.read_sha = client.register_script(READ).sha
@@ -57,16 +55,12 @@ class RedisPort(StoragePort):
         assert self.send is not None, "a port without a sender applies nothing"
         if changes is not self.applying:
             self.applying = changes
-            batch = batch_of(changes)
-            self.parts = [(part, uuid.uuid4().hex) for part in parts(batch, self.batch_size)]
-            key_of = {id(op): key for op, key in zip(batch["r"], changes.rules)}
-            self.rule_keys = {batch_id: [key_of[id(op)] for op in part["r"]] for part, batch_id in self.parts}
+            self.parts = [(part, uuid.uuid4().hex) for part in parts(batch_of(changes), self.batch_size)]
         while self.parts:
             self.send(*self.parts[0])
             self.parts.pop(0)
             self.batches += 1
         self.applying = None
-        self.rule_keys = {}
         return {}
 
     def _run(self, call: Callable[[], Any]) -> Any:

@@ -529,12 +529,7 @@ class RedisStorage(LayeredStorage):
                     self._counted_at = max(op[6], op[7])
             self.follower.last_batch = (batch_id, self.monotonic())
             self.journal.remember(batch)
-            keys = self.port.rule_keys.get(batch_id)
-            if keys is None:  # a batch saved by an earlier run, or written back: its keys from its entries
-                keys = [RuleKey(entry[0], *_field(entry[1])) for entry in batch.get("r", ())]
-            held = self.image.held
-            rules = [r for key in keys if (r := held(key)) is not None]
-            self.ledger.record(batch, answer, batch_id, self.image.epoch, rules, self.image.sinks, self.policy.rule_ttl, not self._flushing)
+            self.ledger.record(batch, answer, batch_id, self.image.epoch, self.image.sinks, self.policy.rule_ttl, not self._flushing)
             if int(answer[1]) - int(answer[2]) == self.image.version and not int(answer[3]):
                 self.image.version = int(answer[1])
 
@@ -554,8 +549,3 @@ class RedisStorage(LayeredStorage):
 def _raising(call: Callable[[], Any]) -> Any:
     """A read that raises when Redis is unreachable (what a sync needs: all or nothing)."""
     return call()
-
-
-def _field(field: str) -> tuple[str, str]:
-    kind, _, scope = field.partition(" ")
-    return kind, scope
