@@ -10,16 +10,15 @@ counterexample, a sink) therefore go first, those that merge last.
 from __future__ import annotations
 
 import json
-import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
-from test_learn_bulk import POLICY, T0, Clock, record_one_at_a_time, state, stream, universe
+from fixtures.stores import Clock
+from test_learn_bulk import POLICY, T0, record_one_at_a_time, state, stream, universe
 
-from scrapy_iri.store import MemoryStore, Observation, RuleStatus, open_store
+from scrapy_iri.store import MemoryStore, Observation, RuleStatus
 from scrapy_iri.store._redis import RedisStore
 from scrapy_iri.store._redis import codec
 
@@ -150,6 +149,7 @@ def test_msgpack_and_json_batches_leave_the_same_store(redis_url: str, monkeypat
     stream learned both ways leaves the same keys, value for value."""
     from test_learn_bulk import archive_stream
 
+    pytest.importorskip("msgpack", reason="msgpack (the redis extra) is not installed")
     observations = archive_stream(1, 500)
     end = observations[-1].time + 1.0  # type: ignore[operator]
     stores = {}
