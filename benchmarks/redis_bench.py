@@ -32,9 +32,11 @@ best of ``--repeat`` runs. Prints a table; writes
 the CPU time of this process (and of its parts: the chunks' read-ahead,
 the batches, the ledger) and that of the server (``INFO cpu`` before and
 after), and the server's time in scripts (``INFO commandstats``); it prints
-one JSON line and writes nothing:
+one JSON line and writes nothing. ``--no-hiredis`` and ``--no-msgpack`` run it
+as without those packages (redis-py's own reply parser; batches in JSON):
 
     nice .venv/bin/python benchmarks/redis_bench.py --learn 10000
+    nice .venv/bin/python benchmarks/redis_bench.py --learn 10000 --no-hiredis --no-msgpack
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import random
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -238,7 +241,6 @@ def server_cpu(client: Any) -> float:
 def bench_learn(n: int, chunk: int | None = None) -> dict[str, Any]:
     """``EquivalenceStore.learn`` of ``store_bench.py``'s ``n`` observations into a private ``redis-server``:
     observations per second of wall time, of the client's CPU and of the server's CPU."""
-    import sys
 
     import redis
 
@@ -263,9 +265,19 @@ def bench_learn(n: int, chunk: int | None = None) -> dict[str, Any]:
 
         setattr(owner, name, run)
 
+    from scrapy_iri.store import _bulk
+    from scrapy_iri.store._cached import CachedReads
+
     timed(RedisPort, "read", "read_ahead")
     timed(RedisPort, "apply", "batches")
     timed(Ledger, "record", "ledger")
+    # the shared layers' part of the read-ahead: the keys a chunk needs, and the cache filled from the read
+    timed(_bulk, "prefetch_keys", "chunk_keys")
+    timed(CachedReads, "prefetch", "cached_prefetch")
+    from redis.utils import HIREDIS_AVAILABLE
+
+    from scrapy_iri.store._redis import codec
+
     with redis_server() as url, tempfile.TemporaryDirectory(prefix="redis-bench-ledger-") as ledger:
         client = redis.Redis.from_url(url)
         now = time.time()
@@ -281,6 +293,8 @@ def bench_learn(n: int, chunk: int | None = None) -> dict[str, Any]:
     scripts = {k: v for k, v in stats.items() if k.startswith("cmdstat_eval")}
     return {
         "observations": n,
+        "parser": "hiredis" if HIREDIS_AVAILABLE else "python",
+        "batches_as": "json" if codec._packb is None else "msgpack",
         "wall_s": round(seconds, 2),
         "per_s": round(n / seconds),
         "client_cpu_s": round(cpu, 2),
@@ -289,7 +303,8 @@ def bench_learn(n: int, chunk: int | None = None) -> dict[str, Any]:
         "server_cpu_per_s": round(n / server) if server else None,
         "server_us_per_observation": round(server / n * 1e6, 1),
         "client_us_per_observation": round(cpu / n * 1e6, 1),
-        # of which: the read-ahead of chunks, the batches (built, sent, the ledger's part included), the ledger
+        # of which: the read-ahead of chunks (Redis's read), the batches (built, sent, the ledger's part
+        # included), the ledger; the shared layers' keys of a chunk, and their prefetch (the read included)
         "client_parts_us_per_observation": {k: round(v / n * 1e6, 1) for k, v in parts.items()},
         "scripts": {k: {"calls": v["calls"], "usec": v["usec"]} for k, v in scripts.items()},
     }
@@ -304,7 +319,12 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--learn", type=int, metavar="N", help="only: learn() of N observations, client and server CPU")
+    parser.add_argument("--no-hiredis", action="store_true", help="as without hiredis: redis-py's own parser")
+    parser.add_argument("--no-msgpack", action="store_true", help="as without msgpack: batches in JSON")
     args = parser.parse_args()
+    for name, off in (("hiredis", args.no_hiredis), ("msgpack", args.no_msgpack)):
+        if off:  # before redis and scrapy_iri are imported: an import of it fails
+            sys.modules[name] = None  # type: ignore[assignment]
     if args.learn:
         print(json.dumps(bench_learn(args.learn)))
         return 0

@@ -117,6 +117,23 @@ def test_otherwise_the_counts_are_added_to_what_is_stored(script: Script, why: s
     assert script.stored() == [7, 1, 10.0, 60.0, 40.0, "http://ex.example/h", "http://ex.example/c"]
 
 
+def test_a_merged_record_expires_at_the_writers_newest_count(script: Script) -> None:
+    """An archive learned late counts at its captures' times, long before now: the stored record is
+    expired as of the writer's newest count (as the writer's own record was), so a counterexample
+    still in force then is kept; a count a TTL after it ends it."""
+    script.client.hset(f"{script.prefix}rules:{ORIGIN}", FIELD, json.dumps([0, 1, 10.0, 0.0, 40.0, "", "http://ex.example/c"]))
+
+    def merge(at: float, example: str) -> None:  # now 10,000, TTL 100
+        entry = [ORIGIN, FIELD, "merge", 1, 0, at, at, 0.0, example, ""]
+        batch = {"a": [], "c": [], "r": [entry], "f": [], "e": [], "d": []}
+        assert script.run(args=[script.prefix, uuid.uuid4().hex, json.dumps(batch), 10_000.0, 100.0, 10, 10, 600, 1e9])[0] == b"ok"
+
+    merge(60.0, "http://ex.example/h")
+    assert script.stored() == [1, 1, 10.0, 60.0, 40.0, "http://ex.example/h", "http://ex.example/c"]
+    merge(300.0, "http://ex.example/i")
+    assert script.stored() == [1, 0, 10.0, 300.0, 40.0, "http://ex.example/i", ""]
+
+
 def _slash(i: int, status: int = 301) -> Observation:
     url = f"http://ex.example/d{i}"
     return Observation(url, status, f"{url}/" if status == 301 else None, time=time.time())

@@ -245,7 +245,7 @@ def test_a_compacted_ledger_keeps_what_it_must_write_back(tmp_path: Path) -> Non
     ledger = Ledger(tmp_path / "l")
     batch = {"a": [["http://e.example/old", "x", 5.0, 1, ""]], "f": [], "d": [["r1", "http://t.example/a"]]}
     for i in range(200):
-        ledger.record(batch, ["ok", i, 1, 0, [b"http://e.example/old"]], f"b{i}", "E", [], set(), 100.0)
+        ledger.record(batch, ["ok", i, 1, 0, [b"http://e.example/old"]], f"b{i}", "E", set(), 100.0)
     ledger.taken("r0")
     before = ledger.write_back()
     size = (tmp_path / "l").stat().st_size

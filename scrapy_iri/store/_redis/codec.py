@@ -11,6 +11,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._codec import rule_record
+
+try:  # the batches' encoding when installed (the ``redis`` extra): numbers travel as binary, not as text
+    from msgpack import packb as _packb
+except ImportError:  # pragma: no cover - JSON then
+    _packb = None
 from .._evidence import Alias, Evidence
 from .._rules import RuleKey, RuleRecord
 
@@ -20,6 +25,13 @@ LAYOUT = 2
 EMPTY_BATCH: dict[str, list[Any]] = {"a": [], "c": [], "r": [], "f": [], "e": [], "d": []}
 #: ``json.dumps(value, ensure_ascii=False)``, without making an encoder at every call
 _json = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def batch_bytes(batch: dict[str, list[Any]]) -> bytes | str:
+    """A batch as the batch script reads it: MessagePack (Redis's Lua reads it natively, and numbers
+    need no decimal text either way), or JSON without the ``msgpack`` package. Both give the script
+    the same values."""
+    return _json(batch) if _packb is None else _packb(batch)
 
 
 def text(value: bytes | str) -> str:

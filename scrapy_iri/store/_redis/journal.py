@@ -16,7 +16,7 @@ from typing import Any
 
 from .._codec import rule_values
 from .._port import Changeset, RuleWrite
-from .._rules import RuleKey, RuleRecord, alias_case_key
+from .._rules import BLOCK, RuleKey, RuleRecord, alias_case_key
 from .codec import EMPTY_BATCH, alias_value, case_value, chunks, evidence_value, rule_field, tombstone
 
 #: alias write modes: a put, a drop, "answered for itself", a put written back (set-if-older)
@@ -52,10 +52,33 @@ def batch_of(changes: Changeset) -> dict[str, list[Any]]:
 
 
 def parts(batch: dict[str, list[Any]], size: int) -> list[dict[str, list[Any]]]:
-    """``batch`` whole, or in parts of ``size`` entries of one kind each when larger."""
+    """``batch`` whole, or in parts of ``size`` entries of one kind each when larger: first those that
+    end or keep apart (alias ends, URLs that answered, dropped cases, counterexamples, blocks, fan-ins),
+    then those that merge. Each part is applied atomically; a process reading between two parts then
+    merges only what the store before the batch or after it merges."""
     if sum(len(ops) for ops in batch.values()) <= size:
         return [batch]
-    return [{**EMPTY_BATCH, name: part} for name, ops in batch.items() for part in chunks(ops, size)]
+    ends: dict[str, list[Any]] = {name: [] for name in batch}
+    merges: dict[str, list[Any]] = {name: [] for name in batch}
+    for name, ops in batch.items():
+        split = _ENDS.get(name)
+        for op in ops:
+            (ends if split is None or split(op) else merges)[name].append(op)
+    return [
+        {**EMPTY_BATCH, name: part}
+        for group in (ends, merges)
+        for name, ops in group.items()
+        for part in chunks(ops, size)
+    ]
+
+
+#: per kind of entry, whether one ends or keeps apart (the others merge; a kind not named: all end)
+_ENDS: dict[str, Any] = {
+    "a": lambda op: op[3] in (DROP, ANSWERED),
+    "c": lambda op: op[3] == DROP,
+    "r": lambda op: op[2] not in ("merge", "setnx") or op[4] > 0 or op[1].startswith(BLOCK + " "),
+    "f": lambda op: op[1] != "",
+}
 
 
 def rule_op(key: RuleKey, write: RuleWrite) -> list[Any]:

@@ -50,9 +50,8 @@ try:
 except ImportError:  # pragma: no cover - Windows: no compaction, appends without a lock
     fcntl = None  # type: ignore[assignment]
 
-from .._codec import rule_values
-from .._rules import BLOCK, RuleRecord
-from .codec import EMPTY_BATCH, chunks, rule_field, tombstone
+from .._rules import BLOCK
+from .codec import EMPTY_BATCH, chunks, tombstone
 from .journal import DROP
 
 logger = logging.getLogger("scrapy_iri.store._redis")
@@ -90,6 +89,8 @@ class Ledger:
         #: latest :data:`REMEMBERED` of each: one forgotten is written again when next counted)
         self._rules_written: OrderedDict[tuple[str, str], float] = OrderedDict()
         self._sinks_written: OrderedDict[str, None] = OrderedDict()
+        #: lines appended and not made durable yet (see :meth:`sync`)
+        self._unsynced = False
 
     def record(
         self,
@@ -97,37 +98,42 @@ class Ledger:
         answer: list[Any],
         batch_id: str,
         epoch: str,
-        rules: list[RuleRecord],
         sinks: set[str],
         ttl: float,
+        durable: bool = True,
     ) -> None:
-        """Append what an applied batch ended or suspended, and its mark (one write, made durable).
+        """Append what an applied batch ended or suspended, and its mark (one write, made durable now,
+        or not ``durable`` until :meth:`sync`: the batches of one flush are made durable together).
 
-        A rule is written when it first has a counterexample here, and again when its last
-        counterexample is newer by a hundredth of the TTL (an hour at most): the file grows with
-        what changes, not with every count. ``sinks`` are the targets known to be sinks.
+        A rule record the batch wrote (its entry carries the whole record) is written when it first has
+        a counterexample here, and again when its last counterexample is newer by a hundredth of the
+        TTL (an hour at most): the file grows with what changes, not with every count. ``sinks`` are
+        the targets known to be sinks.
         """
-        lines: list[Any] = []
+        lines: list[str] = []
         step = min(ttl / 100, 3600.0)
-        times = {op[0]: op[2] for op in batch.get("a", ())}
         ended = answer[4] if len(answer) > 4 else []
-        for source in ended:
-            name = source.decode("utf-8", "surrogatepass") if isinstance(source, bytes) else source
-            lines.append({"a": [name, times.get(name, 0.0)]})
-        for record in rules:
-            if record.against or record.key.kind == BLOCK:
-                name = (record.key.origin, rule_field(record.key))
-                written = self._rules_written.get(name)
-                if written is None or record.last_against - written >= step:
-                    _remember(self._rules_written, name, record.last_against)
-                    lines.append({"r": [*name, *rule_values(record)]})
+        if ended:
+            times = {op[0]: op[2] for op in batch.get("a", ())}
+            for source in ended:
+                name = source.decode("utf-8", "surrogatepass") if isinstance(source, bytes) else source
+                lines.append(_line("a", [name, times.get(name, 0.0)]))
+        written_rules = self._rules_written
+        for op in batch.get("r", ()):
+            values = _record_of(op)
+            if values is not None and (values[1] or op[1].startswith(_BLOCK_FIELD)):
+                name = (op[0], op[1])
+                written = written_rules.get(name)
+                if written is None or values[4] - written >= step:
+                    _remember(written_rules, name, values[4])
+                    lines.append(_line("r", [op[0], op[1], *values]))
         for target, _, cap in batch.get("f", ()):
             if target in sinks and target not in self._sinks_written:
                 _remember(self._sinks_written, target, None)
-                lines.append({"s": [target, cap]})
-        lines += [{"d": list(op)} for op in batch.get("d", ())]
-        lines.append({"m": [epoch, int(answer[1]), batch_id]})
-        self._append(lines)
+                lines.append(_line("s", [target, cap]))
+        lines += [_line("d", list(op)) for op in batch.get("d", ())]
+        lines.append(_line("m", [epoch, int(answer[1]), batch_id]))
+        self._write("".join(lines).encode("utf-8", "surrogatepass"), durable)
 
     def taken(self, rule: str) -> None:
         self._append([{"t": [rule]}])
@@ -136,7 +142,24 @@ class Ledger:
         self._append([{"m": [epoch, version, batch_id]}])
 
     def _append(self, lines: list[Any]) -> None:
-        data = _encode(lines)
+        self._write(_encode(lines))
+
+    def sync(self) -> None:
+        """Make what was appended without being made durable so (one ``fsync``)."""
+        if not self._unsynced:
+            return
+        self._unsynced = False
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            logger.error("cannot write the store's ledger %(path)s (%(error)s): a Redis rollback may go unseen",
+                         {"path": self.path, "error": exc})
+
+    def _write(self, data: bytes, durable: bool = True) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             while True:
@@ -146,7 +169,10 @@ class Ledger:
                 try:
                     if os.fstat(fd).st_ino == os.stat(self.path).st_ino:
                         os.write(fd, data)  # one write, under the lock: lines never interleave
-                        os.fsync(fd)
+                        if durable:
+                            os.fsync(fd)
+                        else:
+                            self._unsynced = True
                         return
                 finally:
                     os.close(fd)  # the lock goes with it; a file compacted meanwhile is opened again
@@ -263,8 +289,30 @@ class Ledger:
         self._sinks_written.clear()
 
 
+#: ``json.dumps(value, ensure_ascii=False)``, without making an encoder at every call
+_json = json.JSONEncoder(ensure_ascii=False).encode
+
+
+#: the field of an origin's block (``"<kind> <scope>"``)
+_BLOCK_FIELD = BLOCK + " "
+
+
+def _record_of(op: list[Any]) -> list[Any] | None:
+    """The whole record a batch's rule entry wrote (:data:`.._codec.RULE_FIELDS`), if it carries one."""
+    if len(op) >= 12:  # counts added, then the record as the writer held it
+        return [op[10], op[11], *op[5:10]]
+    if op[2] in ("max", "setnx"):  # a record written back
+        return list(op[3:10])
+    return None
+
+
+def _line(kind: str, values: list[Any]) -> str:
+    """The line ``{kind: values}`` as :func:`_encode` writes it."""
+    return f'{{"{kind}": {_json(values)}}}\n'
+
+
 def _encode(lines: list[Any]) -> bytes:
-    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode("utf-8", "surrogatepass")
+    return "".join(_json(line) + "\n" for line in lines).encode("utf-8", "surrogatepass")
 
 
 def _remember(memory: OrderedDict[Any, Any], key: Any, value: Any) -> None:

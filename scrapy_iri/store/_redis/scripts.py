@@ -8,7 +8,7 @@ from the store prefix (``NS:store:``) passed as ``ARGV[1]``.
 MARKS = 10_000
 
 #: Apply one batch of writes, atomically and at most once.
-#: ARGV: prefix, batch id, JSON batch, now, rule TTL, evidence max, changes max, answered horizon,
+#: ARGV: prefix, batch id, the batch (MessagePack, or JSON: it starts with ``{``), now, rule TTL, evidence max, changes max, answered horizon,
 #: evidence max age, and what the writer knows: the version, the epoch, the id of its last batch
 #: (the last three may be absent).
 #: A rule entry carries what the writer counted since its last batch (added to the stored record,
@@ -21,7 +21,8 @@ local p = ARGV[1]
 if not redis.call('SET', p .. 'batch:' .. ARGV[2], '1', 'NX', 'EX', 600) then
   return {'dup', tonumber(redis.call('GET', p .. 'version') or '0')}
 end
-local b = cjson.decode(ARGV[3])
+local b
+if string.byte(ARGV[3], 1) == 123 then b = cjson.decode(ARGV[3]) else b = cmsgpack.unpack(ARGV[3]) end
 local now, ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
 local alone = false
 if ARGV[12] and ARGV[12] ~= '' then
@@ -122,8 +123,12 @@ for _, r in ipairs(b.r) do
           if r[7] >= s[4] then s[4] = r[7]; s[6] = r[9] end
           if r[8] >= s[5] then s[5] = r[8]; s[7] = r[10] end
         else
-          if s[2] > 0 and now - s[5] > ttl then s[1] = 0; s[2] = 0; s[6] = ''; s[7] = '' end
-          if s[1] > 0 and now - s[4] > ttl then s[1] = 0; s[6] = '' end
+          -- expired at the time of the writer's newest count (an archive learned late counts at its
+          -- captures' times, as the writer did), never later than now
+          local at = math.max(r[7], r[8])
+          if at <= 0 or at > now then at = now end
+          if s[2] > 0 and at - s[5] > ttl then s[1] = 0; s[2] = 0; s[6] = ''; s[7] = '' end
+          if s[1] > 0 and at - s[4] > ttl then s[1] = 0; s[6] = '' end
           if r[6] > 0 and (s[3] == 0 or r[6] < s[3]) then s[3] = r[6] end
           if r[4] > 0 then s[1] = s[1] + r[4]; if r[7] >= s[4] then s[4] = r[7]; s[6] = r[9] end end
           if r[5] > 0 then s[2] = s[2] + r[5]; if r[8] >= s[5] then s[5] = r[8]; s[7] = r[10] end end
@@ -152,7 +157,7 @@ for _, f in ipairs(b.f) do
   end
   change('f' .. f[1])
 end
-for _, e in ipairs(b.e) do redis.call('RPUSH', p .. 'evidence', e) end
+for first = 1, #b.e, 1000 do redis.call('RPUSH', p .. 'evidence', unpack(b.e, first, math.min(first + 999, #b.e))) end
 if #b.e > 0 then
   redis.call('LTRIM', p .. 'evidence', -tonumber(ARGV[6]), -1)
   local oldest = now - tonumber(ARGV[9])
@@ -168,7 +173,9 @@ end
 local v = tonumber(redis.call('GET', p .. 'version') or '0')
 if #changed > 0 then
   v = redis.call('INCRBY', p .. 'version', #changed)
-  for i = 1, #changed do redis.call('RPUSH', p .. 'changes', changed[i]) end
+  for first = 1, #changed, 1000 do
+    redis.call('RPUSH', p .. 'changes', unpack(changed, first, math.min(first + 999, #changed)))
+  end
   redis.call('LTRIM', p .. 'changes', -tonumber(ARGV[7]), -1)
 end
 -- the batch's mark, scored with the version it left: a writer's ledger names it, and a Redis

@@ -17,7 +17,7 @@ from .._layered import LayeredStorage
 from .._rules import RuleKey, alias_case_key
 from .._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX_AGE, MISSING
 from .._writes import WriteBehind
-from .codec import LAYOUT, alias_of, chunks, glob_escape, text
+from .codec import LAYOUT, alias_of, batch_bytes, chunks, glob_escape, text
 from .connection import UNAVAILABLE, Outage, RedisKeys, RedisUnavailable, check_reachable, describe, drop_stale_connections
 from .journal import Journal, batch_of, parts, save, saved_batches
 from .ledger import Ledger, default_ledger_path
@@ -108,6 +108,10 @@ class RedisStorage(LayeredStorage):
         self._take = client.register_script(TAKE)
         self._compact_script = client.register_script(COMPACT)
         self._batches = 0
+        #: the time of the newest rule count this process sent (its observations' time, when learned late)
+        self._counted_at = 0.0
+        #: a flush is sending batches: their ledger records are made durable together, at its end
+        self._flushing = False
         self._next_compaction = 1
         self._save_filter_script = client.register_script(SAVE_FILTER)
         #: what this machine's processes ended or suspended, and the newest batch they applied (see :mod:`.ledger`)
@@ -468,9 +472,14 @@ class RedisStorage(LayeredStorage):
         """Send the pending changes: the changeset in flight first (:meth:`.RedisPort.apply`, the same
         batches with the same ids), then the changes written since, sealed as the next one."""
         before = self.port.batches
-        while len(self.writes):
-            self.port.apply(self.writes.seal())
-            self.writes.committed()
+        self._flushing = True
+        try:
+            while len(self.writes):
+                self.port.apply(self.writes.seal())
+                self.writes.committed()
+        finally:  # the ledger records of the batches sent, made durable together
+            self._flushing = False
+            self.ledger.sync()
         if self.port.batches == before:
             return
         self._batches += self.port.batches - before
@@ -480,13 +489,19 @@ class RedisStorage(LayeredStorage):
 
     def _compact(self) -> None:
         """Drop the rule records of a few origins whose every count is older than the rule TTL
-        (they mean nothing any more), as the SQLite storage does at its commits (see :data:`.scripts.COMPACT`)."""
-        dropped = self._compact_script(args=[self.keys.store, self.clock(), self.policy.rule_ttl, COMPACT_ORIGINS])
+        (they mean nothing any more), as the SQLite storage does at its commits (see :data:`.scripts.COMPACT`).
+
+        Older than the TTL at the time of the newest count this process sent, when earlier than now: an
+        archive learned today counts at its captures' times, and a record that later captures would
+        still count (a counterexample) stays."""
+        now = self.clock()
+        when = min(now, self._counted_at) if self._counted_at else now
+        dropped = self._compact_script(args=[self.keys.store, when, self.policy.rule_ttl, COMPACT_ORIGINS])
         if int(dropped):
             self._tally("compacted", int(dropped))
 
     def _apply(self, batch: dict[str, list[Any]], batch_id: str | None = None) -> None:
-        """Run one batch. When nobody else wrote since this process's last sync, the changes it
+        """Run one batch (its ledger record made durable at once, or at the end of the flush sending it). When nobody else wrote since this process's last sync, the changes it
         made are all its own and already known here: the known version moves past them, unless
         Redis kept a newer write than one of them (the next sync reads those back)."""
         self._tally("batches")
@@ -496,7 +511,7 @@ class RedisStorage(LayeredStorage):
             args=[
                 self.keys.store,
                 batch_id,
-                json.dumps(batch, ensure_ascii=False),
+                batch_bytes(batch),
                 self.clock(),
                 self.policy.rule_ttl,
                 self.evidence_max,
@@ -509,10 +524,12 @@ class RedisStorage(LayeredStorage):
             ]
         )
         if answer[0] == b"ok":
+            for op in batch.get("r", ()):
+                if len(op) > 7 and (op[6] > self._counted_at or op[7] > self._counted_at):
+                    self._counted_at = max(op[6], op[7])
             self.follower.last_batch = (batch_id, self.monotonic())
             self.journal.remember(batch)
-            rules = [r for entry in batch.get("r", ()) if (r := self.image.held(RuleKey(entry[0], *_field(entry[1])))) is not None]
-            self.ledger.record(batch, answer, batch_id, self.image.epoch, rules, self.image.sinks, self.policy.rule_ttl)
+            self.ledger.record(batch, answer, batch_id, self.image.epoch, self.image.sinks, self.policy.rule_ttl, not self._flushing)
             if int(answer[1]) - int(answer[2]) == self.image.version and not int(answer[3]):
                 self.image.version = int(answer[1])
 
@@ -532,8 +549,3 @@ class RedisStorage(LayeredStorage):
 def _raising(call: Callable[[], Any]) -> Any:
     """A read that raises when Redis is unreachable (what a sync needs: all or nothing)."""
     return call()
-
-
-def _field(field: str) -> tuple[str, str]:
-    kind, _, scope = field.partition(" ")
-    return kind, scope
