@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import zlib
 from collections import Counter
 from collections.abc import Iterator
@@ -82,6 +83,15 @@ class HTTPResponse:
         return kind.strip().lower(), charset
 
 
+_LINE_END = re.compile(rb"\r?\n")
+
+
+def head_lines(head: bytes) -> list[str]:
+    """An HTTP head's lines: split at CRLF or LF only, each decoded as UTF-8 (what browsers do with a
+    ``Location``), its bytes that are not UTF-8 kept as lone surrogates, which no IRI holds."""
+    return [line.decode("utf-8", "surrogateescape") for line in _LINE_END.split(head)] if head else []
+
+
 def http_response(block: bytes) -> HTTPResponse | str:
     """The HTTP response in a record's block, or why there is none."""
     end = block.find(b"\r\n\r\n")
@@ -90,7 +100,7 @@ def http_response(block: bytes) -> HTTPResponse | str:
         end, cut = block.find(b"\n\n"), 2
     if end < 0:
         end, cut = len(block), 0
-    lines = block[:end].decode("latin-1").splitlines()
+    lines = head_lines(block[:end])
     if not lines or not lines[0].startswith("HTTP/"):
         return "the record's block is not an HTTP response"
     fields = lines[0].split(None, 2)
@@ -102,6 +112,9 @@ def http_response(block: bytes) -> HTTPResponse | str:
         if sep:
             headers.setdefault(name.strip().lower(), []).append(value.strip())
     return HTTPResponse(int(fields[1]), headers, block[end + cut :])
+
+
+_CHUNK_START = re.compile(rb"[0-9A-Fa-f]+[ \t]*(;[^\r\n]*)?\r\n")
 
 
 def _dechunk(body: bytes) -> bytes | str:
@@ -122,17 +135,24 @@ def _dechunk(body: bytes) -> bytes | str:
         pos = end + 2 + size + 2
 
 
+def _zlib_header(body: bytes) -> bool:
+    """Whether ``body`` starts with a zlib header (RFC 1950 2.2: deflate, a check that divides by 31)."""
+    return len(body) >= 2 and body[0] & 0x0F == 8 and (body[0] << 8 | body[1]) % 31 == 0
+
+
 def decoded_body(response: HTTPResponse, limit: int) -> bytes | str:
     """The payload without its transfer and content codings (at most ``limit`` bytes), or why not."""
     body = response.body or b""
-    if "chunked" in (response.header("transfer-encoding") or "").lower():
-        body = _dechunk(body)
+    if "chunked" in (response.header("transfer-encoding") or "").lower() and _CHUNK_START.match(body):
+        body = _dechunk(body)  # a body that does not start as chunks was stored decoded (as warcio reads it)
         if isinstance(body, str):
             return body
     coding = (response.header("content-encoding") or "").strip().lower()
     if coding in ("gzip", "x-gzip", "deflate"):
+        # deflate is zlib-wrapped by the standard and raw from some servers: browsers read both
+        wbits = 16 + zlib.MAX_WBITS if "gzip" in coding else zlib.MAX_WBITS if _zlib_header(body) else -zlib.MAX_WBITS
         try:
-            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS if "gzip" in coding else zlib.MAX_WBITS)
+            inflater = zlib.decompressobj(wbits)
             body = inflater.decompress(body, limit)
         except zlib.error as exc:
             return f"Content-Encoding {coding}: {exc}"
@@ -226,6 +246,8 @@ class ArchiveRows:
         try:
             if kind == "response":
                 yield from self._response(where, raw, record)
+            elif kind == "resource":
+                yield from self._resource(where, raw, record)
             elif kind == "metadata" and (record.block or b"")[:1] == b"{":
                 yield from self._wat(where, raw, record)
             else:
@@ -262,6 +284,25 @@ class ArchiveRows:
             self.skipped["empty HTML documents"] += 1
             return
         yield from self._links(where, raw, uri, date, html_links(uri, body, charset))
+
+    def _resource(self, where: str, raw: str, record: Record) -> Iterator[tuple[Any, ...]]:
+        """A ``resource`` record: the document itself, typed by the record's Content-Type."""
+        uri = target_uri(record)
+        scheme = uri.partition(":")[0].lower()
+        if scheme not in _WEB:
+            self.skipped[f"resources not from the web ({scheme or 'no'} scheme)"] += 1
+            return
+        kind, charset = HTTPResponse(200, {"content-type": [record.header("content-type")]}, None).content_type()
+        body = record.block if record.block is not None else record.head
+        if not _html_type(kind, body):
+            self.skipped["resources that are not HTML"] += 1
+            return
+        if record.block is None:
+            raise _Bad(f"an HTML body of {record.length:,} bytes, over the {_warc.MAX_BLOCK:,} bytes read", uri)
+        if not body.strip():
+            self.skipped["empty HTML documents"] += 1
+            return
+        yield from self._links(where, raw, uri, record.header("warc-date"), html_links(uri, body, charset))
 
     def _redirect(
         self, where: str, raw: str, uri: str, status: int, location: str | None, date: str
