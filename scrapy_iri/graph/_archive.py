@@ -58,6 +58,14 @@ def archive_files(name: str) -> list[str]:
     return matched
 
 
+def passed_over(name: str) -> list[str]:
+    """The files of directory ``name`` that :func:`archive_files` does not read (not WARC or WAT)."""
+    if not os.path.isdir(name):
+        return []
+    found = sorted(os.path.join(name, entry) for entry in os.listdir(name))
+    return [path for path in found if not is_archive(path)]
+
+
 # --- HTTP messages in response records ------------------------------------------
 
 

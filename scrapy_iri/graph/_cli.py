@@ -176,14 +176,27 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
-def _open_store(uri: str) -> Any:
-    """The store at ``uri`` (the syntax of ``IRI_STORE`` and ``store --store``); never creates one."""
+def _open_store(uri: str, err: TextIO) -> tuple[Any, str]:
+    """The store at ``uri`` (the syntax of ``IRI_STORE`` and ``store --store``) and its URI as
+    resolved (a Redis namespace found); never creates one: a mistyped path or namespace is an error."""
     from ..store import open_store
+    from ..store._cli import backend_errors, describe, resolve_uri
 
     try:
-        return open_store(uri, create=False)  # a mistyped path must not become an empty store
-    except (ValueError, OSError) as exc:  # StoreError is a ValueError
+        resolved = resolve_uri(uri, err)
+        return open_store(resolved, create=False), resolved
+    except ValueError as exc:  # StoreError is a ValueError
         raise GraphError(f"--store {uri}: {exc}") from None
+    except backend_errors() as exc:
+        raise GraphError(f"--store {uri}: {describe(exc)}") from None
+
+
+def _store_errors(args: argparse.Namespace) -> tuple[type[BaseException], ...]:
+    if not args.store:
+        return ()
+    from ..store._cli import backend_errors
+
+    return backend_errors()
 
 
 def _archive_input(args: argparse.Namespace) -> bool:
@@ -235,10 +248,10 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     store: Any = None
     try:
         if args.store:
-            store = _open_store(args.store)
+            store, resolved = _open_store(args.store, err)
             if args.engine != "local":  # every worker opens it from the URI: checked here first
                 store.close()
-                store = args.store
+                store = resolved
         summary = normalize_graph_file(
             args.input,
             args.output,
@@ -261,12 +274,16 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress=progress,
             stdout=out,
         )
-    except (GraphError, OSError, KeyboardInterrupt) as exc:
+    except (GraphError, OSError, KeyboardInterrupt, *_store_errors(args)) as exc:
         if progress is not None:
             progress.clear()
         if isinstance(exc, KeyboardInterrupt):
             raise
-        if isinstance(exc, OSError):
+        if not isinstance(exc, (GraphError, OSError)):  # the store's file or server failed mid-run
+            from ..store._cli import describe
+
+            print(f"scrapy-iri: --store {args.store}: the store failed: {describe(exc)}", file=err)
+        elif isinstance(exc, OSError):
             where = f"{exc.filename}: " if exc.filename else ""
             print(f"scrapy-iri: {where}{exc.strerror or exc}", file=err)
         else:
@@ -277,6 +294,8 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             store.close()
     if progress is not None:
         progress.done()
+    if _archive_input(args):
+        _count_passed_over(args.input, summary, err)
     hidden = summary.bad_rows - reported
     if hidden > 0:
         kept = f" (all kept in {args.bad_rows})" if args.bad_rows else " (--bad-rows FILE keeps them all)"
@@ -284,6 +303,17 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not args.quiet:
         print(format_summary(summary, rung), file=err)
     return 1 if summary.bad_rows else 0
+
+
+def _count_passed_over(name: str, summary: GraphSummary, err: TextIO) -> None:
+    """Files of an archive directory that are not WARC or WAT: named on stderr and counted."""
+    from ._archive import passed_over
+
+    files = passed_over(name)
+    if files:
+        shown = ", ".join(files[:5]) + (f" and {len(files) - 5:,} more" if len(files) > 5 else "")
+        print(f"scrapy-iri: graph: {len(files):,} files in {name} are not WARC or WAT, not read: {shown}", file=err)
+        summary.skipped["files that are not WARC or WAT"] += len(files)
 
 
 def format_summary(summary: GraphSummary, rung: Rung | str = Rung.SCHEME) -> str:

@@ -35,6 +35,16 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _count(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {value!r}")
+    return number
+
+
 def _positive_seconds(value: str) -> float:
     try:
         number = float(value)
@@ -75,14 +85,15 @@ def _project_store(spider: str | None, err: TextIO) -> str:
     return f"sqlite:///{found[0]}"
 
 
-def _redis_namespace(uri: str, err: TextIO) -> str:
-    """A Redis store URI with its namespace: the one the server holds, else an error listing them."""
+def _redis_namespace(uri: str, err: TextIO, *, create: bool = False) -> str:
+    """A Redis store URI with its namespace: the one the server holds, else an error listing them;
+    a namespace given that holds no store is an error too, unless ``create``."""
     from urllib.parse import urlencode
 
-    from ._redis.connection import client_from_url, split_uri
+    from ._redis.connection import client_from_url, redact, split_uri
 
     url, options = split_uri(uri)
-    if "namespace" in options:
+    if "namespace" in options and create:
         return uri
     client = client_from_url(url)
     try:
@@ -96,6 +107,13 @@ def _redis_namespace(uri: str, err: TextIO) -> str:
         raise StoreError(f"cannot list the stores at {url}: {exc}") from None
     finally:
         client.close()
+    if "namespace" in options:
+        if options["namespace"] in found:
+            return uri
+        listed = ", ".join(repr(name) for name in found) or "none"
+        raise StoreError(
+            f"no store in namespace {options['namespace']!r} at {redact(url)} (the stores there: {listed})"
+        )
     if len(found) == 1:
         print(f"scrapy-iri store: using namespace {found[0]!r}", file=err)
         return f"{uri}{'&' if '?' in uri else '?'}{urlencode({'namespace': found[0]})}"
@@ -105,18 +123,30 @@ def _redis_namespace(uri: str, err: TextIO) -> str:
     raise StoreError(f"several stores at {url}, give one with ?namespace=NS: {listed}")
 
 
-def _uri(args: argparse.Namespace, err: TextIO) -> str:
+def resolve_uri(uri: str, err: TextIO, *, create: bool = False) -> str:
+    """The store ``uri`` names, checked before it is opened: a Redis URI gets the namespace the
+    server holds (or names a store there); a SQLite file to create needs its directory."""
+    parsed = parse_store_uri(uri)
+    if parsed.scheme in REDIS_SCHEMES:
+        return _redis_namespace(parsed.uri, err, create=create)
+    if parsed.path is not None and create and not parsed.path.exists():
+        if not parsed.path.parent.is_dir():
+            raise StoreError(f"no directory {parsed.path.parent} for a new store {parsed.path}: create it first")
+        print(f"scrapy-iri store: a new store at {parsed.path}", file=err)
+    return uri
+
+
+def _uri(args: argparse.Namespace, err: TextIO, create: bool = False) -> str:
     uri = args.store or os.environ.get("IRI_STORE")
     if uri and args.spider is not None:
         raise StoreError("--spider picks a store of the current Scrapy project: give it without --store/IRI_STORE")
     if not uri:
         return _project_store(args.spider, err)
-    parsed = parse_store_uri(uri)
-    return _redis_namespace(parsed.uri, err) if parsed.scheme in REDIS_SCHEMES else uri
+    return resolve_uri(uri, err, create=create)
 
 
 def _open(args: argparse.Namespace, err: TextIO, *, create: bool = False) -> EquivalenceStore:
-    store = open_store(_uri(args, err), create=create)  # judged with the policy the crawl recorded
+    store = open_store(_uri(args, err, create), create=create)  # judged with the policy the crawl recorded
     overrides = {
         name: value
         for name, value in (("min_observations", args.min_observations), ("rule_ttl", args.rule_ttl))
@@ -214,18 +244,49 @@ def handle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print("scrapy-iri store export: --format parquet writes a file: give --output FILE", file=err)
         return 2
     args.err = err
+    failures = backend_errors()
     try:
         store = _open(args, err, create=args.action == "learn")
     except StoreError as exc:
         print(f"scrapy-iri store: {exc}", file=err)
+        return 2
+    except failures as exc:
+        print(f"scrapy-iri store: cannot open the store: {describe(exc)}", file=err)
         return 2
     try:
         return args.store_handler(store, args, out)
     except StoreError as exc:
         print(f"scrapy-iri store: {exc}", file=err)
         return 2
+    except failures as exc:  # a damaged file, a server gone: one line, not a traceback
+        print(f"scrapy-iri store: the store failed: {describe(exc)}", file=err)
+        return 2
     finally:
-        store.close()
+        try:
+            store.close()
+        except failures as exc:
+            print(f"scrapy-iri store: closing the store failed: {describe(exc)}", file=err)
+
+
+def backend_errors() -> tuple[type[BaseException], ...]:
+    """What a store backend raises when its file or server fails (besides :class:`StoreError`)."""
+    import sqlite3
+
+    found: list[type[BaseException]] = [sqlite3.Error, OSError]
+    try:
+        from redis.exceptions import RedisError
+    except ImportError:
+        pass
+    else:
+        found.append(RedisError)
+    return tuple(found)
+
+
+def describe(exc: BaseException) -> str:
+    """One line for a backend error: its kind and message."""
+    text = getattr(exc, "strerror", None) or str(exc) or "no detail"
+    where = getattr(exc, "filename", None)
+    return f"{type(exc).__name__}: {where + ': ' if isinstance(where, str) else ''}{text}"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -281,7 +342,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     learn.add_argument("files", metavar="FILE", nargs="+", help="WARC, WAT, CDX or CDXJ files, directories or globs")
     learn.add_argument(
-        "--max-reported", type=int, default=20, metavar="N", help="bad records reported on stderr (default: 20)"
+        "--max-reported", type=_count, default=20, metavar="N", help="bad records reported on stderr (default: 20)"
     )
     learn.add_argument(
         "--progress", action="store_true",
