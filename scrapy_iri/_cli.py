@@ -255,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         _silence_stdout()
         return 2
     except KeyboardInterrupt:
+        _say(sys.stderr, "interrupted")
         return 130
     return status
 

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 from .._ladder import Rung
 from ..errors import GraphError
 from ._engines import ENGINES
-from ._inputs import FORMATS
+from ._inputs import COMPRESSED, FORMATS
 from ._normalize import DEFAULT_CACHE_SIZE, GraphSummary
 from ._run import normalize_graph_file
 
@@ -53,7 +53,7 @@ def register(subparsers: Any) -> None:
             "(WARC or WAT files, a directory or a glob of them: the links of their HTML captures), write "
             "source,target with every node in its canonical form and each distinct edge once, in "
             "first-seen order, as CSV (or Parquet: OUT named *.parquet, or a directory). Names ending "
-            "in .gz are (de)compressed. "
+            "in .gz, .bz2 or .xz are (de)compressed. "
             "Exit codes: 0 ok, 1 some rows were bad (reported, skipped), 2 usage or fatal error."
         ),
     )
@@ -218,7 +218,8 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.store and rung is not Rung.PROTOCOL:
         print(f"scrapy-iri: graph: --store is only used by the protocol rung, not {rung.name.lower()}", file=err)
         return 2
-    suffix = Path(args.output.lower().removesuffix(".gz")).suffix
+    lowered = args.output.lower()
+    suffix = Path(next((lowered[: -len(end)] for end in COMPRESSED if lowered.endswith(end)), lowered)).suffix
     if suffix in (".tsv", ".tab", ".jsonl", ".ndjson"):
         print(f"scrapy-iri: graph: OUT is CSV or Parquet: name it .csv or .parquet, not {suffix}", file=err)
         return 2

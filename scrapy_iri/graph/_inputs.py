@@ -17,6 +17,10 @@ __all__ = ["ARCHIVE_COLUMNS", "ARCHIVE_FORMATS", "EDGE_COLUMNS", "EDGE_FORMATS",
            "detect_format", "open_input"]
 
 
+COMPRESSED = (".gz", ".bz2", ".xz")
+"""Name endings of compressed edge files (read by their content: gzip, bzip2 or xz)."""
+
+
 def detect_format(name: str) -> str:
     """``csv``, ``tsv``, ``jsonl``, ``parquet`` or ``warc``: web archives by their content, edge files
     by their name (``.gz`` looked through); ``-`` is CSV; a directory holds Parquet parts or archives."""
@@ -34,7 +38,7 @@ def detect_format(name: str) -> str:
     if is_archive(name):
         return "warc"
     path = Path(name.lower())
-    if path.suffix == ".gz":
+    if path.suffix in COMPRESSED:
         path = path.with_suffix("")
     if path.suffix in (".warc", ".wat"):
         return "warc"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import errno
+import bz2
 import gzip
+import lzma
 import io
 import os
 import stat
@@ -58,7 +60,7 @@ def _output(
     one), a temporary file in the resolved target's directory that replaces it
     only when the block ends without an exception (or, with ``keep_on_error``,
     in any case); anything else (``/dev/null``, a FIFO) is written directly.
-    Gzip-compressed when the name ends in ``.gz``."""
+    Compressed when the name ends in ``.gz``, ``.bz2`` or ``.xz``."""
     if name == "-":
         stream = stdout if stdout is not None else sys.stdout
         yield stream
@@ -90,8 +92,13 @@ def _output(
     try:
         binary: Any = file
         base = os.path.basename(name)
-        if base.lower().endswith(".gz"):
+        lowered = base.lower()
+        if lowered.endswith(".gz"):
             binary = gzip.GzipFile(filename=base[:-3], mode="wb", compresslevel=6, fileobj=file)
+        elif lowered.endswith(".bz2"):
+            binary = bz2.BZ2File(file, mode="wb")
+        elif lowered.endswith(".xz"):
+            binary = lzma.LZMAFile(file, mode="wb")
         stream = io.TextIOWrapper(binary, encoding="utf-8", errors=errors, newline="")
         try:
             yield stream
