@@ -1,0 +1,129 @@
+"""The command line against what users feed it: bytes that are not UTF-8, Ctrl-C, damaged or mistyped
+stores, compressed edge files. Every input gets an answer, one line on stderr, never a traceback."""
+
+from __future__ import annotations
+
+import bz2
+import lzma
+import signal
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_canon_cli import SCRIPT, run
+
+from scrapy_iri._cli import main
+
+
+def run_bytes(*args: str, stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+    assert SCRIPT is not None
+    return subprocess.run([SCRIPT, *args], input=stdin, capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize("command", ["canon", "display"])
+def test_a_byte_that_is_not_utf8_is_named_as_a_byte(command):
+    result = run_bytes(command, "-", stdin=b"http://a.test/\xff\nhttp://b.test/\nhttp://\xe9.test/\n")
+    err = result.stderr.decode()
+    assert result.returncode == 1 and result.stdout.decode().splitlines() == ["http://b.test/"]
+    assert "line 1: path: byte 0xFF at position 14 is not UTF-8" in err
+    assert "line 3: host: byte 0xE9 at position 7 is not UTF-8" in err
+    assert "U+DC" not in err and "Traceback" not in err
+
+
+def test_compare_names_the_argument_that_is_not_an_iri(capsys):
+    assert main(["compare", "http://a.test/", "http://a.test:99999/"]) == 2
+    assert capsys.readouterr().err.startswith("scrapy-iri: B: port:")
+    assert main(["compare", "http://a b/", "http://a.test/"]) == 2
+    assert capsys.readouterr().err.startswith("scrapy-iri: A: host:")
+
+
+def test_ctrl_c_mid_run_exits_130_without_traceback_or_output(tmp_path):
+    edges = tmp_path / "big.csv"
+    with open(edges, "w") as f:
+        f.write("source,target\n")
+        f.writelines(f"http://h{i % 997}.test/p{i},http://h{i % 991}.test/q{i}\n" for i in range(400_000))
+    out = tmp_path / "out.csv"
+    assert SCRIPT is not None
+    process = subprocess.Popen([SCRIPT, "graph", str(edges), str(out), "--progress"], stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    first = process.stderr.readline()  # the first progress line: the run is under way
+    process.send_signal(signal.SIGINT)
+    err = (first + process.stderr.read()).decode()
+    assert process.wait(timeout=60) == 130, err
+    assert "scrapy-iri: interrupted" in err and "Traceback" not in err
+    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["big.csv"]  # no temporary file left
+
+
+def _damaged_store(path: Path) -> str:
+    uri = f"sqlite:///{path}"
+    assert main(["store", "--store", uri, "learn", str(path.parent / "none.cdx")]) == 0
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE alias")
+    return uri
+
+
+def test_a_damaged_store_is_one_line_not_a_traceback(tmp_path, capsys):
+    (tmp_path / "none.cdx").write_text(" CDX N b a m s k r M S V g\n")
+    uri = _damaged_store(tmp_path / "s.db")
+    capsys.readouterr()
+    for action in (["stats"], ["export"]):
+        assert main(["store", "--store", uri, *action]) == 2
+        err = capsys.readouterr().err
+        assert "scrapy-iri store: the store failed: OperationalError: no such table: alias" in err
+        assert "Traceback" not in err and len(err.splitlines()) == 1
+    (tmp_path / "junk.db").write_bytes(b"not a database at all" * 100)
+    (tmp_path / "g.csv").write_text("source,target\nhttp://a.test/,http://b.test/\n")
+    assert main(["graph", str(tmp_path / "g.csv"), str(tmp_path / "o.csv"), "--store", f"sqlite:///{tmp_path / 'junk.db'}"]) == 2
+    err = capsys.readouterr().err
+    assert "--store" in err and "not a database" in err and not (tmp_path / "o.csv").exists()
+
+
+def test_learning_into_a_missing_directory_creates_nothing(tmp_path, capsys):
+    (tmp_path / "none.cdx").write_text(" CDX N b a m s k r M S V g\n")
+    missing = tmp_path / "typo" / "dir" / "x.db"
+    assert main(["store", "--store", f"sqlite:///{missing}", "learn", str(tmp_path / "none.cdx")]) == 2
+    err = capsys.readouterr().err
+    assert f"no directory {missing.parent}" in err and not (tmp_path / "typo").exists()
+    new = tmp_path / "new.db"
+    assert main(["store", "--store", f"sqlite:///{new}", "learn", str(tmp_path / "none.cdx")]) == 0
+    assert f"a new store at {new}" in capsys.readouterr().err and new.exists()
+
+
+def test_store_learn_refuses_a_negative_report_count(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["store", "--store", "memory:", "learn", "--max-reported", "-1", str(tmp_path)])
+    assert exit_.value.code == 2 and "at least 0" in capsys.readouterr().err
+
+
+def test_a_mistyped_redis_namespace_is_an_error_not_an_empty_store(redis_url, tmp_path, capsys):
+    (tmp_path / "i.cdx").write_text(" CDX N b a m s k r M S V g\n"
+                                    "test)/a 20240301120000 http://a.test/a text/html 301 X http://a.test/b - - 0 w.warc.gz\n")
+    assert main(["store", "--store", f"{redis_url}?namespace=crawl1", "learn", str(tmp_path / "i.cdx")]) == 0
+    capsys.readouterr()
+    (tmp_path / "g.csv").write_text("source,target\nhttp://a.test/,http://b.test/\n")
+    for args in (["store", "--store", f"{redis_url}?namespace=crawl2", "stats"],
+                 ["graph", str(tmp_path / "g.csv"), str(tmp_path / "o.csv"), "--store", f"{redis_url}?namespace=crawl2"]):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert "no store in namespace 'crawl2'" in err and "'crawl1'" in err and "Traceback" not in err
+    assert not (tmp_path / "o.csv").exists()
+    assert main(["store", "--store", f"{redis_url}?namespace=crawl2", "stats"]) == 2  # the look created nothing
+    capsys.readouterr()
+    assert main(["graph", str(tmp_path / "g.csv"), str(tmp_path / "o.csv"), "--store", redis_url, "-q"]) == 0
+    assert "using namespace 'crawl1'" in capsys.readouterr().err  # the only store there, as 'store' finds it
+
+
+@pytest.mark.parametrize(("suffix", "codec"), [(".bz2", bz2), (".xz", lzma)])
+def test_bzip2_and_xz_edge_files_in_and_out(tmp_path, suffix, codec):
+    edges = tmp_path / f"g.csv{suffix}"
+    edges.write_bytes(codec.compress(b"source,target\nHTTP://A.test:80/,http://b.test/#x\n"))
+    out = tmp_path / f"o.csv{suffix}"
+    result = run("graph", str(edges), str(out), "-q")
+    assert result.returncode == 0, result.stderr
+    assert codec.decompress(out.read_bytes()) == b"source,target\nhttp://a.test/,http://b.test/\n"
+    cut = tmp_path / f"cut.csv{suffix}"
+    cut.write_bytes(edges.read_bytes()[:-8])
+    result = run("graph", str(cut), str(tmp_path / "o2.csv"), "-q")
+    assert result.returncode == 2 and str(cut) in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "o2.csv").exists()
