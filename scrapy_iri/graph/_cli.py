@@ -246,6 +246,11 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress.clear()
             print(f"scrapy-iri: graph: {message}", file=err, flush=True)
 
+    passed: list[str] = []
+    if _archive_input(args):
+        from ._archive import passed_over
+
+        passed = passed_over(args.input)  # before the run: OUT may be written into that directory
     store: Any = None
     try:
         if args.store:
@@ -295,8 +300,8 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             store.close()
     if progress is not None:
         progress.done()
-    if _archive_input(args):
-        _count_passed_over(args.input, summary, err)
+    if passed:
+        _count_passed_over(args.input, passed, summary, err)
     hidden = summary.bad_rows - reported
     if hidden > 0:
         kept = f" (all kept in {args.bad_rows})" if args.bad_rows else " (--bad-rows FILE keeps them all)"
@@ -306,11 +311,8 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 1 if summary.bad_rows else 0
 
 
-def _count_passed_over(name: str, summary: GraphSummary, err: TextIO) -> None:
+def _count_passed_over(name: str, files: list[str], summary: GraphSummary, err: TextIO) -> None:
     """Files of an archive directory that are not WARC or WAT: named on stderr and counted."""
-    from ._archive import passed_over
-
-    files = passed_over(name)
     if files:
         shown = ", ".join(files[:5]) + (f" and {len(files) - 5:,} more" if len(files) > 5 else "")
         print(f"scrapy-iri: graph: {len(files):,} files in {name} are not WARC or WAT, not read: {shown}", file=err)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import bz2
+import glob
 import gzip
 import lzma
 import io
@@ -119,23 +120,37 @@ def _output(
         raise
 
 
+def _input_files(src: str) -> list[str]:
+    """The files ``src`` may read: itself, a directory's files, a glob's matches."""
+    if os.path.isdir(src):
+        return [entry.path for entry in os.scandir(src)]
+    if not os.path.exists(src) and any(char in src for char in "*?["):
+        return glob.glob(src)
+    return [src]
+
+
 def _not_the_input(src: str, outputs: list[tuple[str, str]]) -> None:
-    """Refuse an output that is the input file itself (the same name, a symlink or a hard link to it)."""
+    """Refuse an output that is an input file (the same name, a symlink or a hard link to it), the file
+    IN names or one in the directory or glob it names."""
     if src == "-":
         return
-    try:
-        info = os.stat(src)
-    except OSError:
-        return  # reading it fails with its own message
+    inputs = []
+    for path in _input_files(src):
+        try:
+            inputs.append((path, os.stat(path)))
+        except OSError:
+            continue  # reading it fails with its own message
     for label, name in outputs:
         if name == "-":
             continue
         try:
-            same = os.path.samestat(os.stat(name), info)
+            info = os.stat(name)
         except OSError:
             continue  # a new file is no input
-        if same:
-            raise GraphError(f"{label} {name} is the input file {src}: it would be overwritten")
+        for path, found in inputs:
+            if os.path.samestat(info, found):
+                shown = src if path == src else f"{path} (in {src})"
+                raise GraphError(f"{label} {name} is the input file {shown}: it would be overwritten")
 
 
 def _same_files(outputs: list[tuple[str, str]]) -> None:

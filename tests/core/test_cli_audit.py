@@ -127,3 +127,25 @@ def test_bzip2_and_xz_edge_files_in_and_out(tmp_path, suffix, codec):
     result = run("graph", str(cut), str(tmp_path / "o2.csv"), "-q")
     assert result.returncode == 2 and str(cut) in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "o2.csv").exists()
+
+
+def test_out_in_the_directory_or_glob_read_is_refused(tmp_path, capsys):
+    import gzip
+
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    block = b'HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<a href="x">x</a>'
+    head = ("WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: http://docs.test/\r\n"
+            f"WARC-Date: 2024-03-01T12:00:00Z\r\nContent-Length: {len(block)}\r\n\r\n")
+    archive = crawl / "a.warc.gz"
+    archive.write_bytes(gzip.compress(head.encode() + block + b"\r\n\r\n"))
+    before = archive.read_bytes()
+    (tmp_path / "link.gz").symlink_to(archive)
+    for args in ([str(crawl), str(archive)], [str(crawl / "*.gz"), str(archive)],
+                 [str(crawl), str(tmp_path / "link.gz")], [str(crawl), str(tmp_path / "o.csv"), "--bad-rows", str(archive)]):
+        assert main(["graph", *args]) == 2
+        err = capsys.readouterr().err
+        assert "is the input file" in err and "would be overwritten" in err, args
+    assert archive.read_bytes() == before
+    assert main(["graph", str(crawl), str(crawl / "links.csv"), "-q"]) == 0  # a new file there is fine
+    assert "not WARC or WAT" not in capsys.readouterr().err  # and is no input of this run
