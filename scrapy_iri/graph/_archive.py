@@ -298,7 +298,7 @@ class ArchiveRows:
         uri = target_uri(record)
         scheme = uri.partition(":")[0].lower()
         if scheme not in _WEB:
-            self.skipped[f"resources not from the web ({scheme or 'no'} scheme)"] += 1
+            self.skipped[f"resources not over HTTP ({scheme or 'no'} scheme)"] += 1
             return
         kind, charset = HTTPResponse(200, {"content-type": [record.header("content-type")]}, None).content_type()
         body = record.block if record.block is not None else record.head
