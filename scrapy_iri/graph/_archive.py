@@ -363,14 +363,18 @@ class ArchiveRows:
             if page is None:
                 self.skipped["WAT records without HTML metadata"] += 1
                 return
-            links = _get(page, "Links")
-            base = (page.get("Head") or {}).get("Base")
+            head = page.get("Head") or {}
+            base = head.get("Base")
+            # every <link> and <script src> is under Head (Link, Scripts), the other links under Links;
+            # a list that would be empty is left out
+            lists = (head.get("Link", []), head.get("Scripts", []), page.get("Links", []))
         except _Missing as exc:
             raise _Bad(f"WAT: no Envelope.{exc}") from None
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, AttributeError) as exc:
             raise _Bad(f"WAT: unexpected layout: {exc}") from None
-        if not isinstance(uri, str) or not isinstance(links, list):
-            raise _Bad("WAT: WARC-Target-URI is not a string or Links not a list")
+        if not isinstance(uri, str) or not all(isinstance(found, list) for found in lists):
+            raise _Bad("WAT: WARC-Target-URI is not a string, or Head.Link, Head.Scripts or Links not a list")
+        links = [link for found in lists for link in found]
         yield from self._links(where, raw, uri, date, _wat_links(uri, base, links))
 
 
@@ -383,11 +387,13 @@ def _wat_links(uri: str, base: Any, links: list[Any]) -> Iterator[tuple[str, str
         except IRIError as exc:
             yield "BASE@/href", None, f"<base href={base!r}> is not a URL ({exc}): links resolved against {uri}"
     for link in links:
-        if not isinstance(link, dict) or not isinstance(link.get("url"), str):
+        # a CSS url() of a <style> block has its URL under "href" (path STYLE/#text)
+        found = (link.get("url") if "url" in link else link.get("href")) if isinstance(link, dict) else None
+        if not isinstance(found, str):
             yield "WAT", None, f"WAT: a link without a 'url' string: {str(link)[:80]}"
             continue
         path = link.get("path") if isinstance(link.get("path"), str) else "WAT"
-        value = link["url"].strip(" \t\n\f\r")
+        value = found.strip(" \t\n\f\r")
         try:
             yield path, resolve(value), value
         except (IRIError, ValueError) as exc:

@@ -54,10 +54,14 @@ _MORE: dict[str, tuple[str, ...]] = {
     "source": ("srcset",),
     "link": ("imagesrcset",),
     "a": ("xlink:href",),
-    "image": ("href", "xlink:href"),
+    "image": ("xlink:href",),
 }
-_TAGS = {tag: LINK_ATTRIBUTES.get(tag, ()) + _MORE.get(tag, ()) for tag in (*LINK_ATTRIBUTES, *_MORE)}
-PATHS = {(tag, attr): f"{tag.upper()}@/{attr}" for tag, attrs in _TAGS.items() for attr in attrs}
+# tag -> (attributes holding one URL, attributes read with more care: srcset, xlink:href)
+_TAGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    tag: ({**LINK_ATTRIBUTES, "image": ("href",)}.get(tag, ()), _MORE.get(tag, ()))
+    for tag in (*LINK_ATTRIBUTES, *_MORE)
+}
+PATHS = {(tag, attr): f"{tag.upper()}@/{attr}" for tag, (plain, other) in _TAGS.items() for attr in plain + other}
 _HTML_SPACE = " \t\n\f\r"
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _UNICODE = frozenset({"utf-8", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"})
@@ -224,16 +228,25 @@ def html_links(url: str, body: bytes, declared: str | None) -> Iterator[tuple[st
     paths = PATHS
     for element in root.iter(*_TAGS):
         tag = element.tag
-        for attr in _TAGS[tag]:
+        plain, other = _TAGS[tag]
+        for attr in plain:
+            value = element.get(attr)
+            if value is not None:
+                value = value.strip(_HTML_SPACE)
+                try:
+                    yield paths[tag, attr], resolve(value), value
+                except (IRIError, ValueError) as exc:  # ValueError: a NUL or lone surrogate lxml passed on
+                    yield paths[tag, attr], None, f"link {value!r} is not an IRI reference: {exc}"
+        for attr in other:
             value = element.get(attr)
             if value is None:
                 continue
             if attr in SVG_HREF and (element.get("href") is not None or not _in_svg(element)):
                 continue  # SVG's xlink:href: only in <svg>, and href wins over it
-            for value in (_srcset_urls(value) if attr in SRCSET else (value.strip(_HTML_SPACE),)):
+            for value in _srcset_urls(value) if attr in SRCSET else (value.strip(_HTML_SPACE),):
                 try:
                     yield paths[tag, attr], resolve(value), value
-                except (IRIError, ValueError) as exc:  # ValueError: a NUL or lone surrogate lxml passed on
+                except (IRIError, ValueError) as exc:
                     yield paths[tag, attr], None, f"link {value!r} is not an IRI reference: {exc}"
 
 

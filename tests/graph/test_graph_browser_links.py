@@ -163,3 +163,39 @@ def test_a_directory_names_and_counts_the_files_it_does_not_read(tmp_path, capsy
     err = capsys.readouterr().err
     assert "2 files in" in err and "a.cdx" in err and "empty.warc" in err
     assert "files that are not WARC or WAT" in err and "Traceback" not in err
+
+
+def test_wat_records_as_common_crawl_writes_them(tmp_path, capsys):
+    """Common Crawl's WAT writer (ia-web-commons' HTMLMetaData) puts every <link> under Head.Link and every
+    <script src> under Head.Scripts, CSS url()s of <style> blocks in Links with an "href" key
+    (path STYLE/#text), and leaves out a list that would be empty."""
+    import json
+
+    def wat(uri: str, html_metadata: dict) -> bytes:
+        envelope = {
+            "WARC-Header-Metadata": {"WARC-Type": "response", "WARC-Target-URI": uri, "WARC-Date": "2024-03-01T12:00:00Z"},
+            "Payload-Metadata": {"HTTP-Response-Metadata": {
+                "Response-Message": {"Status": "200"}, "HTML-Metadata": html_metadata}},
+        }
+        return record("metadata", uri, json.dumps({"Envelope": envelope}).encode(), content_type="application/json")
+
+    archive = write(tmp_path / "cc.wat.gz", [
+        wat("http://docs.test/p", {
+            "Head": {"Title": "t", "Base": "/b/",
+                     "Link": [{"path": "LINK@/href", "url": "style.css", "rel": "stylesheet"}],
+                     "Scripts": [{"path": "SCRIPT@/src", "url": "/app.js", "type": "module"}]},
+            "Links": [{"path": "A@/href", "url": "q.html", "text": "q"},
+                      {"path": "STYLE/#text", "href": "bg.png"}],
+        }),
+        wat("http://docs.test/only-head", {"Head": {"Scripts": [{"path": "SCRIPT@/src", "url": "s.js"}]}}),
+        wat("http://docs.test/none", {"Head": {"Title": "nothing to follow"}}),
+    ])
+    code, err, bad, edges = run(capsys, tmp_path, archive)
+    assert code == 0 and not bad, err
+    assert [(e["source"], e["path"], e["target"]) for e in edges] == [
+        ("http://docs.test/p", "LINK@/href", "http://docs.test/b/style.css"),
+        ("http://docs.test/p", "SCRIPT@/src", "http://docs.test/app.js"),
+        ("http://docs.test/p", "A@/href", "http://docs.test/b/q.html"),
+        ("http://docs.test/p", "STYLE/#text", "http://docs.test/b/bg.png"),
+        ("http://docs.test/only-head", "SCRIPT@/src", "http://docs.test/s.js"),
+    ]
