@@ -315,16 +315,22 @@ class ArchiveRows:
     def _redirect(
         self, where: str, raw: str, uri: str, status: int, location: str | None, date: str
     ) -> Iterator[tuple[Any, ...]]:
+        path = f"REDIRECT@/{status}"
+        try:
+            if location is None:
+                raise _Bad(f"a {status} redirect without a Location", uri, path)
+            try:
+                target = Resolver(uri)(location.strip())
+            except ValueError as exc:  # an IRIError, or a lone surrogate: bytes that are not UTF-8
+                raise _Bad(f"Location {location!r} is not an IRI reference: {exc}", uri, path) from None
+        except _Bad:
+            if self.redirects:
+                raise
+            self.skipped["redirects without a usable Location"] += 1
+            return
         if not self.redirects:
             self.skipped["redirects (not links)"] += 1
             return
-        path = f"REDIRECT@/{status}"
-        if location is None:
-            raise _Bad(f"a {status} redirect without a Location", uri, path)
-        try:
-            target = Resolver(uri)(location.strip())
-        except IRIError as exc:
-            raise _Bad(f"Location {location!r} is not an IRI reference: {exc}", uri, path) from None
         yield where, uri, target, raw, None, path, date
 
     def _links(

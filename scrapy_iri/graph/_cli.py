@@ -337,6 +337,7 @@ def format_summary(summary: GraphSummary, rung: Rung | str = Rung.SCHEME) -> str
         lines.append(f"  {label:<24}{value:>14,}")
     if summary.skipped:
         lines.append("  records without links (skipped, not bad):")
+        width = max(40, *(len(reason) + 2 for reason in summary.skipped))
         for reason, count in sorted(summary.skipped.items()):
-            lines.append(f"    {reason:<40}{count:>14,}")
+            lines.append(f"    {reason:<{width}}{count:>14,}")
     return "\n".join(lines)

@@ -199,3 +199,18 @@ def test_wat_records_as_common_crawl_writes_them(tmp_path, capsys):
         ("http://docs.test/p", "STYLE/#text", "http://docs.test/b/bg.png"),
         ("http://docs.test/only-head", "SCRIPT@/src", "http://docs.test/s.js"),
     ]
+
+
+def test_a_redirect_that_cannot_be_learned_is_counted_apart(tmp_path, capsys):
+    """Redirects are no links by default; one without a usable Location teaches nothing either, and the
+    summary says so apart from the others."""
+    archive = write(tmp_path / "r.warc.gz", [
+        record("response", "http://docs.test/a", b"HTTP/1.1 301 Moved\r\nLocation: /b\r\n\r\n"),
+        record("response", "http://docs.test/c", b"HTTP/1.1 301 Moved\r\nLocation: /caf\xe9\r\n\r\n"),
+        record("response", "http://docs.test/d", b"HTTP/1.1 308 Moved\r\n\r\n"),
+    ])
+    code, err, bad, edges = run(capsys, tmp_path, archive, "--rung", "protocol")
+    assert code == 0 and not bad and not edges
+    lines = dict(line.strip().rsplit(None, 1) for line in err.splitlines() if line.startswith("    "))
+    lines = {label.strip(): count for label, count in lines.items()}
+    assert lines == {"redirects (not links)": "1", "redirects without a usable Location": "2"}
