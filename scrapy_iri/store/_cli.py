@@ -196,6 +196,20 @@ def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) ->
 
     err = args.err
     shown = 0
+    try:
+        taken = set(capture_files(args.files))
+    except ScrapyIRIError as exc:
+        raise StoreError(str(exc)) from None
+    for name in args.files:
+        if os.path.isdir(name):
+            passed = sorted(os.path.join(name, entry) for entry in os.listdir(name))
+            passed = [path for path in passed if path not in taken]
+            if len(passed) == len(os.listdir(name)):
+                raise StoreError(f"{name}: a directory without WARC, WAT, CDX or CDXJ files")
+            if passed:
+                more = f" and {len(passed) - 5:,} more" if len(passed) > 5 else ""
+                print(f"scrapy-iri store: {len(passed):,} files in {name} are not WARC, WAT, CDX or CDXJ,"
+                      f" not read: {', '.join(passed[:5])}{more}", file=err)
 
     def on_bad(where: str, reason: str) -> None:
         nonlocal shown

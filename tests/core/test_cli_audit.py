@@ -194,3 +194,19 @@ def test_graph_on_a_store_that_lost_a_table_fails_rather_than_merging_nothing(tm
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert code == 2 and "alias" in err
+
+
+def test_store_learn_names_the_files_of_a_directory_it_does_not_read(tmp_path, capsys):
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    (crawl / "i.cdx").write_text(" CDX N b a m s k r M S V g\n"
+                                 "test)/a 20240301120000 http://a.test/a text/html 301 X http://a.test/b - - 0 w.warc.gz\n")
+    (crawl / "notes.txt").write_text("not an archive\n")
+    assert main(["store", "--store", "memory:", "learn", str(crawl)]) == 0
+    captured = capsys.readouterr()
+    assert "1 files in" in captured.err and "notes.txt" in captured.err and "1 captures" in captured.out
+    (crawl / "i.cdx").unlink()
+    for name in (str(crawl), str(tmp_path / "nothing*"), str(tmp_path / "missing.warc")):
+        assert main(["store", "--store", "memory:", "learn", name]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("scrapy-iri store: ") and "Traceback" not in err, err
