@@ -246,6 +246,10 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress.clear()
             print(f"scrapy-iri: graph: {message}", file=err, flush=True)
 
+    if args.store and args.store.strip().lower() in ("memory:", "memory://"):
+        hint = " (without --store, the protocol rung learns from the archive's own redirects)" if _archive_input(args) else ""
+        print(f"scrapy-iri: graph: --store {args.store} is a new, empty store: it merges nothing the scheme rung"
+              f" does not{hint}", file=err)
     passed: list[str] = []
     if _archive_input(args):
         from ._archive import passed_over

@@ -210,3 +210,9 @@ def test_store_learn_names_the_files_of_a_directory_it_does_not_read(tmp_path, c
         assert main(["store", "--store", "memory:", "learn", name]) == 2
         err = capsys.readouterr().err
         assert err.startswith("scrapy-iri store: ") and "Traceback" not in err, err
+
+
+def test_graph_with_a_memory_store_says_it_is_empty(tmp_path, capsys):
+    (tmp_path / "g.csv").write_text("source,target\nhttp://a.test/,http://b.test/\n")
+    assert main(["graph", str(tmp_path / "g.csv"), str(tmp_path / "o.csv"), "--store", "memory:", "-q"]) == 0
+    assert "--store memory: is a new, empty store" in capsys.readouterr().err
