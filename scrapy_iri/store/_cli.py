@@ -6,7 +6,8 @@ The store is named by ``--store URI`` (the store-URI syntax of
 environment variable, else it is the one a crawl in the current Scrapy
 project wrote (``.scrapy/iri/<spider>.sqlite`` next to ``scrapy.cfg``;
 ``--spider NAME`` picks one). Exit codes: 0 success (``explain A B``:
-merged), 1 ``explain A B``: not merged, 2 usage error or no such store.
+merged), 1 ``explain A B``: not merged, 2 usage error, no such store, a store that
+fails, or an ``explain`` URL that is not an IRI.
 """
 
 from __future__ import annotations
@@ -164,6 +165,16 @@ def cmd_stats(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) ->
 
 
 def cmd_explain(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -> int:
+    from .._ladder import canonicalize
+    from ..errors import IRIError
+
+    for name, url in (("URL", args.url), ("OTHER", args.other)):
+        if url is None:
+            continue
+        try:
+            canonicalize(url, "scheme", lenient=True)
+        except IRIError as exc:
+            raise StoreError(f"{name} {url!r} is not an IRI: {exc}") from None
     explanation = store.explain(args.url, args.other)
     print(explanation, file=out)
     return 0 if args.other is None or explanation.merged else 1

@@ -216,3 +216,9 @@ def test_graph_with_a_memory_store_says_it_is_empty(tmp_path, capsys):
     (tmp_path / "g.csv").write_text("source,target\nhttp://a.test/,http://b.test/\n")
     assert main(["graph", str(tmp_path / "g.csv"), str(tmp_path / "o.csv"), "--store", "memory:", "-q"]) == 0
     assert "--store memory: is a new, empty store" in capsys.readouterr().err
+
+
+def test_store_explain_of_something_that_is_no_iri_names_the_fault(capsys):
+    assert main(["store", "--store", "memory:", "explain", "http://a.test/", "http://[x/"]) == 2
+    err = capsys.readouterr().err
+    assert "OTHER 'http://[x/' is not an IRI: host:" in err and "position 7" in err
