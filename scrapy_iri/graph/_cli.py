@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -191,6 +192,9 @@ def _open_store(uri: str, err: TextIO) -> tuple[Any, str]:
         raise GraphError(f"--store {uri}: {describe(exc)}") from None
 
 
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EPIPE})
+
+
 def _store_errors(args: argparse.Namespace) -> tuple[type[BaseException], ...]:
     if not args.store:
         return ()
@@ -295,6 +299,8 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(f"scrapy-iri: --store {args.store}: the store failed: {describe(exc)}", file=err)
         elif isinstance(exc, OSError):
             where = f"{exc.filename}: " if exc.filename else ""
+            if not where and exc.errno in _WRITE_ERRORS:
+                where = "cannot write the output: "
             print(f"scrapy-iri: {where}{exc.strerror or exc}", file=err)
         else:
             print(f"scrapy-iri: {exc}", file=err)
