@@ -103,8 +103,8 @@ def _output(
         stream = io.TextIOWrapper(binary, encoding="utf-8", errors=errors, newline="")
         try:
             yield stream
-        except BaseException:
-            if keep_on_error:
+        except BaseException as exc:
+            if keep_on_error and not isinstance(exc, KeyboardInterrupt):  # an interrupted file is no record
                 finish()
             raise
         finish()

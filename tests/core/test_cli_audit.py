@@ -45,14 +45,18 @@ def test_ctrl_c_mid_run_exits_130_without_traceback_or_output(tmp_path):
         f.writelines(f"http://h{i % 997}.test/p{i},http://h{i % 991}.test/q{i}\n" for i in range(400_000))
     out = tmp_path / "out.csv"
     assert SCRIPT is not None
-    process = subprocess.Popen([SCRIPT, "graph", str(edges), str(out), "--progress"], stderr=subprocess.PIPE)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("kept\n")  # a file from an earlier run: an interrupted run leaves it as it was
+    process = subprocess.Popen([SCRIPT, "graph", str(edges), str(out), "--progress", "--bad-rows", str(bad)],
+                               stderr=subprocess.PIPE)
     assert process.stderr is not None
     first = process.stderr.readline()  # the first progress line: the run is under way
     process.send_signal(signal.SIGINT)
     err = (first + process.stderr.read()).decode()
     assert process.wait(timeout=60) == 130, err
     assert "scrapy-iri: interrupted" in err and "Traceback" not in err
-    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["big.csv"]  # no temporary file left
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv", "big.csv"]  # no temporary
+    assert bad.read_text() == "kept\n"
 
 
 def _damaged_store(path: Path) -> str:
