@@ -181,6 +181,13 @@ def _html_type(kind: str, body: bytes) -> bool:
 # --- rows: (where, source, target, raw, problem, path, date) ----------------------------
 
 BAD_HEADER = "file,offset,source,target,path,reason\n"
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]{0,31}):")
+
+
+def _scheme(uri: str) -> str:
+    """The scheme of a record's URI, lowercased, or ``no``."""
+    found = _SCHEME.match(uri)
+    return found.group(1).lower() if found else "no"
 _WEB = ("http", "https")
 
 
@@ -265,9 +272,11 @@ class ArchiveRows:
 
     def _response(self, where: str, raw: str, record: Record) -> Iterator[tuple[Any, ...]]:
         uri = target_uri(record)
-        scheme = uri.partition(":")[0].lower()
+        scheme = _scheme(uri)
         if scheme not in _WEB:
-            self.skipped[f"responses not over HTTP ({scheme or 'no'} scheme)"] += 1
+            if scheme == "no":
+                raise _Bad(f"WARC-Target-URI {uri[:200]!r} is not an absolute URI (no scheme)", uri)
+            self.skipped[f"responses not over HTTP ({scheme} scheme)"] += 1
             return
         response = http_response(record.block if record.block is not None else record.head)
         if isinstance(response, str):
@@ -296,9 +305,11 @@ class ArchiveRows:
     def _resource(self, where: str, raw: str, record: Record) -> Iterator[tuple[Any, ...]]:
         """A ``resource`` record: the document itself, typed by the record's Content-Type."""
         uri = target_uri(record)
-        scheme = uri.partition(":")[0].lower()
+        scheme = _scheme(uri)
         if scheme not in _WEB:
-            self.skipped[f"resources not over HTTP ({scheme or 'no'} scheme)"] += 1
+            if scheme == "no":
+                raise _Bad(f"WARC-Target-URI {uri[:200]!r} is not an absolute URI (no scheme)", uri)
+            self.skipped[f"resources not over HTTP ({scheme} scheme)"] += 1
             return
         kind, charset = HTTPResponse(200, {"content-type": [record.header("content-type")]}, None).content_type()
         body = record.block if record.block is not None else record.head

@@ -214,3 +214,15 @@ def test_a_redirect_that_cannot_be_learned_is_counted_apart(tmp_path, capsys):
     lines = dict(line.strip().rsplit(None, 1) for line in err.splitlines() if line.startswith("    "))
     lines = {label.strip(): count for label, count in lines.items()}
     assert lines == {"redirects (not links)": "1", "redirects without a usable Location": "2"}
+
+
+def test_a_record_whose_uri_has_no_scheme_is_bad_and_other_schemes_are_counted_by_scheme(tmp_path, capsys):
+    archive = write(tmp_path / "u.warc.gz", [
+        record("response", "/relative/x", http(200, b"<a href=x>x</a>", "Content-Type: text/html")),
+        record("response", "dns:example.com", b"20240301120000\nexample.com. 300 IN A 127.0.0.1\n"),
+        record("resource", "metadata://gnu.org/software/wget/warc/wget.log", b"log", content_type="text/plain"),
+    ])
+    code, err, bad, edges = run(capsys, tmp_path, archive)
+    assert code == 1 and [row["reason"] for row in bad] == [
+        "WARC-Target-URI '/relative/x' is not an absolute URI (no scheme)"]
+    assert "responses not over HTTP (dns scheme)" in err and "resources not over HTTP (metadata scheme)" in err
