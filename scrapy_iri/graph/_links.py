@@ -251,7 +251,7 @@ def html_links(url: str, body: bytes, declared: str | None) -> Iterator[tuple[st
 
 
 def _in_svg(element: Any) -> bool:
-    return any(ancestor.tag == "svg" for ancestor in element.iterancestors())
+    return next(element.iterancestors("svg"), None) is not None
 
 
 def _srcset_urls(value: str) -> list[str]:
