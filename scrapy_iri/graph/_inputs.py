@@ -33,7 +33,10 @@ def detect_format(name: str) -> str:
             return "parquet"
         return "warc"
     if not os.path.exists(name) and any(c in name for c in "*?["):
-        archive_files(name)  # an error when the glob matches nothing
+        matched = archive_files(name)  # an error when the glob matches nothing
+        if not any(is_archive(path) for path in matched):
+            raise GraphError(f"{name}: a glob reads web archives, and none of the {len(matched):,} files it matches"
+                             " is a WARC or WAT file: give an edge file by its name, or Parquet parts as a directory")
         return "warc"
     if is_archive(name):
         return "warc"

@@ -226,3 +226,11 @@ def test_store_explain_of_something_that_is_no_iri_names_the_fault(capsys):
     assert main(["store", "--store", "memory:", "explain", "http://a.test/", "http://[x/"]) == 2
     err = capsys.readouterr().err
     assert "OTHER 'http://[x/' is not an IRI: host:" in err and "position 7" in err
+
+
+def test_a_glob_of_edge_files_is_an_error_not_a_pile_of_bad_records(tmp_path, capsys):
+    (tmp_path / "a.csv").write_text("source,target\nhttp://a.test/,http://b.test/\n")
+    (tmp_path / "b.csv").write_text("source,target\nhttp://b.test/,http://c.test/\n")
+    assert main(["graph", str(tmp_path / "*.csv"), str(tmp_path / "o.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "none of the 2 files it matches is a WARC or WAT file" in err and not (tmp_path / "o.csv").exists()
