@@ -184,10 +184,6 @@ BAD_HEADER = "file,offset,source,target,path,reason\n"
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]{0,31}):")
 
 
-def _scheme(uri: str) -> str:
-    """The scheme of a record's URI, lowercased, or ``no``."""
-    found = _SCHEME.match(uri)
-    return found.group(1).lower() if found else "no"
 _WEB = ("http", "https")
 
 
@@ -270,13 +266,21 @@ class ArchiveRows:
         except _Bad as exc:
             yield where, exc.source, "", raw, str(exc), exc.path, ""
 
-    def _response(self, where: str, raw: str, record: Record) -> Iterator[tuple[Any, ...]]:
+    def _web_uri(self, record: Record, kind: str) -> str | None:
+        """The record's http(s) URI; None when it has another scheme (counted); no scheme is bad."""
         uri = target_uri(record)
-        scheme = _scheme(uri)
+        found = _SCHEME.match(uri)
+        if found is None:
+            raise _Bad(f"WARC-Target-URI {uri[:200]!r} is not an absolute URI (no scheme)", uri)
+        scheme = found.group(1).lower()
         if scheme not in _WEB:
-            if scheme == "no":
-                raise _Bad(f"WARC-Target-URI {uri[:200]!r} is not an absolute URI (no scheme)", uri)
-            self.skipped[f"responses not over HTTP ({scheme} scheme)"] += 1
+            self.skipped[f"{kind} not over HTTP ({scheme} scheme)"] += 1
+            return None
+        return uri
+
+    def _response(self, where: str, raw: str, record: Record) -> Iterator[tuple[Any, ...]]:
+        uri = self._web_uri(record, "responses")
+        if uri is None:
             return
         response = http_response(record.block if record.block is not None else record.head)
         if isinstance(response, str):
@@ -304,12 +308,8 @@ class ArchiveRows:
 
     def _resource(self, where: str, raw: str, record: Record) -> Iterator[tuple[Any, ...]]:
         """A ``resource`` record: the document itself, typed by the record's Content-Type."""
-        uri = target_uri(record)
-        scheme = _scheme(uri)
-        if scheme not in _WEB:
-            if scheme == "no":
-                raise _Bad(f"WARC-Target-URI {uri[:200]!r} is not an absolute URI (no scheme)", uri)
-            self.skipped[f"resources not over HTTP ({scheme} scheme)"] += 1
+        uri = self._web_uri(record, "resources")
+        if uri is None:
             return
         kind, charset = HTTPResponse(200, {"content-type": [record.header("content-type")]}, None).content_type()
         body = record.block if record.block is not None else record.head

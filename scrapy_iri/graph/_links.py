@@ -1,12 +1,14 @@
 """The links of an HTML document, resolved as a browser resolves them.
 
-The document is decoded as a browser decodes it (the HTTP charset, else a
-``<meta>`` charset in its first 1024 bytes, else UTF-8 when it is valid
-UTF-8, else windows-1252) and parsed by lxml (libxml2's HTML parser, as
-Scrapy parses), which decodes character references. Every link of
-:data:`LINK_ATTRIBUTES` is resolved (RFC 3986 5.2, lenient input as in
-3987bis sec. 7) against the document's base: its first ``<base href>``
-resolved against its URL, else its URL. An http(s) link with a non-ASCII
+The document is decoded as a browser decodes it (a byte-order mark, else
+the HTTP charset, else a ``<meta>`` charset in its first 1024 bytes, else
+UTF-8 when it is valid UTF-8, else windows-1252; labels as the WHATWG
+Encoding standard reads them) and parsed by lxml (libxml2's HTML parser,
+as Scrapy parses), which decodes character references. Every link of
+:data:`LINK_ATTRIBUTES`, every candidate of a ``srcset`` and SVG's
+``xlink:href`` is resolved (RFC 3986 5.2, lenient input as in 3987bis
+sec. 7) against the document's base: its first ``<base href>`` resolved
+against its URL, else its URL. An http(s) link with a non-ASCII
 query in a document whose charset is not Unicode has that query encoded
 in the document's charset (3987bis 3.5), as browsers submit it.
 """
