@@ -95,12 +95,22 @@ def _inputs(urls: list[str], stdin: TextIO) -> Iterator[tuple[str, str]]:
             yield f"argument {number}", url
 
 
-def _reason(exc: IRIError, text: str) -> str:
-    """An error message; a byte that was not UTF-8 (kept as a lone surrogate) is named as the byte."""
+def _reason(exc: IRIError, text: str, where: str = "") -> str:
+    """An error message; a byte that was not UTF-8 (kept as a lone surrogate) is named as the byte, and
+    an argument that names a file says how to read the file's lines."""
     position = exc.position
     if position is not None and 0 <= position < len(text) and "\udc80" <= text[position] <= "\udcff":
         return f"{exc.component}: byte 0x{ord(text[position]) - 0xDC00:02X} at position {position} is not UTF-8"
+    if where.startswith("argument") and exc.component == "scheme" and _is_file(text):
+        return f"{exc} ({text!r} is a file: to read its lines, give '-' and the file on stdin: - < {text})"
     return str(exc)
+
+
+def _is_file(text: str) -> bool:
+    try:
+        return os.path.isfile(text)
+    except (OSError, ValueError):
+        return False
 
 
 def cmd_canon(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -109,7 +119,7 @@ def cmd_canon(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         try:
             form = canonicalize(text, args.rung, keep_fragment=not args.drop_fragment, lenient=args.lenient)
         except IRIError as exc:
-            print(f"scrapy-iri: {where}: {_reason(exc, text)}", file=err)
+            print(f"scrapy-iri: {where}: {_reason(exc, text, where)}", file=err)
             status = 1
             continue
         out.write(form + "\n")
@@ -125,7 +135,7 @@ def cmd_display(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         try:
             shown = to_display(text, lenient=args.lenient)
         except IRIError as exc:
-            print(f"scrapy-iri: {where}: {_reason(exc, text)}", file=err)
+            print(f"scrapy-iri: {where}: {_reason(exc, text, where)}", file=err)
             status = 1
             continue
         write(shown + "\n")

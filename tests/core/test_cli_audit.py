@@ -234,3 +234,11 @@ def test_a_glob_of_edge_files_is_an_error_not_a_pile_of_bad_records(tmp_path, ca
     assert main(["graph", str(tmp_path / "*.csv"), str(tmp_path / "o.csv")]) == 2
     err = capsys.readouterr().err
     assert "none of the 2 files it matches is a WARC or WAT file" in err and not (tmp_path / "o.csv").exists()
+
+
+def test_canon_of_a_file_name_says_how_to_read_the_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("urls.txt").write_text("http://a.test/\n")
+    assert main(["canon", "urls.txt"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("scrapy-iri: argument 1: scheme:") and "'urls.txt' is a file" in err and "- < urls.txt" in err
