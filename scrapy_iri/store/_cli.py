@@ -209,6 +209,11 @@ def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) ->
     shown = 0
     try:
         taken = set(capture_files(args.files))
+        if args.bad_records:
+            from ..graph._outputs import _not_the_input
+
+            for name in args.files:
+                _not_the_input(name, [("--bad-records", args.bad_records)])
     except ScrapyIRIError as exc:
         raise StoreError(str(exc)) from None
     for name in args.files:
@@ -243,14 +248,32 @@ def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) ->
         raise StoreError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
     except ScrapyIRIError as exc:
         raise StoreError(str(exc)) from None
+    if args.bad_records:
+        _write_bad_records(args.bad_records, reading.bad)
     if shown > args.max_reported:
-        print(f"scrapy-iri: {shown - args.max_reported:,} more bad records not shown", file=err)
+        kept = f" (all kept in {args.bad_records})" if args.bad_records else " (--bad-records FILE keeps them all)"
+        print(f"scrapy-iri: {shown - args.max_reported:,} more bad records not shown{kept}", file=err)
     print(f"learned from {reading.files} files: {summary.observations:,} captures", file=out)
     for name, value in summary.as_dict().items():
         if name != "observations":
             print(f"{name}\t{value}", file=out)
     print(f"bad records\t{len(reading.bad)}", file=out)
     return 1 if reading.bad else 0
+
+
+def _write_bad_records(name: str, bad: list[tuple[str, str]]) -> None:
+    """CSV ``where,reason`` (``where``: file:offset, or file:line of an index), written whole or not at all."""
+    import csv
+
+    from ..graph._outputs import _output
+
+    try:
+        with _output(name, None) as stream:
+            writer = csv.writer(stream, lineterminator="\n")
+            writer.writerow(["where", "reason"])
+            writer.writerows(bad)
+    except OSError as exc:
+        raise StoreError(f"--bad-records {exc.filename or name}: {exc.strerror or exc}") from None
 
 
 def _isatty(stream: TextIO) -> bool:
@@ -372,6 +395,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     learn.add_argument(
         "--progress", action="store_true",
         help="progress on stderr every 2 seconds: files and captures read, then captures learned (default: on a terminal)",
+    )
+    learn.add_argument(
+        "--bad-records", metavar="FILE",
+        help="write every bad record or line here, CSV where,reason (stderr shows --max-reported of them)",
     )
     learn.add_argument("-q", "--quiet", action="store_true", help="no progress")
     learn.set_defaults(store_handler=cmd_learn)

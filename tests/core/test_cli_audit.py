@@ -242,3 +242,19 @@ def test_canon_of_a_file_name_says_how_to_read_the_file(tmp_path, capsys, monkey
     assert main(["canon", "urls.txt"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("scrapy-iri: argument 1: scheme:") and "'urls.txt' is a file" in err and "- < urls.txt" in err
+
+
+def test_store_learn_keeps_every_bad_record_on_request(tmp_path, capsys):
+    import csv
+
+    index = tmp_path / "i.cdx"
+    index.write_text(" CDX N b a m s k r M S V g\n" + "".join(f"short line {i}\n" for i in range(30)))
+    bad = tmp_path / "bad.csv"
+    assert main(["store", "--store", "memory:", "learn", "--max-reported", "2", "--bad-records", str(bad), str(index)]) == 1
+    err = capsys.readouterr().err
+    assert "28 more bad records not shown (all kept in" in err
+    with open(bad, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 30 and rows[0]["where"] == f"{index}:2" and "fewer than" in rows[0]["reason"]
+    assert main(["store", "--store", "memory:", "learn", "--bad-records", str(index), str(index)]) == 2
+    assert "would be overwritten" in capsys.readouterr().err and index.read_text().startswith(" CDX")
