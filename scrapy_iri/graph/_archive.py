@@ -91,13 +91,10 @@ class HTTPResponse:
         return kind.strip().lower(), charset
 
 
-_LINE_END = re.compile(rb"\r?\n")
-
-
 def head_lines(head: bytes) -> list[str]:
-    """An HTTP head's lines: split at CRLF or LF only, each decoded as UTF-8 (what browsers do with a
+    """An HTTP head's lines: split at CRLF or LF only, decoded as UTF-8 (what browsers do with a
     ``Location``), its bytes that are not UTF-8 kept as lone surrogates, which no IRI holds."""
-    return [line.decode("utf-8", "surrogateescape") for line in _LINE_END.split(head)] if head else []
+    return head.decode("utf-8", "surrogateescape").replace("\r\n", "\n").split("\n") if head else []
 
 
 def http_response(block: bytes) -> HTTPResponse | str:
