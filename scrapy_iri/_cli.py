@@ -95,13 +95,31 @@ def _inputs(urls: list[str], stdin: TextIO) -> Iterator[tuple[str, str]]:
             yield f"argument {number}", url
 
 
+def _reason(exc: IRIError, text: str, where: str = "") -> str:
+    """An error message; a byte that was not UTF-8 (kept as a lone surrogate) is named as the byte, and
+    an argument that names a file says how to read the file's lines."""
+    position = exc.position
+    if position is not None and 0 <= position < len(text) and "\udc80" <= text[position] <= "\udcff":
+        return f"{exc.component}: byte 0x{ord(text[position]) - 0xDC00:02X} at position {position} is not UTF-8"
+    if where.startswith("argument") and exc.component == "scheme" and _is_file(text):
+        return f"{exc} ({text!r} is a file: to read its lines, give '-' and the file on stdin: - < {text})"
+    return str(exc)
+
+
+def _is_file(text: str) -> bool:
+    try:
+        return os.path.isfile(text)
+    except (OSError, ValueError):
+        return False
+
+
 def cmd_canon(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     status = 0
     for where, text in _inputs(args.urls, sys.stdin):
         try:
             form = canonicalize(text, args.rung, keep_fragment=not args.drop_fragment, lenient=args.lenient)
         except IRIError as exc:
-            print(f"scrapy-iri: {where}: {exc}", file=err)
+            print(f"scrapy-iri: {where}: {_reason(exc, text, where)}", file=err)
             status = 1
             continue
         out.write(form + "\n")
@@ -117,7 +135,7 @@ def cmd_display(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         try:
             shown = to_display(text, lenient=args.lenient)
         except IRIError as exc:
-            print(f"scrapy-iri: {where}: {exc}", file=err)
+            print(f"scrapy-iri: {where}: {_reason(exc, text, where)}", file=err)
             status = 1
             continue
         write(shown + "\n")
@@ -128,6 +146,12 @@ def cmd_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         level = lowest_common_rung(args.a, args.b, args.rung, keep_fragment=not args.drop_fragment, lenient=args.lenient)
     except IRIError as exc:
+        for name, text in (("A", args.a), ("B", args.b)):  # which one is not an IRI
+            try:
+                canonicalize(text, args.rung, keep_fragment=not args.drop_fragment, lenient=args.lenient)
+            except IRIError as own:
+                print(f"scrapy-iri: {name}: {_reason(own, text)}", file=err)
+                return 2
         print(f"scrapy-iri: {exc}", file=err)
         return 2
     if level is None:
@@ -241,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         _silence_stdout()
         return 2
     except KeyboardInterrupt:
+        _say(sys.stderr, "interrupted")
         return 130
     return status
 

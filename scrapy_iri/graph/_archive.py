@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import zlib
 from collections import Counter
 from collections.abc import Iterator
@@ -57,6 +58,14 @@ def archive_files(name: str) -> list[str]:
     return matched
 
 
+def passed_over(name: str) -> list[str]:
+    """The files of directory ``name`` that :func:`archive_files` does not read (not WARC or WAT)."""
+    if not os.path.isdir(name):
+        return []
+    found = sorted(os.path.join(name, entry) for entry in os.listdir(name))
+    return [path for path in found if not is_archive(path)]
+
+
 # --- HTTP messages in response records ------------------------------------------
 
 
@@ -82,6 +91,12 @@ class HTTPResponse:
         return kind.strip().lower(), charset
 
 
+def head_lines(head: bytes) -> list[str]:
+    """An HTTP head's lines: split at CRLF or LF only, decoded as UTF-8 (what browsers do with a
+    ``Location``), its bytes that are not UTF-8 kept as lone surrogates, which no IRI holds."""
+    return head.decode("utf-8", "surrogateescape").replace("\r\n", "\n").split("\n") if head else []
+
+
 def http_response(block: bytes) -> HTTPResponse | str:
     """The HTTP response in a record's block, or why there is none."""
     end = block.find(b"\r\n\r\n")
@@ -90,7 +105,7 @@ def http_response(block: bytes) -> HTTPResponse | str:
         end, cut = block.find(b"\n\n"), 2
     if end < 0:
         end, cut = len(block), 0
-    lines = block[:end].decode("latin-1").splitlines()
+    lines = head_lines(block[:end])
     if not lines or not lines[0].startswith("HTTP/"):
         return "the record's block is not an HTTP response"
     fields = lines[0].split(None, 2)
@@ -102,6 +117,9 @@ def http_response(block: bytes) -> HTTPResponse | str:
         if sep:
             headers.setdefault(name.strip().lower(), []).append(value.strip())
     return HTTPResponse(int(fields[1]), headers, block[end + cut :])
+
+
+_CHUNK_START = re.compile(rb"[0-9A-Fa-f]+[ \t]*(;[^\r\n]*)?\r\n")
 
 
 def _dechunk(body: bytes) -> bytes | str:
@@ -122,17 +140,24 @@ def _dechunk(body: bytes) -> bytes | str:
         pos = end + 2 + size + 2
 
 
+def _zlib_header(body: bytes) -> bool:
+    """Whether ``body`` starts with a zlib header (RFC 1950 2.2: deflate, a check that divides by 31)."""
+    return len(body) >= 2 and body[0] & 0x0F == 8 and (body[0] << 8 | body[1]) % 31 == 0
+
+
 def decoded_body(response: HTTPResponse, limit: int) -> bytes | str:
     """The payload without its transfer and content codings (at most ``limit`` bytes), or why not."""
     body = response.body or b""
-    if "chunked" in (response.header("transfer-encoding") or "").lower():
-        body = _dechunk(body)
+    if "chunked" in (response.header("transfer-encoding") or "").lower() and _CHUNK_START.match(body):
+        body = _dechunk(body)  # a body that does not start as chunks was stored decoded (as warcio reads it)
         if isinstance(body, str):
             return body
     coding = (response.header("content-encoding") or "").strip().lower()
     if coding in ("gzip", "x-gzip", "deflate"):
+        # deflate is zlib-wrapped by the standard and raw from some servers: browsers read both
+        wbits = 16 + zlib.MAX_WBITS if "gzip" in coding else zlib.MAX_WBITS if _zlib_header(body) else -zlib.MAX_WBITS
         try:
-            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS if "gzip" in coding else zlib.MAX_WBITS)
+            inflater = zlib.decompressobj(wbits)
             body = inflater.decompress(body, limit)
         except zlib.error as exc:
             return f"Content-Encoding {coding}: {exc}"
@@ -153,6 +178,9 @@ def _html_type(kind: str, body: bytes) -> bool:
 # --- rows: (where, source, target, raw, problem, path, date) ----------------------------
 
 BAD_HEADER = "file,offset,source,target,path,reason\n"
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]{0,31}):")
+
+
 _WEB = ("http", "https")
 
 
@@ -226,6 +254,8 @@ class ArchiveRows:
         try:
             if kind == "response":
                 yield from self._response(where, raw, record)
+            elif kind == "resource":
+                yield from self._resource(where, raw, record)
             elif kind == "metadata" and (record.block or b"")[:1] == b"{":
                 yield from self._wat(where, raw, record)
             else:
@@ -233,11 +263,21 @@ class ArchiveRows:
         except _Bad as exc:
             yield where, exc.source, "", raw, str(exc), exc.path, ""
 
-    def _response(self, where: str, raw: str, record: Record) -> Iterator[tuple[Any, ...]]:
+    def _web_uri(self, record: Record, kind: str) -> str | None:
+        """The record's http(s) URI; None when it has another scheme (counted); no scheme is bad."""
         uri = target_uri(record)
-        scheme = uri.partition(":")[0].lower()
+        found = _SCHEME.match(uri)
+        if found is None:
+            raise _Bad(f"WARC-Target-URI {uri[:200]!r} is not an absolute URI (no scheme)", uri)
+        scheme = found.group(1).lower()
         if scheme not in _WEB:
-            self.skipped[f"responses not over HTTP ({scheme or 'no'} scheme)"] += 1
+            self.skipped[f"{kind} not over HTTP ({scheme} scheme)"] += 1
+            return None
+        return uri
+
+    def _response(self, where: str, raw: str, record: Record) -> Iterator[tuple[Any, ...]]:
+        uri = self._web_uri(record, "responses")
+        if uri is None:
             return
         response = http_response(record.block if record.block is not None else record.head)
         if isinstance(response, str):
@@ -263,19 +303,42 @@ class ArchiveRows:
             return
         yield from self._links(where, raw, uri, date, html_links(uri, body, charset))
 
+    def _resource(self, where: str, raw: str, record: Record) -> Iterator[tuple[Any, ...]]:
+        """A ``resource`` record: the document itself, typed by the record's Content-Type."""
+        uri = self._web_uri(record, "resources")
+        if uri is None:
+            return
+        kind, charset = HTTPResponse(200, {"content-type": [record.header("content-type")]}, None).content_type()
+        body = record.block if record.block is not None else record.head
+        if not _html_type(kind, body):
+            self.skipped["resources that are not HTML"] += 1
+            return
+        if record.block is None:
+            raise _Bad(f"an HTML body of {record.length:,} bytes, over the {_warc.MAX_BLOCK:,} bytes read", uri)
+        if not body.strip():
+            self.skipped["empty HTML documents"] += 1
+            return
+        yield from self._links(where, raw, uri, record.header("warc-date"), html_links(uri, body, charset))
+
     def _redirect(
         self, where: str, raw: str, uri: str, status: int, location: str | None, date: str
     ) -> Iterator[tuple[Any, ...]]:
+        path = f"REDIRECT@/{status}"
+        try:
+            if location is None:
+                raise _Bad(f"a {status} redirect without a Location", uri, path)
+            try:
+                target = Resolver(uri)(location.strip())
+            except ValueError as exc:  # an IRIError, or a lone surrogate: bytes that are not UTF-8
+                raise _Bad(f"Location {location!r} is not an IRI reference: {exc}", uri, path) from None
+        except _Bad:
+            if self.redirects:
+                raise
+            self.skipped["redirects without a usable Location"] += 1
+            return
         if not self.redirects:
             self.skipped["redirects (not links)"] += 1
             return
-        path = f"REDIRECT@/{status}"
-        if location is None:
-            raise _Bad(f"a {status} redirect without a Location", uri, path)
-        try:
-            target = Resolver(uri)(location.strip())
-        except IRIError as exc:
-            raise _Bad(f"Location {location!r} is not an IRI reference: {exc}", uri, path) from None
         yield where, uri, target, raw, None, path, date
 
     def _links(
@@ -314,14 +377,18 @@ class ArchiveRows:
             if page is None:
                 self.skipped["WAT records without HTML metadata"] += 1
                 return
-            links = _get(page, "Links")
-            base = (page.get("Head") or {}).get("Base")
+            head = page.get("Head") or {}
+            base = head.get("Base")
+            # every <link> and <script src> is under Head (Link, Scripts), the other links under Links;
+            # a list that would be empty is left out
+            lists = (head.get("Link", []), head.get("Scripts", []), page.get("Links", []))
         except _Missing as exc:
             raise _Bad(f"WAT: no Envelope.{exc}") from None
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, AttributeError) as exc:
             raise _Bad(f"WAT: unexpected layout: {exc}") from None
-        if not isinstance(uri, str) or not isinstance(links, list):
-            raise _Bad("WAT: WARC-Target-URI is not a string or Links not a list")
+        if not isinstance(uri, str) or not all(isinstance(found, list) for found in lists):
+            raise _Bad("WAT: WARC-Target-URI is not a string, or Head.Link, Head.Scripts or Links not a list")
+        links = [link for found in lists for link in found]
         yield from self._links(where, raw, uri, date, _wat_links(uri, base, links))
 
 
@@ -334,11 +401,13 @@ def _wat_links(uri: str, base: Any, links: list[Any]) -> Iterator[tuple[str, str
         except IRIError as exc:
             yield "BASE@/href", None, f"<base href={base!r}> is not a URL ({exc}): links resolved against {uri}"
     for link in links:
-        if not isinstance(link, dict) or not isinstance(link.get("url"), str):
+        # a CSS url() of a <style> block has its URL under "href" (path STYLE/#text)
+        found = (link.get("url") if "url" in link else link.get("href")) if isinstance(link, dict) else None
+        if not isinstance(found, str):
             yield "WAT", None, f"WAT: a link without a 'url' string: {str(link)[:80]}"
             continue
         path = link.get("path") if isinstance(link.get("path"), str) else "WAT"
-        value = link["url"].strip(" \t\n\f\r")
+        value = found.strip(" \t\n\f\r")
         try:
             yield path, resolve(value), value
         except (IRIError, ValueError) as exc:

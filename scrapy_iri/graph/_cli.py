@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -10,7 +11,7 @@ from typing import Any, TextIO
 from .._ladder import Rung
 from ..errors import GraphError
 from ._engines import ENGINES
-from ._inputs import FORMATS
+from ._inputs import COMPRESSED, FORMATS
 from ._normalize import DEFAULT_CACHE_SIZE, GraphSummary
 from ._run import normalize_graph_file
 
@@ -53,7 +54,7 @@ def register(subparsers: Any) -> None:
             "(WARC or WAT files, a directory or a glob of them: the links of their HTML captures), write "
             "source,target with every node in its canonical form and each distinct edge once, in "
             "first-seen order, as CSV (or Parquet: OUT named *.parquet, or a directory). Names ending "
-            "in .gz are (de)compressed. "
+            "in .gz, .bz2 or .xz are (de)compressed. "
             "Exit codes: 0 ok, 1 some rows were bad (reported, skipped), 2 usage or fatal error."
         ),
     )
@@ -176,14 +177,30 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
-def _open_store(uri: str) -> Any:
-    """The store at ``uri`` (the syntax of ``IRI_STORE`` and ``store --store``); never creates one."""
+def _open_store(uri: str, err: TextIO) -> tuple[Any, str]:
+    """The store at ``uri`` (the syntax of ``IRI_STORE`` and ``store --store``) and its URI as
+    resolved (a Redis namespace found); never creates one: a mistyped path or namespace is an error."""
     from ..store import open_store
+    from ..store._cli import backend_errors, describe, resolve_uri
 
     try:
-        return open_store(uri, create=False)  # a mistyped path must not become an empty store
-    except (ValueError, OSError) as exc:  # StoreError is a ValueError
+        resolved = resolve_uri(uri, err)
+        return open_store(resolved, create=False), resolved
+    except ValueError as exc:  # StoreError is a ValueError
         raise GraphError(f"--store {uri}: {exc}") from None
+    except backend_errors() as exc:
+        raise GraphError(f"--store {uri}: {describe(exc)}") from None
+
+
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EPIPE})
+
+
+def _store_errors(args: argparse.Namespace) -> tuple[type[BaseException], ...]:
+    if not args.store:
+        return ()
+    from ..store._cli import backend_errors
+
+    return backend_errors()
 
 
 def _archive_input(args: argparse.Namespace) -> bool:
@@ -205,7 +222,8 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.store and rung is not Rung.PROTOCOL:
         print(f"scrapy-iri: graph: --store is only used by the protocol rung, not {rung.name.lower()}", file=err)
         return 2
-    suffix = Path(args.output.lower().removesuffix(".gz")).suffix
+    lowered = args.output.lower()
+    suffix = Path(next((lowered[: -len(end)] for end in COMPRESSED if lowered.endswith(end)), lowered)).suffix
     if suffix in (".tsv", ".tab", ".jsonl", ".ndjson"):
         print(f"scrapy-iri: graph: OUT is CSV or Parquet: name it .csv or .parquet, not {suffix}", file=err)
         return 2
@@ -232,13 +250,22 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress.clear()
             print(f"scrapy-iri: graph: {message}", file=err, flush=True)
 
+    if args.store and args.store.strip().lower() in ("memory:", "memory://"):
+        hint = " (without --store, the protocol rung learns from the archive's own redirects)" if _archive_input(args) else ""
+        print(f"scrapy-iri: graph: --store {args.store} is a new, empty store: it merges nothing the scheme rung"
+              f" does not{hint}", file=err)
+    passed: list[str] = []
+    if _archive_input(args):
+        from ._archive import passed_over
+
+        passed = passed_over(args.input)  # before the run: OUT may be written into that directory
     store: Any = None
     try:
         if args.store:
-            store = _open_store(args.store)
+            store, resolved = _open_store(args.store, err)
             if args.engine != "local":  # every worker opens it from the URI: checked here first
                 store.close()
-                store = args.store
+                store = resolved
         summary = normalize_graph_file(
             args.input,
             args.output,
@@ -261,13 +288,19 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress=progress,
             stdout=out,
         )
-    except (GraphError, OSError, KeyboardInterrupt) as exc:
+    except (GraphError, OSError, KeyboardInterrupt, *_store_errors(args)) as exc:
         if progress is not None:
             progress.clear()
         if isinstance(exc, KeyboardInterrupt):
             raise
-        if isinstance(exc, OSError):
+        if not isinstance(exc, (GraphError, OSError)):  # the store's file or server failed mid-run
+            from ..store._cli import describe
+
+            print(f"scrapy-iri: --store {args.store}: the store failed: {describe(exc)}", file=err)
+        elif isinstance(exc, OSError):
             where = f"{exc.filename}: " if exc.filename else ""
+            if not where and exc.errno in _WRITE_ERRORS:
+                where = "cannot write the output: "
             print(f"scrapy-iri: {where}{exc.strerror or exc}", file=err)
         else:
             print(f"scrapy-iri: {exc}", file=err)
@@ -277,6 +310,8 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             store.close()
     if progress is not None:
         progress.done()
+    if passed:
+        _count_passed_over(args.input, passed, summary, err)
     hidden = summary.bad_rows - reported
     if hidden > 0:
         kept = f" (all kept in {args.bad_rows})" if args.bad_rows else " (--bad-rows FILE keeps them all)"
@@ -284,6 +319,14 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not args.quiet:
         print(format_summary(summary, rung), file=err)
     return 1 if summary.bad_rows else 0
+
+
+def _count_passed_over(name: str, files: list[str], summary: GraphSummary, err: TextIO) -> None:
+    """Files of an archive directory that are not WARC or WAT: named on stderr and counted."""
+    if files:
+        shown = ", ".join(files[:5]) + (f" and {len(files) - 5:,} more" if len(files) > 5 else "")
+        print(f"scrapy-iri: graph: {len(files):,} files in {name} are not WARC or WAT, not read: {shown}", file=err)
+        summary.skipped["files that are not WARC or WAT"] += len(files)
 
 
 def format_summary(summary: GraphSummary, rung: Rung | str = Rung.SCHEME) -> str:
@@ -304,6 +347,7 @@ def format_summary(summary: GraphSummary, rung: Rung | str = Rung.SCHEME) -> str
         lines.append(f"  {label:<24}{value:>14,}")
     if summary.skipped:
         lines.append("  records without links (skipped, not bad):")
+        width = max(40, *(len(reason) + 2 for reason in summary.skipped))
         for reason, count in sorted(summary.skipped.items()):
-            lines.append(f"    {reason:<40}{count:>14,}")
+            lines.append(f"    {reason:<{width}}{count:>14,}")
     return "\n".join(lines)

@@ -17,6 +17,10 @@ __all__ = ["ARCHIVE_COLUMNS", "ARCHIVE_FORMATS", "EDGE_COLUMNS", "EDGE_FORMATS",
            "detect_format", "open_input"]
 
 
+COMPRESSED = (".gz", ".bz2", ".xz")
+"""Name endings of compressed edge files (read by their content: gzip, bzip2 or xz)."""
+
+
 def detect_format(name: str) -> str:
     """``csv``, ``tsv``, ``jsonl``, ``parquet`` or ``warc``: web archives by their content, edge files
     by their name (``.gz`` looked through); ``-`` is CSV; a directory holds Parquet parts or archives."""
@@ -29,12 +33,15 @@ def detect_format(name: str) -> str:
             return "parquet"
         return "warc"
     if not os.path.exists(name) and any(c in name for c in "*?["):
-        archive_files(name)  # an error when the glob matches nothing
+        matched = archive_files(name)  # an error when the glob matches nothing
+        if not any(is_archive(path) for path in matched):
+            raise GraphError(f"{name}: a glob reads web archives, and none of the {len(matched):,} files it matches"
+                             " is a WARC or WAT file: give an edge file by its name, or Parquet parts as a directory")
         return "warc"
     if is_archive(name):
         return "warc"
     path = Path(name.lower())
-    if path.suffix == ".gz":
+    if path.suffix in COMPRESSED:
         path = path.with_suffix("")
     if path.suffix in (".warc", ".wat"):
         return "warc"

@@ -27,7 +27,7 @@ from operator import attrgetter
 from typing import Any
 
 from ..errors import IRIError
-from ._archive import _get, _Missing, archive_files, is_archive
+from ._archive import _get, _Missing, archive_files, head_lines, is_archive
 from ._heads import heads
 from ._links import Resolver
 from ._warc import BadRecord
@@ -143,7 +143,7 @@ def _http_head(block: bytes) -> tuple[int, dict[str, list[str]]] | str:
     end = block.find(b"\r\n\r\n")
     if end < 0:
         end = block.find(b"\n\n")
-    lines = block[: end if end >= 0 else len(block)].decode("latin-1").splitlines()
+    lines = head_lines(block[: end if end >= 0 else len(block)])
     headers: dict[str, list[str]] = {}
     for line in lines[1:]:
         if line[:3].lower() in _STARTS or line[:1].isspace():

@@ -1,12 +1,14 @@
 """The links of an HTML document, resolved as a browser resolves them.
 
-The document is decoded as a browser decodes it (the HTTP charset, else a
-``<meta>`` charset in its first 1024 bytes, else UTF-8 when it is valid
-UTF-8, else windows-1252) and parsed by lxml (libxml2's HTML parser, as
-Scrapy parses), which decodes character references. Every link of
-:data:`LINK_ATTRIBUTES` is resolved (RFC 3986 5.2, lenient input as in
-3987bis sec. 7) against the document's base: its first ``<base href>``
-resolved against its URL, else its URL. An http(s) link with a non-ASCII
+The document is decoded as a browser decodes it (a byte-order mark, else
+the HTTP charset, else a ``<meta>`` charset in its first 1024 bytes, else
+UTF-8 when it is valid UTF-8, else windows-1252; labels as the WHATWG
+Encoding standard reads them) and parsed by lxml (libxml2's HTML parser,
+as Scrapy parses), which decodes character references. Every link of
+:data:`LINK_ATTRIBUTES`, every candidate of a ``srcset`` and SVG's
+``xlink:href`` is resolved (RFC 3986 5.2, lenient input as in 3987bis
+sec. 7) against the document's base: its first ``<base href>`` resolved
+against its URL, else its URL. An http(s) link with a non-ASCII
 query in a document whose charset is not Unicode has that query encoded
 in the document's charset (3987bis 3.5), as browsers submit it.
 """
@@ -46,7 +48,22 @@ LINK_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     "del": ("cite",),
     "body": ("background",),
 }
-PATHS = {(tag, attr): f"{tag.upper()}@/{attr}" for tag, attrs in LINK_ATTRIBUTES.items() for attr in attrs}
+# candidate lists of images, and SVG's links (xlink:href only inside <svg>, when there is no href)
+SRCSET = frozenset({"srcset", "imagesrcset"})
+SVG_HREF = frozenset({"xlink:href"})
+_MORE: dict[str, tuple[str, ...]] = {
+    "img": ("srcset",),
+    "source": ("srcset",),
+    "link": ("imagesrcset",),
+    "a": ("xlink:href",),
+    "image": ("xlink:href",),
+}
+# tag -> (attributes holding one URL, attributes read with more care: srcset, xlink:href)
+_TAGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    tag: ({**LINK_ATTRIBUTES, "image": ("href",)}.get(tag, ()), _MORE.get(tag, ()))
+    for tag in (*LINK_ATTRIBUTES, *_MORE)
+}
+PATHS = {(tag, attr): f"{tag.upper()}@/{attr}" for tag, (plain, other) in _TAGS.items() for attr in plain + other}
 _HTML_SPACE = " \t\n\f\r"
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _UNICODE = frozenset({"utf-8", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"})
@@ -60,15 +77,41 @@ def _lxml() -> Any:
     return lxml.html
 
 
+# WHATWG Encoding labels whose decoder is not Python's codec of the same name (or that Python lacks)
+_WHATWG: dict[str, str] = {
+    "latin-1": "cp1252", "iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254",
+    "iso8859-11": "cp874", "tis-620": "cp874", "windows-874": "cp874",
+    "iso-8859-8-i": "iso8859-8", "x-mac-cyrillic": "mac-cyrillic", "x-mac-roman": "mac-roman",
+    "euc_kr": "cp949", "ks_c_5601-1987": "cp949", "windows-949": "cp949",
+    "x-sjis": "shift_jis", "windows-31j": "cp932",
+    "gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030", "big5": "big5hkscs",
+    "x-user-defined": "cp1252",
+}
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_BE, "utf-16-be"), (codecs.BOM_UTF16_LE, "utf-16-le"))
+
+
+def _codec(label: str) -> str | None:
+    """The Python codec that decodes as a browser decodes the WHATWG label ``label``; None: no such."""
+    label = label.strip().lower()
+    try:
+        name = codecs.lookup(_WHATWG.get(label, label)).name
+    except LookupError:
+        return None
+    return _WHATWG.get(name, name)
+
+
 def charset_of(body: bytes, declared: str | None) -> str:
-    """The encoding a browser decodes ``body`` with (a Python codec name)."""
-    for candidate in (declared, _meta_charset(body)):
-        if candidate:
-            try:
-                name = codecs.lookup(candidate).name
-            except LookupError:
-                continue
-            return "cp1252" if name in ("latin-1", "iso8859-1", "ascii") else name  # WHATWG: these mean windows-1252
+    """The encoding a browser decodes ``body`` with (a Python codec name): a byte-order mark, else
+    the HTTP charset, else a ``<meta>`` charset (UTF-16 there means UTF-8), else UTF-8 when the body
+    is valid UTF-8, else windows-1252."""
+    for mark, name in _BOMS:
+        if body.startswith(mark):
+            return name
+    if declared and (name := _codec(declared)) is not None:
+        return name
+    meta = _meta_charset(body)
+    if meta and (name := _codec(meta)) is not None:
+        return "utf-8" if name.startswith(("utf-16", "utf-32")) else name
     try:
         body.decode("utf-8")
     except UnicodeDecodeError:
@@ -161,8 +204,10 @@ def html_links(url: str, body: bytes, declared: str | None) -> Iterator[tuple[st
     None, why), and the links are then resolved against ``url``, as a browser does."""
     html = _lxml()
     charset = charset_of(body, declared)
+    if charset != "utf-8":  # decoded here, as a browser decodes (errors replaced): libxml2 lacks some codecs
+        body = body.decode(charset, "replace").removeprefix("\ufeff").encode("utf-8", "surrogatepass")
     try:
-        parser = html.HTMLParser(encoding=charset, remove_comments=True, remove_pis=True)
+        parser = html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True)
         root = html.document_fromstring(body, parser=parser)
     except Exception as exc:  # lxml's ParserError (an empty document), ValueError, XMLSyntaxError
         yield "HTML", None, f"not parsable as HTML: {exc}"
@@ -183,16 +228,59 @@ def html_links(url: str, body: bytes, declared: str | None) -> Iterator[tuple[st
         break
     resolve = Resolver(base_url, charset)
     paths = PATHS
-    for element in root.iter(*LINK_ATTRIBUTES):
+    for element in root.iter(*_TAGS):
         tag = element.tag
-        for attr in LINK_ATTRIBUTES[tag]:
+        plain, other = _TAGS[tag]
+        for attr in plain:
+            value = element.get(attr)
+            if value is not None:
+                value = value.strip(_HTML_SPACE)
+                try:
+                    yield paths[tag, attr], resolve(value), value
+                except (IRIError, ValueError) as exc:  # ValueError: a NUL or lone surrogate lxml passed on
+                    yield paths[tag, attr], None, f"link {value!r} is not an IRI reference: {exc}"
+        for attr in other:
             value = element.get(attr)
             if value is None:
                 continue
-            value = value.strip(_HTML_SPACE)
-            try:
-                yield paths[tag, attr], resolve(value), value
-            except IRIError as exc:
-                yield paths[tag, attr], None, f"link {value!r} is not an IRI reference: {exc}"
-            except ValueError as exc:  # a value lxml passed on that no IRI holds (a NUL, a lone surrogate)
-                yield paths[tag, attr], None, f"link {value!r} is not an IRI reference: {exc}"
+            if attr in SVG_HREF and (element.get("href") is not None or not _in_svg(element)):
+                continue  # SVG's xlink:href: only in <svg>, and href wins over it
+            for value in _srcset_urls(value) if attr in SRCSET else (value.strip(_HTML_SPACE),):
+                try:
+                    yield paths[tag, attr], resolve(value), value
+                except (IRIError, ValueError) as exc:
+                    yield paths[tag, attr], None, f"link {value!r} is not an IRI reference: {exc}"
+
+
+def _in_svg(element: Any) -> bool:
+    return next(element.iterancestors("svg"), None) is not None
+
+
+def _srcset_urls(value: str) -> list[str]:
+    """The URLs of a ``srcset`` (HTML, "parse a srcset attribute"): each candidate's URL, without
+    its width or density descriptors; a URL may hold commas, except at its end."""
+    urls = []
+    pos, end = 0, len(value)
+    while True:
+        while pos < end and (value[pos] in _HTML_SPACE or value[pos] == ","):
+            pos += 1
+        if pos >= end:
+            return urls
+        start = pos
+        while pos < end and value[pos] not in _HTML_SPACE:
+            pos += 1
+        url = value[start:pos]
+        if url.endswith(","):
+            urls.append(url.rstrip(","))
+            continue
+        urls.append(url)
+        in_parens = False  # the descriptors: up to a comma outside parentheses
+        while pos < end:
+            char = value[pos]
+            if char == "(":
+                in_parens = True
+            elif char == ")":
+                in_parens = False
+            elif char == "," and not in_parens:
+                break
+            pos += 1

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import errno
+import bz2
+import glob
 import gzip
+import lzma
 import io
 import os
 import stat
@@ -58,7 +61,7 @@ def _output(
     one), a temporary file in the resolved target's directory that replaces it
     only when the block ends without an exception (or, with ``keep_on_error``,
     in any case); anything else (``/dev/null``, a FIFO) is written directly.
-    Gzip-compressed when the name ends in ``.gz``."""
+    Compressed when the name ends in ``.gz``, ``.bz2`` or ``.xz``."""
     if name == "-":
         stream = stdout if stdout is not None else sys.stdout
         yield stream
@@ -90,13 +93,18 @@ def _output(
     try:
         binary: Any = file
         base = os.path.basename(name)
-        if base.lower().endswith(".gz"):
+        lowered = base.lower()
+        if lowered.endswith(".gz"):
             binary = gzip.GzipFile(filename=base[:-3], mode="wb", compresslevel=6, fileobj=file)
+        elif lowered.endswith(".bz2"):
+            binary = bz2.BZ2File(file, mode="wb")
+        elif lowered.endswith(".xz"):
+            binary = lzma.LZMAFile(file, mode="wb")
         stream = io.TextIOWrapper(binary, encoding="utf-8", errors=errors, newline="")
         try:
             yield stream
-        except BaseException:
-            if keep_on_error:
+        except BaseException as exc:
+            if keep_on_error and not isinstance(exc, KeyboardInterrupt):  # an interrupted file is no record
                 finish()
             raise
         finish()
@@ -112,23 +120,37 @@ def _output(
         raise
 
 
+def _input_files(src: str) -> list[str]:
+    """The files ``src`` may read: itself, a directory's files, a glob's matches."""
+    if os.path.isdir(src):
+        return [entry.path for entry in os.scandir(src)]
+    if not os.path.exists(src) and any(char in src for char in "*?["):
+        return glob.glob(src)
+    return [src]
+
+
 def _not_the_input(src: str, outputs: list[tuple[str, str]]) -> None:
-    """Refuse an output that is the input file itself (the same name, a symlink or a hard link to it)."""
+    """Refuse an output that is an input file (the same name, a symlink or a hard link to it), the file
+    IN names or one in the directory or glob it names."""
     if src == "-":
         return
-    try:
-        info = os.stat(src)
-    except OSError:
-        return  # reading it fails with its own message
+    inputs = []
+    for path in _input_files(src):
+        try:
+            inputs.append((path, os.stat(path)))
+        except OSError:
+            continue  # reading it fails with its own message
     for label, name in outputs:
         if name == "-":
             continue
         try:
-            same = os.path.samestat(os.stat(name), info)
+            info = os.stat(name)
         except OSError:
             continue  # a new file is no input
-        if same:
-            raise GraphError(f"{label} {name} is the input file {src}: it would be overwritten")
+        for path, found in inputs:
+            if os.path.samestat(info, found):
+                shown = src if path == src else f"{path} (in {src})"
+                raise GraphError(f"{label} {name} is the input file {shown}: it would be overwritten")
 
 
 def _same_files(outputs: list[tuple[str, str]]) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import bz2
 import gzip
+import lzma
 import io
 import json
 import os
@@ -237,7 +239,12 @@ def _open_input(name: str, stdin: Any, newline: str) -> tuple[TextIO, Any, int |
     except (OSError, io.UnsupportedOperation, AttributeError):
         pass
     stream = raw
-    if hasattr(raw, "peek") and raw.peek(2)[:2] == b"\x1f\x8b":
+    magic = raw.peek(6)[:6] if hasattr(raw, "peek") else b""
+    if magic[:2] == b"\x1f\x8b":
         stream = gzip.GzipFile(fileobj=raw, mode="rb")
+    elif magic[:3] == b"BZh":
+        stream = bz2.BZ2File(raw, mode="rb")
+    elif magic == b"\xfd7zXZ\x00":
+        stream = lzma.LZMAFile(raw, mode="rb")
     text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline=newline)
     return text, (raw if total is not None else None), total, closing

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import lzma
 import os
 import tempfile
 import time
@@ -179,8 +180,12 @@ class _Run:
                     normalizer = self._normalizer(store)
                     source = open_input(self.src, fmt, self.hooks.stdin, stack, redirects=options.redirects)
                 self._merge(source, normalizer, store, stack)
-        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:  # a truncated or corrupt gzip stream
+        except (EOFError, gzip.BadGzipFile, zlib.error, lzma.LZMAError) as exc:  # truncated or corrupt compression
             raise GraphError(f"{self.name}: {exc}") from exc
+        except OSError as exc:
+            if exc.filename is None and exc.errno is None and str(exc) == "Invalid data stream":  # bzip2's corrupt data
+                raise GraphError(f"{self.name}: corrupt bzip2 data") from exc
+            raise
         summary = normalizer.summary(time.perf_counter() - started)
         summary.skipped = source.skipped
         return summary

@@ -6,7 +6,8 @@ The store is named by ``--store URI`` (the store-URI syntax of
 environment variable, else it is the one a crawl in the current Scrapy
 project wrote (``.scrapy/iri/<spider>.sqlite`` next to ``scrapy.cfg``;
 ``--spider NAME`` picks one). Exit codes: 0 success (``explain A B``:
-merged), 1 ``explain A B``: not merged, 2 usage error or no such store.
+merged), 1 ``explain A B``: not merged, 2 usage error, no such store, a store that
+fails, or an ``explain`` URL that is not an IRI.
 """
 
 from __future__ import annotations
@@ -32,6 +33,16 @@ def _positive_int(value: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}") from None
     if number < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+    return number
+
+
+def _count(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {value!r}")
     return number
 
 
@@ -75,14 +86,15 @@ def _project_store(spider: str | None, err: TextIO) -> str:
     return f"sqlite:///{found[0]}"
 
 
-def _redis_namespace(uri: str, err: TextIO) -> str:
-    """A Redis store URI with its namespace: the one the server holds, else an error listing them."""
+def _redis_namespace(uri: str, err: TextIO, *, create: bool = False) -> str:
+    """A Redis store URI with its namespace: the one the server holds, else an error listing them;
+    a namespace given that holds no store is an error too, unless ``create``."""
     from urllib.parse import urlencode
 
-    from ._redis.connection import client_from_url, split_uri
+    from ._redis.connection import client_from_url, redact, split_uri
 
     url, options = split_uri(uri)
-    if "namespace" in options:
+    if "namespace" in options and create:
         return uri
     client = client_from_url(url)
     try:
@@ -96,6 +108,13 @@ def _redis_namespace(uri: str, err: TextIO) -> str:
         raise StoreError(f"cannot list the stores at {url}: {exc}") from None
     finally:
         client.close()
+    if "namespace" in options:
+        if options["namespace"] in found:
+            return uri
+        listed = ", ".join(repr(name) for name in found) or "none"
+        raise StoreError(
+            f"no store in namespace {options['namespace']!r} at {redact(url)} (the stores there: {listed})"
+        )
     if len(found) == 1:
         print(f"scrapy-iri store: using namespace {found[0]!r}", file=err)
         return f"{uri}{'&' if '?' in uri else '?'}{urlencode({'namespace': found[0]})}"
@@ -105,18 +124,30 @@ def _redis_namespace(uri: str, err: TextIO) -> str:
     raise StoreError(f"several stores at {url}, give one with ?namespace=NS: {listed}")
 
 
-def _uri(args: argparse.Namespace, err: TextIO) -> str:
+def resolve_uri(uri: str, err: TextIO, *, create: bool = False) -> str:
+    """The store ``uri`` names, checked before it is opened: a Redis URI gets the namespace the
+    server holds (or names a store there); a SQLite file to create needs its directory."""
+    parsed = parse_store_uri(uri)
+    if parsed.scheme in REDIS_SCHEMES:
+        return _redis_namespace(parsed.uri, err, create=create)
+    if parsed.path is not None and create and not parsed.path.exists():
+        if not parsed.path.parent.is_dir():
+            raise StoreError(f"no directory {parsed.path.parent} for a new store {parsed.path}: create it first")
+        print(f"scrapy-iri store: a new store at {parsed.path}", file=err)
+    return uri
+
+
+def _uri(args: argparse.Namespace, err: TextIO, create: bool = False) -> str:
     uri = args.store or os.environ.get("IRI_STORE")
     if uri and args.spider is not None:
         raise StoreError("--spider picks a store of the current Scrapy project: give it without --store/IRI_STORE")
     if not uri:
         return _project_store(args.spider, err)
-    parsed = parse_store_uri(uri)
-    return _redis_namespace(parsed.uri, err) if parsed.scheme in REDIS_SCHEMES else uri
+    return resolve_uri(uri, err, create=create)
 
 
 def _open(args: argparse.Namespace, err: TextIO, *, create: bool = False) -> EquivalenceStore:
-    store = open_store(_uri(args, err), create=create)  # judged with the policy the crawl recorded
+    store = open_store(_uri(args, err, create), create=create)  # judged with the policy the crawl recorded
     overrides = {
         name: value
         for name, value in (("min_observations", args.min_observations), ("rule_ttl", args.rule_ttl))
@@ -134,6 +165,16 @@ def cmd_stats(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) ->
 
 
 def cmd_explain(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -> int:
+    from .._ladder import canonicalize
+    from ..errors import IRIError
+
+    for name, url in (("URL", args.url), ("OTHER", args.other)):
+        if url is None:
+            continue
+        try:
+            canonicalize(url, "scheme", lenient=True)
+        except IRIError as exc:
+            raise StoreError(f"{name} {url!r} is not an IRI: {exc}") from None
     explanation = store.explain(args.url, args.other)
     print(explanation, file=out)
     return 0 if args.other is None or explanation.merged else 1
@@ -166,6 +207,25 @@ def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) ->
 
     err = args.err
     shown = 0
+    try:
+        taken = set(capture_files(args.files))
+        if args.bad_records:
+            from ..graph._outputs import _not_the_input
+
+            for name in args.files:
+                _not_the_input(name, [("--bad-records", args.bad_records)])
+    except ScrapyIRIError as exc:
+        raise StoreError(str(exc)) from None
+    for name in args.files:
+        if os.path.isdir(name):
+            passed = sorted(os.path.join(name, entry) for entry in os.listdir(name))
+            passed = [path for path in passed if path not in taken]
+            if len(passed) == len(os.listdir(name)):
+                raise StoreError(f"{name}: a directory without WARC, WAT, CDX or CDXJ files")
+            if passed:
+                more = f" and {len(passed) - 5:,} more" if len(passed) > 5 else ""
+                print(f"scrapy-iri store: {len(passed):,} files in {name} are not WARC, WAT, CDX or CDXJ,"
+                      f" not read: {', '.join(passed[:5])}{more}", file=err)
 
     def on_bad(where: str, reason: str) -> None:
         nonlocal shown
@@ -188,14 +248,32 @@ def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) ->
         raise StoreError(f"{exc.filename or ''}: {exc.strerror or exc}") from None
     except ScrapyIRIError as exc:
         raise StoreError(str(exc)) from None
+    if args.bad_records:
+        _write_bad_records(args.bad_records, reading.bad)
     if shown > args.max_reported:
-        print(f"scrapy-iri: {shown - args.max_reported:,} more bad records not shown", file=err)
+        kept = f" (all kept in {args.bad_records})" if args.bad_records else " (--bad-records FILE keeps them all)"
+        print(f"scrapy-iri: {shown - args.max_reported:,} more bad records not shown{kept}", file=err)
     print(f"learned from {reading.files} files: {summary.observations:,} captures", file=out)
     for name, value in summary.as_dict().items():
         if name != "observations":
             print(f"{name}\t{value}", file=out)
     print(f"bad records\t{len(reading.bad)}", file=out)
     return 1 if reading.bad else 0
+
+
+def _write_bad_records(name: str, bad: list[tuple[str, str]]) -> None:
+    """CSV ``where,reason`` (``where``: file:offset, or file:line of an index), written whole or not at all."""
+    import csv
+
+    from ..graph._outputs import _output
+
+    try:
+        with _output(name, None) as stream:
+            writer = csv.writer(stream, lineterminator="\n")
+            writer.writerow(["where", "reason"])
+            writer.writerows(bad)
+    except OSError as exc:
+        raise StoreError(f"--bad-records {exc.filename or name}: {exc.strerror or exc}") from None
 
 
 def _isatty(stream: TextIO) -> bool:
@@ -214,18 +292,49 @@ def handle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print("scrapy-iri store export: --format parquet writes a file: give --output FILE", file=err)
         return 2
     args.err = err
+    failures = backend_errors()
     try:
         store = _open(args, err, create=args.action == "learn")
     except StoreError as exc:
         print(f"scrapy-iri store: {exc}", file=err)
+        return 2
+    except failures as exc:
+        print(f"scrapy-iri store: cannot open the store: {describe(exc)}", file=err)
         return 2
     try:
         return args.store_handler(store, args, out)
     except StoreError as exc:
         print(f"scrapy-iri store: {exc}", file=err)
         return 2
+    except failures as exc:  # a damaged file, a server gone: one line, not a traceback
+        print(f"scrapy-iri store: the store failed: {describe(exc)}", file=err)
+        return 2
     finally:
-        store.close()
+        try:
+            store.close()
+        except failures as exc:
+            print(f"scrapy-iri store: closing the store failed: {describe(exc)}", file=err)
+
+
+def backend_errors() -> tuple[type[BaseException], ...]:
+    """What a store backend raises when its file or server fails (besides :class:`StoreError`)."""
+    import sqlite3
+
+    found: list[type[BaseException]] = [sqlite3.Error, OSError]
+    try:
+        from redis.exceptions import RedisError
+    except ImportError:
+        pass
+    else:
+        found.append(RedisError)
+    return tuple(found)
+
+
+def describe(exc: BaseException) -> str:
+    """One line for a backend error: its kind and message."""
+    text = getattr(exc, "strerror", None) or str(exc) or "no detail"
+    where = getattr(exc, "filename", None)
+    return f"{type(exc).__name__}: {where + ': ' if isinstance(where, str) else ''}{text}"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -281,11 +390,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     learn.add_argument("files", metavar="FILE", nargs="+", help="WARC, WAT, CDX or CDXJ files, directories or globs")
     learn.add_argument(
-        "--max-reported", type=int, default=20, metavar="N", help="bad records reported on stderr (default: 20)"
+        "--max-reported", type=_count, default=20, metavar="N", help="bad records reported on stderr (default: 20)"
     )
     learn.add_argument(
         "--progress", action="store_true",
         help="progress on stderr every 2 seconds: files and captures read, then captures learned (default: on a terminal)",
+    )
+    learn.add_argument(
+        "--bad-records", metavar="FILE",
+        help="write every bad record or line here, CSV where,reason (stderr shows --max-reported of them)",
     )
     learn.add_argument("-q", "--quiet", action="store_true", help="no progress")
     learn.set_defaults(store_handler=cmd_learn)

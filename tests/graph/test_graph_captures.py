@@ -271,8 +271,9 @@ def test_store_learn_shows_its_progress_on_request(tmp_path, capsys):
     assert main(["store", "--store", store, "learn", "--progress", "--max-reported", "0", str(path)]) == 1
     captured = capsys.readouterr()
     lines = [line for line in captured.err.splitlines() if line.startswith("scrapy-iri: store learn:")]
-    assert lines and lines[-1].startswith("scrapy-iri: store learn: learned 13 of 13 captures (at ")
-    assert "learned from 1 files: 13 captures" in captured.out and "Traceback" not in captured.err
+    # 12: /7's Location holds a NEL byte (0x85), which is no HTTP line end (RFC 9112 2.2) and no UTF-8
+    assert lines and lines[-1].startswith("scrapy-iri: store learn: learned 12 of 12 captures (at ")
+    assert "learned from 1 files: 12 captures" in captured.out and "Traceback" not in captured.err
     assert main(["store", "--store", store, "learn", str(path)]) == 1  # not a terminal: no progress
     assert "store learn:" not in capsys.readouterr().err
 

@@ -232,3 +232,18 @@ def test_a_relative_archive_name_is_read_by_workers_in_another_directory(client,
     on_dask = run_archive_cli(capsys, tmp_path, "dask", "crawl/a.warc.gz", "--engine", "dask")
     assert local["code"] == on_dask["code"] == 0
     assert on_dask == local and local["out"].count(b"\n") > 300
+
+
+@pytest.mark.parametrize(("rung", "redirects"), [("scheme", "edges"), ("protocol", "skip")])
+def test_cli_dask_on_odd_archives_equals_local_byte_for_byte(client, capsys, tmp_path, rung, redirects):
+    """Record kinds, codings, charsets, bad records, an empty WARC and a file that is no archive."""
+    from _messy import run_archive_cli
+    from _odd_archives import odd_archive_directory
+
+    archives = odd_archive_directory(tmp_path)
+    options = ("--rung", rung, "--redirects", redirects)
+    local = run_archive_cli(capsys, tmp_path, "local", archives, *options)
+    on_dask = run_archive_cli(capsys, tmp_path, "dask", archives, *options, "--engine", "dask", "--workers", "2")
+    assert local["code"] == on_dask["code"] == 1
+    assert on_dask == local
+    assert b"IMG@/srcset" in local["out"] and b"RESOURCE" not in local["out"] and b"cut off" in local["bad"]

@@ -127,3 +127,16 @@ def test_archive_rows_in_your_own_spark_job_give_the_commands_edges(spark, capsy
     bad = {(r.where, r.reason) for r in rows.where("reason is not null").collect()}
     expected = {(f"{r['file']}:{r['offset']}", r["reason"]) for r in read_csv(tmp_path / "local-bad.csv")}
     assert len(bad) > 2 and bad == expected
+
+
+def test_cli_spark_on_odd_archives_equals_local_byte_for_byte(spark, capsys, tmp_path):
+    """Record kinds, codings, charsets, bad records, an empty WARC and a file that is no archive."""
+    from _messy import run_archive_cli
+    from _odd_archives import odd_archive_directory
+
+    archives = odd_archive_directory(tmp_path)
+    local = run_archive_cli(capsys, tmp_path, "local", archives, "--rung", "protocol")
+    on_spark = run_archive_cli(capsys, tmp_path, "spark", archives, "--rung", "protocol", "--engine", "spark",
+                               "--workers", "2")
+    assert local["code"] == on_spark["code"] == 1
+    assert on_spark == local
