@@ -128,3 +128,34 @@ def _lenient_authority(authority: str) -> str:
         return out + hostport  # IP literals are validated strictly
     host, colon, port = hostport.partition(":")
     return out + _encode(host, "host") + colon + port
+
+
+_HEX = frozenset("0123456789ABCDEFabcdef")
+
+
+def source_position(text: str, position: int) -> int:
+    """The index in ``text`` of what sits at ``position`` in ``preprocess(text)``.
+
+    Each character of ``text`` is dropped (the trimmed edges, TAB, LF, CR),
+    kept (``\\`` read as ``/`` included) or percent-encoded: what an error
+    found in the preprocessed string points at in the string given.
+    """
+    processed = preprocess(text)
+    if processed == text:
+        return position
+    start = len(text) - len(text.lstrip(_EDGES))
+    end = len(text.rstrip(_EDGES))
+    kept = [i for i in range(start, max(start, end)) if text[i] not in "\t\n\r"]
+    j = 0
+    for index, i in enumerate(kept):
+        char = text[i]
+        if char == "%":
+            follows = "".join(text[k] for k in kept[index + 1 : index + 3])
+            encoded = len(follows) < 2 or not set(follows) <= _HEX
+        else:
+            encoded = j >= len(processed) or processed[j] not in (char, "/")
+        width = 3 * len(char.encode("utf-8", "surrogatepass")) if encoded else 1
+        if position < j + width:
+            return i
+        j += width
+    return end

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from .errors import IRIError, describe
 from ._grammar import FORBIDDEN, IPV_FUTURE, PORT, SCHEME, split
-from ._lenient import preprocess
+from ._lenient import preprocess, source_position
 
 
 class IRIReference(NamedTuple):
@@ -153,7 +153,16 @@ def parse(iri_reference: str, *, lenient: bool = False) -> IRIReference:
     if not isinstance(iri_reference, str):
         raise TypeError(f"an IRI reference must be str, not {type(iri_reference).__name__}")
     if lenient:
-        iri_reference = preprocess(iri_reference)
+        text = preprocess(iri_reference)
+        if text != iri_reference:
+            try:
+                return _parse_strict(text)
+            except IRIError as exc:  # its position is in the preprocessed string
+                raise exc.at(source_position(iri_reference, exc.position or 0)) from None
+    return _parse_strict(iri_reference)
+
+
+def _parse_strict(iri_reference: str) -> IRIReference:
     m = split(iri_reference)
     scheme, authority, path, query, fragment = m.groups()
     if scheme is not None and not SCHEME.fullmatch(scheme):
