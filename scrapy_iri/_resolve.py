@@ -86,7 +86,7 @@ def resolve(base: str, ref: str, *, lenient: bool = False) -> str:
     base_ref = parse(base, lenient=lenient)
     if base_ref.scheme is None:
         raise IRIError("the base must be an absolute IRI (it has no scheme)", "scheme", 0)
-    target = resolve_components(base_ref, parse(ref, lenient=lenient))
+    target = resolve_components(base_ref, parse(ref, lenient=lenient, base_scheme=base_ref.scheme))
     return recompose(target._replace(path=keep_apart_from_authority(target.path, target.host)))
 
 

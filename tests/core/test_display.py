@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from adversarial import hostile_iris
 from test_mapping_agreement import _realworld, references
 
 from scrapy_iri import IRIError, canonicalize, parse, to_display, to_iri, to_uri
@@ -210,3 +211,31 @@ def test_round_trip_on_real_urls(name):
         assert_round_trip(iri)
         checked += 1
     assert checked > 5000
+
+
+@SETTINGS
+@given(hostile_iris())
+@example(" http://\u05d01.%41/ ")
+def test_round_trip_on_hostile_strings(iri):
+    """Strings made of the pieces that break URL code (tests/core/adversarial.py), lenient ones preprocessed.
+
+    What is shown maps back to a URI equivalent to the IRI's URI, and to the
+    same scheme form. (Not always the same string: ``http://\u05d01.%41/``
+    is shown ``http://xn--1-zhc.A/``, the label that breaks the bidi rules as
+    its A-label and ``%41`` decoded, while ``to_uri`` maps the whole
+    non-ASCII host, lowercasing its ASCII labels: ``http://xn--1-zhc.a/``.)
+    """
+    for lenient in (False, True):
+        try:
+            iri = parse(iri, lenient=lenient).unsplit()
+            uri = to_uri(iri)
+            expected = canonicalize(uri, "syntax")
+        except IRIError:
+            continue
+        body = strip_embedding(to_display(iri))
+        assert canonicalize(to_uri(body), "syntax") == expected, iri
+        try:
+            scheme_form = canonicalize(iri)
+        except IRIError:
+            continue
+        assert canonicalize(body) == scheme_form, iri
