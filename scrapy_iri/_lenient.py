@@ -159,7 +159,8 @@ def source_position(text: str, position: int, *, base_scheme: str | None = None)
             follows = "".join(text[k] for k in kept[index + 1 : index + 3])
             encoded = len(follows) < 2 or not set(follows) <= _HEX
         else:
-            encoded = j >= len(processed) or processed[j] not in (char, "/")
+            kept_as = processed[j : j + 1]
+            encoded = kept_as != char and not (char == "\\" and kept_as == "/")
         width = 3 * len(char.encode("utf-8", "surrogatepass")) if encoded else 1
         if position < j + width:
             return i

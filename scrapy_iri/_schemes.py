@@ -127,7 +127,6 @@ def normalize_scheme_based(ref: IRIReference) -> IRIReference:
     return rule.special(ref) if rule.special is not None else ref
 
 
-
 def placed(exc: IRIError, iri: str, *, lenient: bool = False) -> IRIError:
     """A host or port error of :func:`normalize_scheme_based` (or of mapping a host to a URI),
     at its position in ``iri``, the string the reference was parsed from.

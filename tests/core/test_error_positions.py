@@ -137,3 +137,14 @@ def test_every_error_has_a_component_and_a_position_in_the_input(text):
             call(text)
         except IRIError as exc:
             _check_position(text, exc)
+
+
+def test_iri_errors_survive_pickling_and_copying():
+    """Dask, Spark and multiprocessing ship exceptions between processes by pickling them."""
+    import copy
+    import pickle
+
+    exc = _error(canonicalize, "http://ab.xn--zz.com/")
+    for clone in (pickle.loads(pickle.dumps(exc)), copy.copy(exc), copy.deepcopy(exc)):
+        assert type(clone) is IRIError
+        assert (str(clone), clone.reason, clone.component, clone.position) == (str(exc), exc.reason, exc.component, exc.position)
