@@ -203,3 +203,12 @@ def test_lenient_errors_in_references_point_into_the_reference():
     with pytest.raises(IRIError) as info:
         resolve("foo://a/x", "  //u@v@[::1/x", lenient=True)  # the userinfo becomes 'u%40v'
     assert (info.value.component, info.value.position) == ("host", 8)
+
+
+def test_errors_say_whether_their_position_is_in_the_base_or_the_reference():
+    with pytest.raises(IRIError) as info:
+        resolve("http://a b/", "c")
+    assert (str(info.value), info.value.position) == ("host: in the base: character U+0020 not allowed at position 8", 8)
+    with pytest.raises(IRIError) as info:
+        resolve("http://ab/", "c d")
+    assert (info.value.reason, info.value.position) == ("character U+0020 not allowed", 1)
