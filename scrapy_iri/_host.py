@@ -10,13 +10,15 @@ the ``idna`` package (never Python's IDNA2003 codec: it maps ``faß`` to
 from __future__ import annotations
 
 import ipaddress
+import re
 from functools import lru_cache
 
 import idna
 
 from .errors import IRIError
-from ._grammar import NON_ASCII_TRIPLET_RUN, NOT_HOST_NAME_ASCII
+from ._grammar import NON_ASCII_TRIPLET_RUN, NOT_HOST_NAME_ASCII, UNRESERVED_CHARS
 from ._percent import (
+    decode_octets,
     decode_utf8_run,
     encode_non_ascii,
     has_non_ascii_escape,
@@ -210,3 +212,68 @@ def to_unicode_host(host: str) -> str:
             except (idna.IDNAError, UnicodeError):
                 pass
     return ".".join(labels)
+
+
+_HOST_TOKEN = re.compile(r"(?:%[89A-Fa-f][0-9A-Fa-f])+|%[0-7][0-9A-Fa-f]|.", re.S)
+"""A run of escapes of octets >= 0x80, an escape of an ASCII octet, or one character."""
+_LABEL_SEPARATOR = re.compile("[.\u3002\uff0e\uff61]|%2[Ee]")
+"""What separates labels as written (UTS #46 maps the three ideographic full stops to '.')."""
+
+
+def _characters(host: str) -> list[tuple[int, str]]:
+    """The host's characters as its DNS form sees them, each with where it is written.
+
+    Escapes are decoded (an octet that is not UTF-8 becomes a lone surrogate);
+    an escape of an ASCII octet other than an unreserved one stays ``%``.
+    """
+    out = []
+    for m in _HOST_TOKEN.finditer(host):
+        token, start = m.group(), m.start()
+        if len(token) == 1:
+            out.append((start, token))
+        elif len(token) == 3 and token[1] in "01234567":
+            char = chr(int(token[1:], 16))
+            out.append((start, char if char in UNRESERVED_CHARS else "%"))
+        else:
+            octets = 0
+            for char in decode_octets(token).decode("utf-8", "surrogateescape"):
+                out.append((start + 3 * octets, char))
+                octets += 1 if "\udc80" <= char <= "\udcff" else len(char.encode("utf-8"))
+    return out
+
+
+def fault_offset(host: str) -> int:
+    """Where, in a reg-name as written, ``normalize_dns_host(normalize_host_syntax(host))`` fails.
+
+    The offset of the first offending character (escaped octets that are not
+    UTF-8, a code point UTS #46 disallows or maps to a delimiter), else of
+    the first label that fails on its own, else 0 (the whole name: too long
+    for DNS). Only for error messages: it never raises.
+    """
+    if len(host) > 12 * MAX_IDNA_INPUT:
+        return 0
+    chars = _characters(host)
+    for start, char in chars:
+        if "\udc80" <= char <= "\udcff":
+            return start
+    if not all(char.isascii() for _, char in chars):  # UTS #46 maps the name: in its order of checks
+        mapped = []
+        for start, char in chars:
+            try:
+                mapped.append((start, char if char.isascii() else idna.uts46_remap(char, std3_rules=False)))
+            except (idna.IDNAError, UnicodeError):
+                return start
+        for start, text in mapped:
+            if NOT_HOST_NAME_ASCII.search(text) is not None:
+                return start
+    start = 0
+    for separator in [*_LABEL_SEPARATOR.finditer(host), None]:
+        end = len(host) if separator is None else separator.start()
+        if end > start:
+            try:
+                normalize_dns_host(normalize_host_syntax(host[start:end]))
+            except IRIError:
+                return start
+        if separator is not None:
+            start = separator.end()
+    return 0

@@ -19,7 +19,7 @@ from ._lenient import preprocess
 from ._parse import IRIReference, parse, recompose
 from ._percent import normalize_component
 from ._resolve import keep_apart_from_authority, remove_dot_segments
-from ._schemes import normalize_scheme_based
+from ._schemes import normalize_scheme_based, placed
 
 
 class Rung(IntEnum):
@@ -178,7 +178,10 @@ def canonicalize_step_by_step(
         return iri if keep_fragment and not lenient else recompose(ref)
     ref = normalize_syntax_based(ref)
     if level is Rung.SCHEME:
-        ref = normalize_scheme_based(ref)
+        try:
+            ref = normalize_scheme_based(ref)
+        except IRIError as exc:
+            raise placed(exc, iri, lenient=lenient) from None
     return recompose(ref)
 
 

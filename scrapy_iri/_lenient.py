@@ -27,10 +27,14 @@ def _encode(text: str, component: str) -> str:
     return g.FORBIDDEN[component].sub(encode_match, text)
 
 
-def _backslashes_to_slashes(text: str) -> str:
-    """7.2 step 5: '\\' before the query or fragment is a path separator for web schemes."""
+def _backslashes_to_slashes(text: str, base_scheme: str | None = None) -> str:
+    """7.2 step 5: '\\' before the query or fragment is a path separator for web schemes.
+
+    A relative reference takes the scheme of its base; with no base known, it is read as web.
+    """
     m = g.SCHEME_PREFIX.match(text)
-    if m is not None and m.group()[:-1].lower() not in _BACKSLASH_SCHEMES:
+    scheme = m.group()[:-1] if m is not None else base_scheme
+    if scheme is not None and scheme.lower() not in _BACKSLASH_SCHEMES:
         return text
     end = len(text)
     for delimiter in "?#":
@@ -65,25 +69,27 @@ def _unchanged_by_preprocessing(text: str) -> bool:
     return _MAYBE_REWRITTEN.search(text) is None and text.count("@") <= 1
 
 
-def preprocess(text: str) -> str:
+def preprocess(text: str, *, base_scheme: str | None = None) -> str:
     """Turn a string found in the wild into an IRI reference where one is meant.
 
     Trims whitespace and controls at both ends, drops TAB/CR/LF inside,
     reads ``\\`` as ``/`` in web paths, and percent-encodes (as UTF-8) every
     character the 3987bis grammar forbids in the component it stands in,
     including a ``%`` not followed by two hex digits (-> ``%25``).
+    ``base_scheme`` is the scheme of the base a relative reference will be
+    resolved against: it decides whether ``\\`` is a path separator.
     """
     if _unchanged_by_preprocessing(text):
         return text
-    return preprocess_steps(text)
+    return preprocess_steps(text, base_scheme=base_scheme)
 
 
-def preprocess_steps(text: str) -> str:
+def preprocess_steps(text: str, *, base_scheme: str | None = None) -> str:
     """:func:`preprocess` without its fast path: the sec. 7 steps one by one."""
     _reject_lone_surrogates(text)
     text = _STRIPPED.sub("", text.strip(_EDGES))
     if "\\" in text:
-        text = _backslashes_to_slashes(text)
+        text = _backslashes_to_slashes(text, base_scheme)
     scheme, authority, path, query, fragment = g.split(text).groups()
     out = []
     if scheme is not None:
@@ -128,3 +134,35 @@ def _lenient_authority(authority: str) -> str:
         return out + hostport  # IP literals are validated strictly
     host, colon, port = hostport.partition(":")
     return out + _encode(host, "host") + colon + port
+
+
+_HEX = frozenset("0123456789ABCDEFabcdef")
+
+
+def source_position(text: str, position: int, *, base_scheme: str | None = None) -> int:
+    """The index in ``text`` of what sits at ``position`` in ``preprocess(text)``.
+
+    Each character of ``text`` is dropped (the trimmed edges, TAB, LF, CR),
+    kept (``\\`` read as ``/`` included) or percent-encoded: what an error
+    found in the preprocessed string points at in the string given.
+    """
+    processed = preprocess(text, base_scheme=base_scheme)
+    if processed == text:
+        return position
+    start = len(text) - len(text.lstrip(_EDGES))
+    end = len(text.rstrip(_EDGES))
+    kept = [i for i in range(start, max(start, end)) if text[i] not in "\t\n\r"]
+    j = 0
+    for index, i in enumerate(kept):
+        char = text[i]
+        if char == "%":
+            follows = "".join(text[k] for k in kept[index + 1 : index + 3])
+            encoded = len(follows) < 2 or not set(follows) <= _HEX
+        else:
+            kept_as = processed[j : j + 1]
+            encoded = kept_as != char and not (char == "\\" and kept_as == "/")
+        width = 3 * len(char.encode("utf-8", "surrogatepass")) if encoded else 1
+        if position < j + width:
+            return i
+        j += width
+    return end

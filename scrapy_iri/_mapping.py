@@ -9,7 +9,7 @@ from ._grammar import ASCII_TRIPLET, NON_ASCII_TRIPLET_RUN, NOT_IRI_CHARS, UNRES
 from ._host import normalize_dns_host, normalize_host_syntax, to_unicode_host
 from ._parse import IRIReference, parse, recompose
 from ._percent import decode_utf8_run, encode_non_ascii
-from ._schemes import SCHEMES
+from ._schemes import SCHEMES, placed
 
 
 def has_dns_host(ref: IRIReference) -> bool:
@@ -42,15 +42,18 @@ def to_uri(iri: str, *, lenient: bool = False) -> str:
     mapping is the identity on URIs and idempotent.
     """
     ref = parse(iri, lenient=lenient)
-    if lenient:
-        iri = recompose(ref)
-    if iri.isascii() and (ref.fragment is None or "#" not in ref.fragment):
-        return iri
+    text = recompose(ref) if lenient else iri
+    if text.isascii() and (ref.fragment is None or "#" not in ref.fragment):
+        return text
+    try:
+        host = map_host_to_uri(ref)
+    except IRIError as exc:
+        raise placed(exc, iri, lenient=lenient) from None
     return recompose(
         IRIReference(
             ref.scheme,
             None if ref.userinfo is None else encode_non_ascii(ref.userinfo),
-            map_host_to_uri(ref),
+            host,
             ref.port,
             encode_non_ascii(ref.path),
             None if ref.query is None else encode_non_ascii(ref.query),

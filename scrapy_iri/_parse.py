@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from .errors import IRIError, describe
 from ._grammar import FORBIDDEN, IPV_FUTURE, PORT, SCHEME, split
-from ._lenient import preprocess
+from ._lenient import preprocess, source_position
 
 
 class IRIReference(NamedTuple):
@@ -144,16 +144,28 @@ def _reject_scheme(scheme: str) -> None:
     raise IRIError(f"character {describe(scheme[bad])} not allowed", "scheme", bad)
 
 
-def parse(iri_reference: str, *, lenient: bool = False) -> IRIReference:
+def parse(iri_reference: str, *, lenient: bool = False, base_scheme: str | None = None) -> IRIReference:
     """Parse and validate an IRI reference against the 3987bis grammar (sec. 2.2).
 
     With ``lenient=True`` the input is first preprocessed as 3987bis sec. 7
-    describes (see :func:`scrapy_iri._lenient.preprocess`).
+    describes (see :func:`scrapy_iri._lenient.preprocess`); ``base_scheme``,
+    the scheme of the base a relative reference will be resolved against,
+    tells it whether ``\\`` is a path separator there (web schemes only).
     """
     if not isinstance(iri_reference, str):
         raise TypeError(f"an IRI reference must be str, not {type(iri_reference).__name__}")
     if lenient:
-        iri_reference = preprocess(iri_reference)
+        text = preprocess(iri_reference, base_scheme=base_scheme)
+        if text != iri_reference:
+            try:
+                return _parse_strict(text)
+            except IRIError as exc:  # its position is in the preprocessed string
+                position = source_position(iri_reference, exc.position or 0, base_scheme=base_scheme)
+                raise exc.at(position) from None
+    return _parse_strict(iri_reference)
+
+
+def _parse_strict(iri_reference: str) -> IRIReference:
     m = split(iri_reference)
     scheme, authority, path, query, fragment = m.groups()
     if scheme is not None and not SCHEME.fullmatch(scheme):

@@ -81,12 +81,16 @@ def resolve(base: str, ref: str, *, lenient: bool = False) -> str:
     """Resolve the IRI reference ``ref`` against the absolute IRI ``base`` (RFC 3986 5.2).
 
     The result is an IRI (not mapped to a URI). ``base`` may carry a
-    fragment, which is ignored (5.1).
+    fragment, which is ignored (5.1). An error in the base says so ("in the
+    base: ..."); its position is then in ``base``, else in ``ref``.
     """
-    base_ref = parse(base, lenient=lenient)
+    try:
+        base_ref = parse(base, lenient=lenient)
+    except IRIError as exc:  # its position is in the base, not in the reference
+        raise IRIError(f"in the base: {exc.reason}", exc.component, exc.position) from None
     if base_ref.scheme is None:
         raise IRIError("the base must be an absolute IRI (it has no scheme)", "scheme", 0)
-    target = resolve_components(base_ref, parse(ref, lenient=lenient))
+    target = resolve_components(base_ref, parse(ref, lenient=lenient, base_scheme=base_ref.scheme))
     return recompose(target._replace(path=keep_apart_from_authority(target.path, target.host)))
 
 

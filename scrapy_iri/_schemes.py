@@ -11,8 +11,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .errors import IRIError
-from ._host import ip_literal_rfc5952, normalize_dns_host
+from ._grammar import split
+from ._host import fault_offset, ip_literal_rfc5952, normalize_dns_host
+from ._lenient import preprocess, source_position
 from ._parse import IRIReference
+from ._percent import normalize_component
 
 
 @dataclass(frozen=True)
@@ -123,3 +126,49 @@ def normalize_scheme_based(ref: IRIReference) -> IRIReference:
     ref = ref._replace(host=host, port=port, path=path)
     return rule.special(ref) if rule.special is not None else ref
 
+
+def placed(exc: IRIError, iri: str, *, lenient: bool = False) -> IRIError:
+    """A host or port error of :func:`normalize_scheme_based` (or of mapping a host to a URI),
+    at its position in ``iri``, the string the reference was parsed from.
+
+    A port error points at the port; a host error at the offending character
+    or label of the host as written (see :func:`scrapy_iri._host.fault_offset`),
+    at the offending mailto domain, or where a missing host should be.
+    """
+    if exc.position is not None:
+        return exc
+    text = preprocess(iri) if lenient else iri
+    position = _position_in(exc.component, text)
+    return exc.at(source_position(iri, position) if lenient else position)
+
+
+def _position_in(component: str, text: str) -> int:
+    m = split(text)
+    authority = m.group(2)
+    if authority is not None and component in ("host", "port"):
+        offset = m.start(2) + authority.rfind("@") + 1
+        hostport = authority[authority.rfind("@") + 1 :]
+        if hostport.startswith("["):
+            host = hostport[: hostport.find("]") + 1]
+        else:
+            host = hostport.partition(":")[0]
+        if component == "port":
+            return offset + len(host) + 1
+        return offset + (fault_offset(host) if host and host[0] != "[" else 0)
+    if component == "host" and (m.group(1) or "").lower() == "mailto":
+        return m.start(3) + _mailto_fault_offset(m.group(3))
+    return m.start(3) if component == "host" else 0
+
+
+def _mailto_fault_offset(path: str) -> int:
+    """Where, in a mailto path as written, the first domain that is not a valid host name starts."""
+    offset = 0
+    for address in path.split(","):
+        local, at, domain = address.rpartition("@")
+        if at and domain and not domain.startswith("["):
+            try:
+                normalize_dns_host(normalize_component(domain))
+            except IRIError:
+                return offset + len(local) + 1 + fault_offset(domain)
+        offset += len(address) + 1
+    return 0

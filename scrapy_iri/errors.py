@@ -15,16 +15,29 @@ class IRIError(ScrapyIRIError, ValueError):
     """An IRI or IRI reference that cannot be parsed, mapped or normalized.
 
     ``component`` names the part of the IRI at fault (``"scheme"``, ``"host"``,
-    ``"path"``, ...); ``position`` is the 0-based index of the offending
-    character in the input string, or ``None`` when the fault is not at a
-    single character (an invalid IDN label, a port out of range).
+    ``"path"``, ...); ``position`` is the 0-based index in the input string
+    of the offending character, or where no single character is at fault
+    (an invalid IDN label, a port out of range, a name too long for DNS),
+    of the first character of the offending label or component. The public
+    functions always give one; ``None`` only comes from the internal steps
+    that do not see the input string. ``reason`` is the message without the
+    component and position.
     """
 
     def __init__(self, message: str, component: str, position: int | None = None) -> None:
         where = f" at position {position}" if position is not None else ""
         super().__init__(f"{component}: {message}{where}")
+        self.reason = message
         self.component = component
         self.position = position
+
+    def at(self, position: int) -> IRIError:
+        """The same error at ``position`` of the input string."""
+        return IRIError(self.reason, self.component, position)
+
+    def __reduce__(self) -> tuple[type[IRIError], tuple[str, str, int | None]]:
+        """Pickled (and copied) with its three arguments, as Dask, Spark and multiprocessing ship it."""
+        return (type(self), (self.reason, self.component, self.position))
 
 
 class IRISettingsError(ScrapyIRIError, ValueError):

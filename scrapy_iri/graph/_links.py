@@ -186,7 +186,7 @@ class Resolver:
         return self.origin + remove_dot_segments(self.directory + path) + rest
 
     def _resolve(self, reference: str) -> str:
-        target = resolve_components(self.base, parse(reference, lenient=True))
+        target = resolve_components(self.base, parse(reference, lenient=True, base_scheme=self.base.scheme))
         query = target.query
         if (
             self.charset is not None

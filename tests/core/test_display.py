@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from adversarial import hostile_iris
 from test_mapping_agreement import _realworld, references
 
 from scrapy_iri import IRIError, canonicalize, parse, to_display, to_iri, to_uri
@@ -210,3 +211,36 @@ def test_round_trip_on_real_urls(name):
         assert_round_trip(iri)
         checked += 1
     assert checked > 5000
+
+
+@SETTINGS
+@given(hostile_iris())
+@example(" http://\u05d01.%41/ ")
+@example("ws://%e4%be%8b")
+def test_round_trip_on_hostile_strings(iri):
+    """Strings made of the pieces that break URL code (tests/core/adversarial.py), lenient ones preprocessed.
+
+    What is shown maps back to a URI with the IRI's scheme form, or where it
+    has none (an invalid IDN, a port above 65535), to the syntax form of
+    ``to_uri(to_iri(uri))`` (which decodes escaped hosts). Not always to the same
+    string: ``http://\u05d01.%41/`` is shown ``http://xn--1-zhc.A/`` (the
+    label that breaks the bidi rules as its A-label, ``%41`` decoded) while
+    ``to_uri`` maps the whole non-ASCII host, lowercasing its ASCII labels;
+    ``ws://%e4%be%8b`` is shown ``ws://例``, whose URI is ``ws://xn--fsq``.
+    """
+    for lenient in (False, True):
+        try:
+            ref = parse(iri, lenient=lenient)
+            uri = to_uri(ref.unsplit())
+        except IRIError:
+            continue
+        if ref.scheme is None:  # no form of its own: test_round_trip_on_generated_input has those
+            continue
+        iri = ref.unsplit()
+        body = strip_embedding(to_display(iri))
+        try:
+            expected = canonicalize(iri)
+        except IRIError:
+            assert canonicalize(to_uri(body), "syntax") == canonicalize(to_uri(to_iri(uri)), "syntax"), iri
+            continue
+        assert canonicalize(body) == canonicalize(to_uri(body)) == canonicalize(uri) == expected, iri

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from unittest import mock
 
 import pytest
+from adversarial import hostile_iris
 from corpora import CORPORA
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -287,6 +288,17 @@ def web_like(draw: st.DrawFn) -> str:
 @example("http://a.example/a%2Eb")
 @example("http://a.example/%C3%A9?%E2%82%AC#%5B")
 def test_fast_path_equals_reference_on_web_like_strings(text):
+    assert_same(text)
+
+
+@SETTINGS
+@given(hostile_iris())
+@example("http://%E4%BE%8B.jp/%ED%A0%80?a+b=%20&&c#x#y")
+@example("https://\uff11\uff12\uff17.0.0.1:0/%2e%2E/%C0%AE")
+@example("http://faß.ς.\u0915\u094d\u200d\u0937:65536/")
+@example("HTTP://0x7f.1:080/a\\b?\x00#\x85")
+def test_fast_path_equals_reference_on_hostile_strings(text):
+    """Strings made of the pieces that break URL code (tests/core/adversarial.py)."""
     assert_same(text)
 
 

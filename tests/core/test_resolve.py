@@ -172,3 +172,43 @@ def test_remove_dot_segments_matches_the_rfc_text(segments, absolute):
 def test_remove_dot_segments_is_linear_enough_for_huge_paths():
     path = "/b/.." * 200_000 + "/x"  # 1.2 MB: the slicing version takes seconds
     assert remove_dot_segments(path) == "/x"
+
+
+@pytest.mark.parametrize(
+    "base, reference, expected",
+    [
+        # 3987bis 7.2 step 5 reads '\' as '/' in the paths of web schemes only: a
+        # relative reference has its base's scheme
+        ("http://a/x", "b\\c", "http://a/b/c"),
+        ("HTTPS://a/x", "\\\\h\\p", "HTTPS://h/p"),
+        ("file:///a/x", "b\\c", "file:///a/b/c"),
+        ("foo://a/x", "b\\c", "foo://a/b%5Cc"),
+        ("foo://a/x", "\\\\h\\p", "foo://a/%5C%5Ch%5Cp"),
+        ("urn:x", "/b\\c?d\\e", "urn:/b%5Cc?d%5Ce"),
+        ("foo://a/x", "http:\\\\h\\p", "http://h/p"),  # a scheme of its own decides
+        ("http://a/x", "foo:b\\c", "foo:b%5Cc"),
+    ],
+)
+def test_lenient_backslashes_follow_the_scheme_of_the_base(base, reference, expected):
+    assert resolve(base, reference, lenient=True) == expected
+
+
+@pytest.mark.parametrize("base", ["foo://a/x/y", "urn:a:b", "svn+ssh://h/r/"])
+@pytest.mark.parametrize("reference", ["b\\c", "\\\\h\\p", "../b\\c", "b\\..\\c"])
+def test_lenient_backslashes_never_merge_under_non_web_bases(base, reference):
+    assert resolve(base, reference, lenient=True) != resolve(base, reference.replace("\\", "/"), lenient=True)
+
+
+def test_lenient_errors_in_references_point_into_the_reference():
+    with pytest.raises(IRIError) as info:
+        resolve("foo://a/x", "  //u@v@[::1/x", lenient=True)  # the userinfo becomes 'u%40v'
+    assert (info.value.component, info.value.position) == ("host", 8)
+
+
+def test_errors_say_whether_their_position_is_in_the_base_or_the_reference():
+    with pytest.raises(IRIError) as info:
+        resolve("http://a b/", "c")
+    assert (str(info.value), info.value.position) == ("host: in the base: character U+0020 not allowed at position 8", 8)
+    with pytest.raises(IRIError) as info:
+        resolve("http://ab/", "c d")
+    assert (info.value.reason, info.value.position) == ("character U+0020 not allowed", 1)
