@@ -355,10 +355,20 @@ class CachedReads:
     def prefetch(self, keys: Prefetch, cap: int) -> None:
         """Read what a chunk of observations needs (aliases, fan-in, cases, rule records) in one port read."""
         overlay, known = self.overlay, self.filter
-        sources = [
-            s for s in keys.sources
-            if s not in self.aliases.data and (known is None or s in known) and overlay.pending_alias(s) is MISSING
-        ]  # fmt: skip
+        # what is read ahead stays held until the chunk uses it (and what it writes, as many again)
+        self.aliases.at_least(2 * len(keys.sources))
+        self.fanins.at_least(2 * len(keys.sinks))
+        self.cases.at_least(2 * len(keys.cases))
+        self.rules.size = max(self.rules.size, 2 * len(keys.rules))
+        sources = []
+        held = self.aliases.data
+        for s in keys.sources:
+            if s in held or overlay.pending_alias(s) is not MISSING:
+                continue
+            if known is not None and s not in known:
+                self.aliases.put(s, None)  # never an alias in the backend: its miss held, the filter asked once
+            else:
+                sources.append(s)
         targets = [t for t in keys.sinks if t not in self.fanins.data and not overlay.pending_fanin(t)[0]]
         cases = [k for k in keys.cases if k not in self.cases.data and k not in overlay.pending_cases]
         wanted: list[tuple[OriginRules, list[RuleKey]]] = []
