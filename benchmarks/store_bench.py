@@ -38,7 +38,9 @@ it).
 
 ``--web archive-10`` / ``archive-1000`` makes the learn modes learn N
 observations an archive recorded on 10 or 1,000 sites that follow
-conventions (:func:`archive_captures`) instead of N one-off moves; only the
+conventions (:func:`archive_captures`) instead of N one-off moves, and
+``--web realistic`` the record mix of ``archive_bench.py --mix realistic``
+(:func:`realistic_captures`: pages, redirects, 302s and 404s); only the
 learning rate is measured then.
 
 ``--mode redis`` writes the aliases into a private ``redis-server`` in the
@@ -125,14 +127,50 @@ def archive_captures(n: int, hosts: int, seed: int = 1) -> list[Any]:
     return out[:n]
 
 
+def realistic_captures(n: int, hosts: int = 997, seed: int = 1) -> list[Any]:
+    """``n`` observations of a crawl's archive, in the proportions of ``archive_bench.py --mix realistic``:
+    45% pages (200), 301s of the usual conventions (http -> https 15%, www -> apex 10%, a directory's
+    slash 10%, ``index.html`` 8%), 9% temporary 302s to another host, 3% 404s; 20 captures a second."""
+    from scrapy_iri.store import Observation
+
+    words = "module function class object returns value list string file data type name".split()
+    rng = random.Random(seed)
+    start = 1_704_067_200.0
+    out = []
+    for i in range(n):
+        host = f"site{rng.randrange(hosts)}.test"
+        page = f"/docs/{rng.choice(words)}/{i}"
+        roll = rng.random()
+        location: str | None = f"https://{host}{page}.html"
+        if roll < 0.45:
+            url, status, location = location, 200, None  # type: ignore[assignment]
+        elif roll < 0.60:
+            url, status = f"http://{host}{page}.html", 301
+        elif roll < 0.70:
+            url, status = f"https://www.{host}{page}.html", 301
+        elif roll < 0.80:
+            url, status, location = f"https://{host}{page}", 301, f"https://{host}{page}/"
+        elif roll < 0.88:
+            url, status, location = f"https://{host}{page}/index.html", 301, f"https://{host}{page}/"
+        elif roll < 0.97:
+            url, status, location = f"https://{host}/go/{i}", 302, f"https://tmp.{host}{page}.html"
+        else:
+            url, status, location = f"https://{host}{page}.htm", 404, None
+        out.append(Observation(url, status, location, time=start + i // 20))
+    return out
+
+
 def observations(web: str, n: int) -> list[Any]:
     """The ``n`` observations of a benchmark web: ``moves`` (one-off moves, each refuting two
-    candidates: :func:`source` -> :func:`target`), ``archive-10`` or ``archive-1000`` (:func:`archive_captures`)."""
+    candidates: :func:`source` -> :func:`target`), ``archive-10`` or ``archive-1000`` (:func:`archive_captures`),
+    ``realistic`` (:func:`realistic_captures`)."""
     from scrapy_iri.store import Observation
 
     if web == "moves":
         now = time.time()
         return [Observation(source(i), 301, target(i), time=now) for i in range(n)]
+    if web == "realistic":
+        return realistic_captures(n)
     return archive_captures(n, int(web.partition("-")[2]))
 
 
@@ -265,7 +303,7 @@ def main() -> None:
     parser.add_argument("--aliases", type=int, default=1_000_000)
     parser.add_argument("--mode", choices=["bulk", "record", "learn", "redis", "redis-learn", "memory-learn"], default="bulk")
     parser.add_argument(
-        "--web", choices=["moves", "archive-10", "archive-1000"], default="moves",
+        "--web", choices=["moves", "archive-10", "archive-1000", "realistic"], default="moves",
         help="what the learn modes learn: one-off moves (N aliases), or an archive's captures of 10 or 1,000 conventional sites (N observations)",
     )  # fmt: skip
     parser.add_argument("--dir", type=Path, default=Path("/tmp/scrapy-iri-store-bench"))
