@@ -31,7 +31,6 @@ from ._rules import (
     RuleRecord,
     Verdict,
     case_key,
-    case_key_of,
     declared_prediction,
     generalized,
     known_free,
@@ -213,7 +212,7 @@ class BulkLearning:
             judged = []
             before, after = free
             known_case = self.storage.case_target
-            if known_case(case_key_of(src)) is not None:
+            if known_case(case_key(src)) is not None:
                 before = self._predictions(src, free)
                 after = ()
             for prediction in (*before, *after) if after else before:
@@ -234,7 +233,7 @@ class BulkLearning:
         """:func:`~._rules.predictions` of a covered URL whose predictions that need nothing known are given."""
         before, after = free
         known = self.storage.case_target
-        declared = None if known(case_key_of(url)) is None else declared_prediction(url, known)
+        declared = None if known(case_key(url)) is None else declared_prediction(url, known)
         if declared is None:
             return before + after if after else before
         return (*before, declared, *after)
