@@ -43,6 +43,10 @@ conventions (:func:`archive_captures`) instead of N one-off moves, and
 (:func:`realistic_captures`: pages, redirects, 302s and 404s); only the
 learning rate is measured then.
 
+``--breakdown`` (with ``--mode learn`` or ``memory-learn``) prints where
+``learn()``'s CPU time goes instead: the chunk's keys, the read-ahead, the
+kernel, the commits, and each SQL statement with its rows per observation.
+
 ``--mode redis`` writes the aliases into a private ``redis-server`` in the
 Redis store's layout and measures opening a ``RedisStore`` on it the same way.
 
@@ -172,6 +176,74 @@ def observations(web: str, n: int) -> list[Any]:
     if web == "realistic":
         return realistic_captures(n)
     return archive_captures(n, int(web.partition("-")[2]))
+
+
+def breakdown(web: str, n: int, path: Path | None) -> dict[str, Any]:
+    """``learn()`` of ``n`` observations of ``web`` into SQLite at ``path`` (memory: ``None``), its CPU
+    time split: the chunk's keys, the read-ahead, the kernel, the commits (µs per observation), and
+    each SQL statement's CPU time and rows (what ``--breakdown`` prints)."""
+    import sqlite3
+
+    from scrapy_iri.store import _bulk, open_store
+
+    store = open_store("memory:" if path is None else f"sqlite:///{path}")
+    parts: dict[str, float] = {}
+
+    def timed(owner: Any, name: str, label: str) -> None:
+        function = getattr(owner, name)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            cpu = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                parts[label] = parts.get(label, 0.0) + time.process_time() - cpu
+
+        setattr(owner, name, run)
+
+    statements: dict[str, list[float]] = {}  # statement -> [CPU seconds, executions, rows of executemany]
+
+    class Connection:  # the storage's connection, each statement's CPU time noted
+        def __init__(self, db: sqlite3.Connection) -> None:
+            self.db = db
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.db, name)
+
+        def _noted(self, call: Any, sql: str, rows: int, *args: Any) -> Any:
+            cpu = time.process_time()
+            result = call(sql, *args)
+            noted = statements.setdefault(" ".join(sql.split())[:70], [0.0, 0, 0])
+            noted[0] += time.process_time() - cpu
+            noted[1] += 1
+            noted[2] += rows
+            return result
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            return self._noted(self.db.execute, sql, 0, *args)
+
+        def executemany(self, sql: str, rows: Any) -> Any:
+            rows = list(rows)
+            return self._noted(self.db.executemany, sql, len(rows), rows)
+
+    timed(_bulk, "prefetch_keys", "chunk keys")
+    timed(store.storage, "prefetch", "read-ahead")
+    timed(store, "_learn_chunk", "kernel")
+    timed(store, "_write_unwritten", "rules written at a chunk's end")
+    if path is not None:
+        timed(store.storage, "flush", "commits")
+        store.storage._db = Connection(store.storage._db)  # type: ignore[assignment]
+    made = observations(web, n)
+    cpu = time.process_time()
+    store.learn(made)
+    store.flush()
+    cpu = time.process_time() - cpu
+    found: dict[str, Any] = {"per_cpu_s": round(n / cpu), "cpu_us": round(cpu / n * 1e6, 1)}
+    found.update({f"{label} µs": round(t / n * 1e6, 1) for label, t in parts.items()})
+    for sql, (t, runs, rows) in sorted(statements.items(), key=lambda item: -item[1][0]):
+        if t / n * 1e6 >= 0.1:
+            found[f"SQL {sql}"] = f"{t / n * 1e6:.1f} µs, {runs:.0f} executions, {rows / n:.2f} rows written per observation"
+    return found
 
 
 def record_more(path: Path | str, n: int, more: int) -> dict[str, Any]:
@@ -308,6 +380,10 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--dir", type=Path, default=Path("/tmp/scrapy-iri-store-bench"))
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # the fresh measuring process
+    parser.add_argument(
+        "--breakdown", action="store_true",
+        help="learn modes: where learn()'s CPU goes (chunk keys, read-ahead, kernel, commits, each SQL statement)",
+    )  # fmt: skip
     parser.add_argument("--reuse", action="store_true", help="measure the store built by an earlier run")
     parser.add_argument(
         "--record-more", type=int, default=0, metavar="K",
@@ -316,6 +392,18 @@ def main() -> None:
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.aliases)))  # type: ignore[arg-type]
+        return
+    if args.breakdown:
+        if args.mode not in ("learn", "memory-learn"):
+            parser.error("--breakdown is for --mode learn and memory-learn")
+        path = None
+        if args.mode == "learn":
+            args.dir.mkdir(parents=True, exist_ok=True)
+            path = args.dir / f"breakdown-{args.aliases}-{args.web}.db"
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        for label, value in breakdown(args.web, args.aliases, path).items():
+            print(f"{label}: {value}")
         return
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     if args.web != "moves" and args.mode not in ("learn", "redis-learn", "memory-learn"):
