@@ -559,3 +559,32 @@ def test_another_process_reading_the_file_sees_a_bulk_learn(tmp_path: Path) -> N
         reader.stdin.close()  # type: ignore[union-attr]
         reader.wait(timeout=30)
         writer.close()
+
+
+def test_a_rule_made_and_ended_inside_a_chunk_is_used_later_in_it(opened: Opened) -> None:
+    """In one chunk (and across chunk boundaries in the middle of an origin's counts): an origin's
+    http -> https rule becomes active, confirms, is suspended by a page that answers for itself,
+    then its origin's later moves count against a suspended rule; another origin's rule becomes
+    active after the first one's prior across sites. ``learn()`` reaches the state and the totals of
+    one-at-a-time recording whatever the chunk."""
+    observations = [
+        *_moves("a.example", 3, T0),
+        *_moves("b.example", 2, T0 + 10.0),
+        Observation("http://a.example/d7/page", 301, "https://a.example/d7/page", time=T0 + 20.0),
+        Observation("http://a.example/d8/page", 200, time=T0 + 21.0),
+        *_moves("a.example", 3, T0 + 30.0),
+        Observation("http://b.example/d9/page", 301, "https://b.example/d9/page", time=T0 + 40.0),
+    ]
+    end = T0 + 100.0
+    reference_clock = Clock(T0)
+    reference = MemoryStore(POLICY, clock=reference_clock)
+    expected_totals = record_one_at_a_time(reference, reference_clock, observations)
+    reference_clock.now = end
+    expected = state(reference, end, universe())
+    assert expected_totals["rules_activated"] >= 2 and expected_totals["rules_contradicted"] >= 1
+    statuses = {key: status for key, (status, *_) in expected["rules"].items() if "a.example" in str(key)}
+    assert "suspended" in statuses.values()
+    for chunk in (1, 2, 5, 100):
+        learner = opened.open(Clock(end))
+        assert summary_totals(learner.learn(observations, chunk=chunk)) == expected_totals, chunk
+        assert state(learner, end, universe()) == expected, chunk
