@@ -38,8 +38,14 @@ it).
 
 ``--web archive-10`` / ``archive-1000`` makes the learn modes learn N
 observations an archive recorded on 10 or 1,000 sites that follow
-conventions (:func:`archive_captures`) instead of N one-off moves; only the
+conventions (:func:`archive_captures`) instead of N one-off moves, and
+``--web realistic`` the record mix of ``archive_bench.py --mix realistic``
+(:func:`realistic_captures`: pages, redirects, 302s and 404s); only the
 learning rate is measured then.
+
+``--breakdown`` (with ``--mode learn`` or ``memory-learn``) prints where
+``learn()``'s CPU time goes instead: the chunk's keys, the read-ahead, the
+kernel, the commits, and each SQL statement with its rows per observation.
 
 ``--mode redis`` writes the aliases into a private ``redis-server`` in the
 Redis store's layout and measures opening a ``RedisStore`` on it the same way.
@@ -125,15 +131,119 @@ def archive_captures(n: int, hosts: int, seed: int = 1) -> list[Any]:
     return out[:n]
 
 
+def realistic_captures(n: int, hosts: int = 997, seed: int = 1) -> list[Any]:
+    """``n`` observations of a crawl's archive, in the proportions of ``archive_bench.py --mix realistic``:
+    45% pages (200), 301s of the usual conventions (http -> https 15%, www -> apex 10%, a directory's
+    slash 10%, ``index.html`` 8%), 9% temporary 302s to another host, 3% 404s; 20 captures a second."""
+    from scrapy_iri.store import Observation
+
+    words = "module function class object returns value list string file data type name".split()
+    rng = random.Random(seed)
+    start = 1_704_067_200.0
+    out = []
+    for i in range(n):
+        host = f"site{rng.randrange(hosts)}.test"
+        page = f"/docs/{rng.choice(words)}/{i}"
+        roll = rng.random()
+        location: str | None = f"https://{host}{page}.html"
+        if roll < 0.45:
+            url, status, location = location, 200, None  # type: ignore[assignment]
+        elif roll < 0.60:
+            url, status = f"http://{host}{page}.html", 301
+        elif roll < 0.70:
+            url, status = f"https://www.{host}{page}.html", 301
+        elif roll < 0.80:
+            url, status, location = f"https://{host}{page}", 301, f"https://{host}{page}/"
+        elif roll < 0.88:
+            url, status, location = f"https://{host}{page}/index.html", 301, f"https://{host}{page}/"
+        elif roll < 0.97:
+            url, status, location = f"https://{host}/go/{i}", 302, f"https://tmp.{host}{page}.html"
+        else:
+            url, status, location = f"https://{host}{page}.htm", 404, None
+        out.append(Observation(url, status, location, time=start + i // 20))
+    return out
+
+
 def observations(web: str, n: int) -> list[Any]:
     """The ``n`` observations of a benchmark web: ``moves`` (one-off moves, each refuting two
-    candidates: :func:`source` -> :func:`target`), ``archive-10`` or ``archive-1000`` (:func:`archive_captures`)."""
+    candidates: :func:`source` -> :func:`target`), ``archive-10`` or ``archive-1000`` (:func:`archive_captures`),
+    ``realistic`` (:func:`realistic_captures`)."""
     from scrapy_iri.store import Observation
 
     if web == "moves":
         now = time.time()
         return [Observation(source(i), 301, target(i), time=now) for i in range(n)]
+    if web == "realistic":
+        return realistic_captures(n)
     return archive_captures(n, int(web.partition("-")[2]))
+
+
+def breakdown(web: str, n: int, path: Path | None) -> dict[str, Any]:
+    """``learn()`` of ``n`` observations of ``web`` into SQLite at ``path`` (memory: ``None``), its CPU
+    time split: the chunk's keys, the read-ahead, the kernel, the commits (µs per observation), and
+    each SQL statement's CPU time and rows (what ``--breakdown`` prints)."""
+    import sqlite3
+
+    from scrapy_iri.store import _bulk, open_store
+
+    store = open_store("memory:" if path is None else f"sqlite:///{path}")
+    parts: dict[str, float] = {}
+
+    def timed(owner: Any, name: str, label: str) -> None:
+        function = getattr(owner, name)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            cpu = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                parts[label] = parts.get(label, 0.0) + time.process_time() - cpu
+
+        setattr(owner, name, run)
+
+    statements: dict[str, list[float]] = {}  # statement -> [CPU seconds, executions, rows of executemany]
+
+    class Connection:  # the storage's connection, each statement's CPU time noted
+        def __init__(self, db: sqlite3.Connection) -> None:
+            self.db = db
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.db, name)
+
+        def _noted(self, call: Any, sql: str, rows: int, *args: Any) -> Any:
+            cpu = time.process_time()
+            result = call(sql, *args)
+            noted = statements.setdefault(" ".join(sql.split())[:70], [0.0, 0, 0])
+            noted[0] += time.process_time() - cpu
+            noted[1] += 1
+            noted[2] += rows
+            return result
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            return self._noted(self.db.execute, sql, 0, *args)
+
+        def executemany(self, sql: str, rows: Any) -> Any:
+            rows = list(rows)
+            return self._noted(self.db.executemany, sql, len(rows), rows)
+
+    timed(_bulk, "prefetch_keys", "chunk keys")
+    timed(store.storage, "prefetch", "read-ahead")
+    timed(store, "_learn_chunk", "kernel")
+    timed(store, "_write_unwritten", "rules written at a chunk's end")
+    if path is not None:
+        timed(store.storage, "flush", "commits")
+        store.storage._db = Connection(store.storage._db)  # type: ignore[assignment]
+    made = observations(web, n)
+    cpu = time.process_time()
+    store.learn(made)
+    store.flush()
+    cpu = time.process_time() - cpu
+    found: dict[str, Any] = {"per_cpu_s": round(n / cpu), "cpu_us": round(cpu / n * 1e6, 1)}
+    found.update({f"{label} µs": round(t / n * 1e6, 1) for label, t in parts.items()})
+    for sql, (t, runs, rows) in sorted(statements.items(), key=lambda item: -item[1][0]):
+        if t / n * 1e6 >= 0.1:
+            found[f"SQL {sql}"] = f"{t / n * 1e6:.1f} µs, {runs:.0f} executions, {rows / n:.2f} rows written per observation"
+    return found
 
 
 def record_more(path: Path | str, n: int, more: int) -> dict[str, Any]:
@@ -265,11 +375,15 @@ def main() -> None:
     parser.add_argument("--aliases", type=int, default=1_000_000)
     parser.add_argument("--mode", choices=["bulk", "record", "learn", "redis", "redis-learn", "memory-learn"], default="bulk")
     parser.add_argument(
-        "--web", choices=["moves", "archive-10", "archive-1000"], default="moves",
+        "--web", choices=["moves", "archive-10", "archive-1000", "realistic"], default="moves",
         help="what the learn modes learn: one-off moves (N aliases), or an archive's captures of 10 or 1,000 conventional sites (N observations)",
     )  # fmt: skip
     parser.add_argument("--dir", type=Path, default=Path("/tmp/scrapy-iri-store-bench"))
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # the fresh measuring process
+    parser.add_argument(
+        "--breakdown", action="store_true",
+        help="learn modes: where learn()'s CPU goes (chunk keys, read-ahead, kernel, commits, each SQL statement)",
+    )  # fmt: skip
     parser.add_argument("--reuse", action="store_true", help="measure the store built by an earlier run")
     parser.add_argument(
         "--record-more", type=int, default=0, metavar="K",
@@ -278,6 +392,18 @@ def main() -> None:
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.aliases)))  # type: ignore[arg-type]
+        return
+    if args.breakdown:
+        if args.mode not in ("learn", "memory-learn"):
+            parser.error("--breakdown is for --mode learn and memory-learn")
+        path = None
+        if args.mode == "learn":
+            args.dir.mkdir(parents=True, exist_ok=True)
+            path = args.dir / f"breakdown-{args.aliases}-{args.web}.db"
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        for label, value in breakdown(args.web, args.aliases, path).items():
+            print(f"{label}: {value}")
         return
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     if args.web != "moves" and args.mode not in ("learn", "redis-learn", "memory-learn"):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ._evidence import USERINFO, Alias, Evidence
 from ._forms import CACHED_LENGTH, form_spelling, origin_of, sink_key, split_form
@@ -31,11 +31,11 @@ from ._rules import (
     RuleRecord,
     Verdict,
     case_key,
-    case_key_of,
     declared_prediction,
     generalized,
     known_free,
 )
+from ._storage import Storage
 
 
 class BulkLearning:
@@ -67,12 +67,16 @@ class BulkLearning:
         # end): only what reading the next observations allocates is scanned
         collecting = gc.isenabled()
         freeze = collecting and not gc.get_freeze_count()
+        # what watches the storage's writes (the resolution memo) hears of a chunk once, at its end,
+        # as a change of anything: no lookup is made while a chunk is learned
+        watchers = storage.watchers
         try:
             for batch in batched(observations, max(1, chunk)):
                 if freeze:
                     gc.freeze()
                 if collecting:
                     gc.disable()
+                storage.watchers = ()
                 forms = [observation_forms(obs) for obs in batch]
                 storage.refresh()
                 free: KnownFree = {}
@@ -84,6 +88,7 @@ class BulkLearning:
                 self._learn_chunk(batch, forms, at, summary, free)
                 self._write_unwritten()
                 self._unwritten = None
+                _heard(storage, watchers)
                 self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
                 summary.rules_contradicted += len(self._observed(Outcome()).contradicted)
                 if freeze:
@@ -97,6 +102,8 @@ class BulkLearning:
             if self._unwritten is not None:
                 self._write_unwritten()
                 self._unwritten = None
+            if storage.watchers is not watchers:
+                _heard(storage, watchers)
             self.clock, storage.clock, storage.recorded_time = clock, storage_clock, False
             if collecting:
                 gc.enable()
@@ -205,7 +212,7 @@ class BulkLearning:
             judged = []
             before, after = free
             known_case = self.storage.case_target
-            if known_case(case_key_of(src)) is not None:
+            if known_case(case_key(src)) is not None:
                 before = self._predictions(src, free)
                 after = ()
             for prediction in (*before, *after) if after else before:
@@ -226,7 +233,7 @@ class BulkLearning:
         """:func:`~._rules.predictions` of a covered URL whose predictions that need nothing known are given."""
         before, after = free
         known = self.storage.case_target
-        declared = None if known(case_key_of(url)) is None else declared_prediction(url, known)
+        declared = None if known(case_key(url)) is None else declared_prediction(url, known)
         if declared is None:
             return before + after if after else before
         return (*before, declared, *after)
@@ -344,6 +351,13 @@ class BulkLearning:
                 if not wide or not self._active_bulk(wide, now, records):
                     break
                 key = wide
+
+
+def _heard(storage: Storage, watchers: tuple[Callable[[str, Any, Any], None], ...]) -> None:
+    """Give ``storage`` its ``watchers`` back and tell each that anything may have changed."""
+    storage.watchers = watchers
+    for watcher in watchers:
+        watcher("*", None, None)
 
 
 _NEW = tuple.__new__

@@ -85,6 +85,10 @@ class CachedReads:
         self.sink_cap = 0
         self.aliases = LRU(cache_size)
         self.cases = LRU(cache_size // 4)
+        #: case key -> (its stored case-only aliases, its declared case) as read, until this process
+        #: commits a write of the key or another one changes it: what a key with writes pending is
+        #: computed from again, without a read
+        self.case_rows = LRU(cache_size // 4)
         #: target -> (the cap it was read with, its sources)
         self.fanins = LRU(cache_size // 16)
         #: the alias sources the backend may hold (None: not known, every miss is read)
@@ -98,6 +102,7 @@ class CachedReads:
         self.filter = None
         self.aliases.clear()
         self.cases.clear()
+        self.case_rows.clear()
         self.fanins.clear()
         self.rules.clear()
         self.in_force.clear()
@@ -144,12 +149,21 @@ class CachedReads:
         cached = self.cases.get(key)
         if cached is not MISSING and key not in self.overlay.pending_cases:
             return cached  # type: ignore[no-any-return]
-        found = self.port.read_cases([key])
-        if found is None:
-            self.reads_moved += 1
-            return None
-        rows, declared = found[key]
+        stored = self.case_rows.get(key)
+        if stored is MISSING:
+            found = self.port.read_cases([key])
+            if found is None:
+                self.reads_moved += 1
+                return None
+            stored = found[key]
+            self.case_rows.put(key, stored)
+        rows, declared = stored
         return self._case_from(key, rows, declared)
+
+    def committed_cases(self, keys: Iterable[str]) -> None:
+        """This process committed writes of the case keys ``keys``: what was read of them is read again."""
+        for key in keys:
+            self.case_rows.pop(key)
 
     def _case_from(self, key: str, rows: CaseAliases, declared: str | None) -> str | None:
         """The case of ``key`` from its stored case-only aliases and declared case, the writes over them; cached."""
@@ -330,6 +344,7 @@ class CachedReads:
                     self.filter.add(name)
             elif kind == "c":
                 self.cases.pop(name)
+                self.case_rows.pop(name)
             elif kind == "r":
                 self.in_force.pop(name)
                 if self.rules.peek(name) is not None:
@@ -355,10 +370,21 @@ class CachedReads:
     def prefetch(self, keys: Prefetch, cap: int) -> None:
         """Read what a chunk of observations needs (aliases, fan-in, cases, rule records) in one port read."""
         overlay, known = self.overlay, self.filter
-        sources = [
-            s for s in keys.sources
-            if s not in self.aliases.data and (known is None or s in known) and overlay.pending_alias(s) is MISSING
-        ]  # fmt: skip
+        # what is read ahead stays held until the chunk uses it (and what it writes, as many again)
+        self.aliases.at_least(2 * len(keys.sources))
+        self.fanins.at_least(2 * len(keys.sinks))
+        self.cases.at_least(2 * len(keys.cases))
+        self.case_rows.at_least(2 * len(keys.cases))
+        self.rules.size = max(self.rules.size, 2 * len(keys.rules))
+        sources = []
+        held = self.aliases.data
+        for s in keys.sources:
+            if s in held or overlay.pending_alias(s) is not MISSING:
+                continue
+            if known is not None and s not in known:
+                self.aliases.put(s, None)  # never an alias in the backend: its miss held, the filter asked once
+            else:
+                sources.append(s)
         targets = [t for t in keys.sinks if t not in self.fanins.data and not overlay.pending_fanin(t)[0]]
         cases = [k for k in keys.cases if k not in self.cases.data and k not in overlay.pending_cases]
         wanted: list[tuple[OriginRules, list[RuleKey]]] = []
@@ -378,7 +404,8 @@ class CachedReads:
         for target in targets:
             self._fanin_from(target, cap, found.fanins.get(target, []), overlay.pending_fanin(target)[1])
         for key in cases:
-            rows, declared = found.cases.get(key, ({}, None))
+            rows, declared = stored = found.cases.get(key, ({}, None))
+            self.case_rows.put(key, stored)
             self._case_from(key, rows, declared)
         for held, rules in wanted:
             held.learned({key: found.rules.get(key) for key in rules})

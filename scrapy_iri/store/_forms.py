@@ -122,7 +122,7 @@ def scheme_form(url: str) -> SchemeForm | None:
 _PARAMS = re.compile(r";[^/]*")
 
 
-@short_cache(1 << 13)
+@short_cache(1 << 15)  # more than a learned chunk reads ahead: learning it finds them again
 def sink_key(url: str) -> str:
     """The page a redirect lands on, normalized so that one sink has one key.
 

@@ -17,7 +17,7 @@ from ._forms import origin_of, scheme_form, sink_key, split_form
 from ._rules import BLOCK, DECLARED_CASE, KINDS_BY_NAME, REDIRECTS, Prediction, RuleKey, case_key, generalized, known_free, path_prefix
 
 #: observations learned together: their reads in a few round trips, their writes in one commit
-LEARN_CHUNK = 2000
+LEARN_CHUNK = 10_000
 
 
 @dataclass(frozen=True)

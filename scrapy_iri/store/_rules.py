@@ -89,8 +89,9 @@ def case_key_of(url: str) -> str:
     return Form(form.scheme, form.authority, form.path.lower(), form.query).unsplit()
 
 
-#: :func:`case_key_of`, the last results remembered (learning asks twice per URL: read ahead, then the declared case)
-case_key = short_cache(1 << 13)(case_key_of)
+#: :func:`case_key_of`, the last results remembered (learning asks twice per URL: read ahead, then
+#: learning it; more than a learned chunk reads ahead)
+case_key = short_cache(1 << 15)(case_key_of)
 
 
 def is_case_change(source: str, target: str) -> bool:

@@ -401,6 +401,7 @@ class SQLiteStorage(LayeredStorage):
         count += self._bulk(db, rows)
         self.cached.aliases.clear()
         self.cached.cases.clear()
+        self.cached.case_rows.clear()
         self._save_filter()  # the import's change ('*'): the filter is built again from the aliases, once
         return count
 

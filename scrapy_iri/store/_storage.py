@@ -55,6 +55,11 @@ class LRU:
         if len(self.data) > self.size:
             self.data.popitem(last=False)
 
+    def at_least(self, size: int) -> None:
+        """Hold ``size`` entries or more from now on (what many observations read ahead, until they use it)."""
+        if size > self.size:
+            self.size = size
+
     def pop(self, key: Any) -> None:
         self.data.pop(key, None)
 

@@ -180,6 +180,8 @@ class WriteBehind:
     def committed(self, fresh: dict[str, dict[RuleKey, RuleRecord]] | None = None) -> None:
         """The changeset in flight, else the pending one, was applied; ``fresh``: origins the backend read
         back, which the cache now follows."""
+        done = self.changes if self.sent is None else self.sent
+        self.cached.committed_cases(name for kind, name in done.changes if kind == "c")
         if self.sent is not None:
             self.sent = None
         else:

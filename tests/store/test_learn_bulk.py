@@ -479,3 +479,112 @@ def test_hostile_hosts_are_learned_alike_and_never_held() -> None:
     assert any(host in alias.source for alias in learner.aliases())
     held = [*_rules._HOST_RULES, *_bulk._BLOCKS, *_bulk._FAMILIES, *(str(key) for key in _bulk._WIDE)]
     assert held and not any(host in key for key in held)
+
+
+def _moves(host: str, n: int, now: float) -> list[Observation]:
+    """``n`` pages of ``host`` moved from http to https, one per directory: its conventions' rules become active."""
+    return [Observation(f"http://{host}/d{i}/page", 301, f"https://{host}/d{i}/page", time=now + i) for i in range(n)]
+
+
+PROBES = ["http://a.example/d0/page", "http://a.example/d3/page", "http://a.example/elsewhere/new", "http://b.example/d1/page"]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_resolutions_remembered_before_a_bulk_learn_are_made_again(kind: str, tmp_path: Path) -> None:
+    """The resolution memo hears of a learned chunk as a change of anything: what it kept from before
+    is not answered after (an alias learned at the end of a rule's hop, a rule suspended by a page that
+    answered for itself)."""
+    clock = Clock(T0 + 100.0)
+    uri = "memory:" if kind == "memory" else f"sqlite:///{tmp_path}/memo.db"
+    store = open_store(uri, policy=POLICY, clock=clock)
+    store.learn(_moves("b.example", 4, T0))
+    probes = ["http://b.example/x/new", "http://b.example/y/other"]
+    before = [store.resolve(url).representative for url in probes]
+    assert before == ["https://b.example/x/new", "https://b.example/y/other"]
+    assert store.memo is not None and len(store.memo) == 2
+    store.learn([Observation("https://b.example/y/other", 301, "https://b.example/y/other/", time=T0 + 50.0)])
+    assert [store.resolve(url).representative for url in probes] == ["https://b.example/x/new", "https://b.example/y/other/"]
+    store.learn([Observation(probes[0], 200, time=T0 + 60.0)], chunk=2)
+    after = [store.resolve(url).representative for url in probes]
+    assert after == [probes[0], probes[1]]
+    if kind == "sqlite":
+        store.flush()
+        fresh = open_store(uri, policy=POLICY, clock=clock)
+        assert [fresh.resolve(url).representative for url in probes] == after
+        fresh.close()
+    store.close()
+
+
+READER = """
+import sys
+from scrapy_iri.store import open_store
+from scrapy_iri.store._rules import LearningPolicy
+store = open_store(sys.argv[1], policy=LearningPolicy(min_observations=2, sink_fanin=3, rule_ttl=5 * 86400.0),
+                   clock=lambda: float(sys.argv[2]), sync_interval=0.0)
+for line in sys.stdin:
+    print(" ".join(store.representative(url) for url in line.split()), flush=True)
+"""
+
+
+def test_another_process_reading_the_file_sees_a_bulk_learn(tmp_path: Path) -> None:
+    """A second process that holds the answers of a SQLite store (misses, the filter of alias sources,
+    an origin's rules) answers with what a bulk learn in this process committed, once it syncs."""
+    import subprocess
+    import sys
+
+    uri = f"sqlite:///{tmp_path}/shared.db"
+    now = T0 + 100.0
+    writer = open_store(uri, policy=POLICY, clock=Clock(now))
+    writer.learn(_moves("b.example", 2, T0))  # the file holds aliases, and b.example's records
+    writer.flush()
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, uri, str(now)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert reader.stdin is not None and reader.stdout is not None
+
+        def ask() -> list[str]:
+            reader.stdin.write(" ".join(PROBES) + "\n")  # type: ignore[union-attr]
+            reader.stdin.flush()  # type: ignore[union-attr]
+            return reader.stdout.readline().split()  # type: ignore[union-attr]
+
+        assert ask() == [PROBES[0], PROBES[1], PROBES[2], PROBES[3].replace("http://", "https://")]
+        summary = writer.learn([*_moves("a.example", 4, T0 + 10.0), Observation(PROBES[3], 200, time=T0 + 20.0)], chunk=2)
+        assert summary.aliases_learned == 4 and summary.aliases_dropped == 1 and summary.rules_activated
+        writer.flush()
+        expected = [writer.representative(url) for url in PROBES]
+        assert expected == [url.replace("http://", "https://") for url in PROBES[:3]] + [PROBES[3]]
+        assert ask() == expected
+    finally:
+        reader.stdin.close()  # type: ignore[union-attr]
+        reader.wait(timeout=30)
+        writer.close()
+
+
+def test_a_rule_made_and_ended_inside_a_chunk_is_used_later_in_it(opened: Opened) -> None:
+    """In one chunk (and across chunk boundaries in the middle of an origin's counts): an origin's
+    http -> https rule becomes active, confirms, is suspended by a page that answers for itself,
+    then its origin's later moves count against a suspended rule; another origin's rule becomes
+    active after the first one's prior across sites. ``learn()`` reaches the state and the totals of
+    one-at-a-time recording whatever the chunk."""
+    observations = [
+        *_moves("a.example", 3, T0),
+        *_moves("b.example", 2, T0 + 10.0),
+        Observation("http://a.example/d7/page", 301, "https://a.example/d7/page", time=T0 + 20.0),
+        Observation("http://a.example/d8/page", 200, time=T0 + 21.0),
+        *_moves("a.example", 3, T0 + 30.0),
+        Observation("http://b.example/d9/page", 301, "https://b.example/d9/page", time=T0 + 40.0),
+    ]
+    end = T0 + 100.0
+    reference_clock = Clock(T0)
+    reference = MemoryStore(POLICY, clock=reference_clock)
+    expected_totals = record_one_at_a_time(reference, reference_clock, observations)
+    reference_clock.now = end
+    expected = state(reference, end, universe())
+    assert expected_totals["rules_activated"] >= 2 and expected_totals["rules_contradicted"] >= 1
+    statuses = {key: status for key, (status, *_) in expected["rules"].items() if "a.example" in str(key)}
+    assert "suspended" in statuses.values()
+    for chunk in (1, 2, 5, 100):
+        learner = opened.open(Clock(end))
+        assert summary_totals(learner.learn(observations, chunk=chunk)) == expected_totals, chunk
+        assert state(learner, end, universe()) == expected, chunk

@@ -727,3 +727,42 @@ def test_listings_lay_the_writes_a_locked_file_keeps_over_what_it_holds(tmp_path
             ("http://a.example/gone", 301),
             ("http://a.example/gone", 200),
         ]
+
+
+def test_a_case_with_writes_pending_follows_what_another_process_committed(tmp_path: Path) -> None:
+    """The case of a key with a case-only alias written here and not committed is computed from the
+    stored rows read once, the pending write over them: another process's commit of the key, and this
+    process's own commit, make it read them again."""
+    from scrapy_iri.store._rules import case_key
+
+    uri = f"sqlite:///{tmp_path}/cases.db"
+    a = open_store(uri, clock=lambda: 1_700_000_000.0, sync_interval=0.0, flush_interval=3600.0)
+    b_now = [1_700_000_010.0]
+    b = open_store(uri, clock=lambda: b_now[0], sync_interval=0.0)
+    key = case_key("http://a.example/docs/page")
+    a.record_redirect("http://a.example/DOCS/PAGE", 301, "http://a.example/Docs/Page")
+    assert a.storage.pending and a.storage.case_target(key) == "http://a.example/Docs/Page"
+    assert a.storage.case_target(key) == "http://a.example/Docs/Page"
+    b.record_redirect("http://a.example/docs/PAGE", 301, "http://a.example/docs/page")
+    b.flush()
+    a.storage.sync()
+    assert a.storage.case_target(key) == "http://a.example/docs/page"  # the newer case-only alias, B's
+    a.flush()
+    b_now[0] += 10.0
+    b.record_redirect("http://a.example/Docs/PAGE", 301, "http://a.example/DOCS/page")  # newer still
+    b.flush()
+    a.record_redirect("http://a.example/DOCS/PAGE", 301, "http://a.example/Docs/Page")  # pending again
+    a.storage.sync()
+    assert a.storage.case_target(key) == "http://a.example/DOCS/page"
+    a.close()
+    b.close()
+
+    c_now = [1_700_000_100.0]
+    c = open_store(f"sqlite:///{tmp_path}/own.db", clock=lambda: c_now[0], flush_interval=3600.0)
+    c.record_redirect("http://a.example/DOCS/PAGE", 301, "http://a.example/Docs/Page")
+    assert c.storage.case_target(key) == "http://a.example/Docs/Page"
+    c.flush()  # its own commit: the rows it read of the key are not what is stored any more
+    c_now[0] -= 50.0  # an older case-only alias, written after (an archive's capture)
+    c.record_redirect("http://a.example/docs/PAGE", 301, "http://a.example/docs/page")
+    assert c.storage.case_target(key) == "http://a.example/Docs/Page"  # the newer one, committed
+    c.close()
