@@ -194,9 +194,18 @@ def equivalent(
     lenient: bool = False,
     store: Representatives | None = None,
 ) -> bool:
-    """Whether ``a`` and ``b`` are equivalent at ``rung`` (their canonical forms are equal)."""
+    """Whether ``a`` and ``b`` are equivalent at ``rung`` (their canonical forms are equal).
+
+    An error says which of the two is at fault ("in a: ..."); its position is in that one.
+    """
     options = dict(keep_fragment=keep_fragment, lenient=lenient, store=store)
-    return canonicalize(a, rung, **options) == canonicalize(b, rung, **options)
+    forms = []
+    for name, iri in (("a", a), ("b", b)):
+        try:
+            forms.append(canonicalize(iri, rung, **options))
+        except IRIError as exc:
+            raise IRIError(f"in {name}: {exc.reason}", exc.component, exc.position) from None
+    return forms[0] == forms[1]
 
 
 def lowest_common_rung(
@@ -208,7 +217,7 @@ def lowest_common_rung(
     lenient: bool = False,
     store: Representatives | None = None,
 ) -> Rung | None:
-    """The lowest rung (up to ``highest``) at which ``a`` and ``b`` are equivalent, or ``None``."""
+    """The lowest rung (up to ``highest``) at which ``a`` and ``b`` are equivalent, or ``None`` (errors as :func:`equivalent`)."""
     top = Rung.parse(highest)
     for level in Rung:
         if level > top:

@@ -50,6 +50,7 @@ crawl that opened the store.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
@@ -63,7 +64,7 @@ from ._layered import LayeredStorage
 from ._learner import EquivalenceStore
 from ._rules import LearningPolicy, RuleKey
 from ._sqlite_port import SQLitePort
-from ._sqlite_schema import ALIAS, MIGRATIONS, SCHEMA_VERSION, alias_row, create_schema, locked, transaction
+from ._sqlite_schema import ALIAS, MIGRATIONS, SCHEMA_VERSION, alias_row, create_schema, locked, missing_tables, transaction
 from ._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX, EVIDENCE_MAX_AGE
 from ._writes import WriteBehind
 
@@ -115,12 +116,18 @@ class SQLiteStorage(LayeredStorage):
             raise StoreError(f"no store at {self.path}")
         if create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        #: a file this process may not write (or in a directory where it cannot make the WAL's files): read only
+        self.read_only = not create and _read_only(self.path)
         try:
             self._db: sqlite3.Connection | None = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=10.0
+                _read_only_uri(self.path) if self.read_only else self.path,
+                isolation_level=None, check_same_thread=False, timeout=10.0, uri=self.read_only,
             )
             self._db.execute("PRAGMA busy_timeout = 10000")  # opening waits for a concurrent first open
-            self._journal_mode()
+            if self.read_only:
+                logger.warning("%s is read-only here: it is read, and nothing learned is stored", self.path)
+            else:
+                self._journal_mode()
             self._db.execute("PRAGMA synchronous=NORMAL")
             # reads through a memory map (no copy, no system call; the pages are the file's,
             # shared, not the process's own) and a page cache that holds the upper levels of the B-trees
@@ -184,7 +191,10 @@ class SQLiteStorage(LayeredStorage):
         version = db.execute("PRAGMA user_version").fetchone()[0]
         self._check_version(version)
         if version == SCHEMA_VERSION:
+            self._check_tables()
             return
+        if self.read_only:
+            raise StoreError(f"{self.path}: schema version {version} needs migrating to {SCHEMA_VERSION}, and the file is read-only")
         with transaction(db):
             version = db.execute("PRAGMA user_version").fetchone()[0]  # another process may have done it
             self._check_version(version)
@@ -200,6 +210,14 @@ class SQLiteStorage(LayeredStorage):
                 MIGRATIONS[version](db)
                 version += 1
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self._check_tables()
+
+    def _check_tables(self) -> None:
+        """A store missing a table of its schema is damaged: refused, never read as holding nothing."""
+        missing = missing_tables(self._connection())
+        if missing:
+            plural = "s" if len(missing) > 1 else ""
+            raise StoreError(f"{self.path}: a damaged store (missing table{plural}: {', '.join(missing)})")
 
     @property
     def _filter(self) -> KeyFilter:
@@ -456,3 +474,17 @@ class SQLiteStore(EquivalenceStore):
     def bulk_aliases(self, aliases: Iterable[Alias], *, chunk: int = 500_000) -> int:
         """Write many aliases at once (an import; no evidence is logged for them). Returns how many."""
         return self.storage.bulk_aliases(aliases, chunk=chunk)
+
+
+def _read_only(path: Path) -> bool:
+    """Whether this process may not write the store at ``path``, or make its WAL's files beside it."""
+    return not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK | os.X_OK)
+
+
+def _read_only_uri(path: Path) -> str:
+    """A read-only URI for ``path``; immutable when no WAL file exists and none can be made (no writer then)."""
+    query = "mode=ro"
+    wal = path.with_name(path.name + "-wal")
+    if not wal.exists() and not os.access(path.parent, os.W_OK):
+        query += "&immutable=1"
+    return f"{path.resolve().as_uri()}?{query}"

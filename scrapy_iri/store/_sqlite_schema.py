@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -167,6 +168,16 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _to_2, 2: _to_
 def create_schema(db: sqlite3.Connection) -> None:
     for statement in _statements(_SCHEMA):
         db.execute(statement)
+
+
+#: the tables of the current schema
+TABLES = tuple(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", _SCHEMA))
+
+
+def missing_tables(db: sqlite3.Connection) -> list[str]:
+    """The tables of the current schema that the file lacks (a damaged store: none, normally)."""
+    present = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return [table for table in TABLES if table not in present]
 
 
 @contextmanager

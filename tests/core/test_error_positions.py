@@ -14,7 +14,8 @@ import pytest
 from adversarial import hostile_iris
 from hypothesis import HealthCheck, example, given, settings
 
-from scrapy_iri import IRIError, canonicalize, parse, resolve, to_iri, to_uri
+from scrapy_iri import IRIError, canonicalize, equivalent, parse, resolve, to_iri, to_uri
+from scrapy_iri._ladder import lowest_common_rung
 
 # (input, component, what starts at the position); strict parsing at the scheme rung
 STRICT = [
@@ -149,3 +150,15 @@ def test_iri_errors_survive_pickling_and_copying():
     for clone in (pickle.loads(pickle.dumps(exc)), copy.copy(exc), copy.deepcopy(exc)):
         assert type(clone) is IRIError
         assert (str(clone), clone.reason, clone.component, clone.position) == (str(exc), exc.reason, exc.component, exc.position)
+
+
+@pytest.mark.parametrize("compare", [equivalent, lowest_common_rung])
+def test_a_comparison_names_the_iri_at_fault(compare):
+    good, bad = "http://example.com/", "http://exa mple.com/"
+    with pytest.raises(IRIError) as first:
+        compare(bad, good)
+    with pytest.raises(IRIError) as second:
+        compare(good, bad)
+    assert first.value.reason.startswith("in a: ") and second.value.reason.startswith("in b: ")
+    for error in (first.value, second.value):
+        assert error.component == "host" and bad[error.position] == " "
