@@ -56,7 +56,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "graph"))
@@ -249,34 +251,41 @@ def _warc(kind: str, uri: str, when: str, block: bytes, serial: int) -> bytes:
     return gzip.compress(head + block + b"\r\n\r\n", compresslevel=6)
 
 
+def realistic_mix(rng: Any, count: int, hosts: int = 997) -> Iterator[tuple[int, str, str, str, int, str | None]]:
+    """``(i, host, page, uri, status, location)`` of ``count`` fetches of a crawler of ``hosts`` sites:
+    45% pages (200), 301s of the usual conventions (http -> https 15%, www -> apex 10%, a directory's
+    slash 10%, ``index.html`` 8%), 9% temporary 302s to another host, 3% 404s. ``rng`` (a
+    ``random.Random``) may be drawn from between fetches."""
+    for i in range(count):
+        host = f"site{rng.randrange(hosts)}.test"
+        page = f"/docs/{rng.choice(_WORDS)}/{i}"
+        roll = rng.random()
+        if roll < 0.45:
+            yield i, host, page, f"https://{host}{page}.html", 200, None
+        elif roll < 0.60:
+            yield i, host, page, f"http://{host}{page}.html", 301, f"https://{host}{page}.html"
+        elif roll < 0.70:
+            yield i, host, page, f"https://www.{host}{page}.html", 301, f"https://{host}{page}.html"
+        elif roll < 0.80:
+            yield i, host, page, f"https://{host}{page}", 301, f"https://{host}{page}/"
+        elif roll < 0.88:
+            yield i, host, page, f"https://{host}{page}/index.html", 301, f"https://{host}{page}/"
+        elif roll < 0.97:
+            yield i, host, page, f"https://{host}/go/{i}", 302, f"https://tmp.{host}{page}.html"
+        else:
+            yield i, host, page, f"https://{host}{page}.htm", 404, None
+
+
 def realistic_warc(path: str, count: int, hosts: int = 997, seed: int = 1) -> dict[str, int]:
-    """``count`` response records as a crawler of ``hosts`` sites writes them, each after its request
-    record, in crawl (date) order: 200 pages (HTML of 2-12 kB) and the redirects of the usual conventions,
-    http -> https, www -> apex, a directory's slash, ``index.html``, plus temporary 302s and a few 404s."""
+    """``count`` response records of :func:`realistic_mix`, each after its request record, in crawl
+    (date) order: pages of 2-12 kB of HTML, redirects with the bodies servers send."""
     import random
 
     rng = random.Random(seed)
     kinds = {"200": 0, "301": 0, "302": 0, "404": 0}
     start = 1704067200  # 2024-01-01T00:00:00Z
     with open(path, "wb") as f:
-        for i in range(count):
-            host = f"site{rng.randrange(hosts)}.test"
-            page = f"/docs/{rng.choice(_WORDS)}/{i}"
-            roll = rng.random()
-            if roll < 0.45:
-                uri, status, location = f"https://{host}{page}.html", 200, None
-            elif roll < 0.60:
-                uri, status, location = f"http://{host}{page}.html", 301, f"https://{host}{page}.html"
-            elif roll < 0.70:
-                uri, status, location = f"https://www.{host}{page}.html", 301, f"https://{host}{page}.html"
-            elif roll < 0.80:
-                uri, status, location = f"https://{host}{page}", 301, f"https://{host}{page}/"
-            elif roll < 0.88:
-                uri, status, location = f"https://{host}{page}/index.html", 301, f"https://{host}{page}/"
-            elif roll < 0.97:
-                uri, status, location = f"https://{host}/go/{i}", 302, f"https://tmp.{host}{page}.html"
-            else:
-                uri, status, location = f"https://{host}{page}.htm", 404, None
+        for i, host, page, uri, status, location in realistic_mix(rng, count, hosts):
             kinds[str(status)] += 1
             moment = time.gmtime(start + i // 20)  # a crawl of 20 fetches a second
             when = time.strftime("%Y-%m-%dT%H:%M:%SZ", moment)

@@ -132,36 +132,16 @@ def archive_captures(n: int, hosts: int, seed: int = 1) -> list[Any]:
 
 
 def realistic_captures(n: int, hosts: int = 997, seed: int = 1) -> list[Any]:
-    """``n`` observations of a crawl's archive, in the proportions of ``archive_bench.py --mix realistic``:
-    45% pages (200), 301s of the usual conventions (http -> https 15%, www -> apex 10%, a directory's
-    slash 10%, ``index.html`` 8%), 9% temporary 302s to another host, 3% 404s; 20 captures a second."""
+    """``n`` observations of a crawl's archive, the fetches of ``archive_bench.py --mix realistic``
+    (:func:`archive_bench.realistic_mix`), 20 captures a second."""
+    from archive_bench import realistic_mix
+
     from scrapy_iri.store import Observation
 
-    words = "module function class object returns value list string file data type name".split()
-    rng = random.Random(seed)
     start = 1_704_067_200.0
-    out = []
-    for i in range(n):
-        host = f"site{rng.randrange(hosts)}.test"
-        page = f"/docs/{rng.choice(words)}/{i}"
-        roll = rng.random()
-        location: str | None = f"https://{host}{page}.html"
-        if roll < 0.45:
-            url, status, location = location, 200, None  # type: ignore[assignment]
-        elif roll < 0.60:
-            url, status = f"http://{host}{page}.html", 301
-        elif roll < 0.70:
-            url, status = f"https://www.{host}{page}.html", 301
-        elif roll < 0.80:
-            url, status, location = f"https://{host}{page}", 301, f"https://{host}{page}/"
-        elif roll < 0.88:
-            url, status, location = f"https://{host}{page}/index.html", 301, f"https://{host}{page}/"
-        elif roll < 0.97:
-            url, status, location = f"https://{host}/go/{i}", 302, f"https://tmp.{host}{page}.html"
-        else:
-            url, status, location = f"https://{host}{page}.htm", 404, None
-        out.append(Observation(url, status, location, time=start + i // 20))
-    return out
+    rng = random.Random(seed)
+    return [Observation(url, status, location, time=start + i // 20)
+            for i, _, _, url, status, location in realistic_mix(rng, n, hosts)]
 
 
 def observations(web: str, n: int) -> list[Any]:

@@ -14,19 +14,17 @@ representative.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.stores import Clock
+from fixtures.stores import Clock, store_state
 
 from scrapy_iri._cli import main
 from scrapy_iri.graph._archive import http_response, target_uri
 from scrapy_iri.graph._learn import Capture, learn_files
 from scrapy_iri.graph._warc import BadRecord, records
 from scrapy_iri.store import EquivalenceStore, MemoryStore, open_store
-from scrapy_iri.store._forms import scheme_form
 from scrapy_iri.store._rules import REDIRECTS
 
 from test_graph_captures import reference
@@ -51,24 +49,6 @@ def record_one_at_a_time(store: EquivalenceStore, clock: Clock, captures: list[C
         store.flush()
 
 
-def state(store: EquivalenceStore, now: float, urls: list[str]) -> dict[str, Any]:
-    """Everything the store answers at ``now`` (rule evidence past the TTL left out, as a store may compact it)."""
-    store.flush()
-    rules = {}
-    for record in store.rules():
-        kept = replace(record)
-        kept.expire(store.policy, now)
-        if kept.support or kept.against:
-            rules[str(record.key)] = (store.rule_status(record).value, kept.support, kept.against, kept.example,
-                                      kept.counterexample)
-    return {
-        "aliases": sorted((a.source, a.target, a.status, a.time) for a in store.aliases()),
-        "rules": rules,
-        "fanins": sorted(store.storage.fanins()),
-        "cases": sorted(store.storage.declared_cases()),
-        "evidence": [e.as_dict() for e in store.evidence()],
-        "representatives": [store.representative(f) for u in urls if (f := scheme_form(u)) is not None],
-    }
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +63,7 @@ def expected(wget_archive: Path) -> tuple[float, list[str], dict[str, Any]]:
     store = MemoryStore(clock=clock)
     record_one_at_a_time(store, clock, captures)
     clock.now = end
-    found = state(store, end, urls)
+    found = store_state(store, end, urls)
     assert found["aliases"] and found["rules"] and found["evidence"]
     return end, urls, found
 
@@ -97,7 +77,7 @@ def learned(uri: str, names: list[Path], end: float) -> EquivalenceStore:
 
 def test_learn_files_into_memory_is_one_at_a_time_recording(wget_archive, expected):
     end, urls, found = expected
-    assert state(learned("memory:", [wget_archive], end), end, urls) == found
+    assert store_state(learned("memory:", [wget_archive], end), end, urls) == found
 
 
 def test_the_store_learn_command_is_one_at_a_time_recording(wget_archive, expected, tmp_path, capsys):
@@ -107,7 +87,7 @@ def test_the_store_learn_command_is_one_at_a_time_recording(wget_archive, expect
     assert "Traceback" not in capsys.readouterr().err
     store = open_store(uri, clock=Clock(end))
     try:
-        assert state(store, end, urls) == found
+        assert store_state(store, end, urls) == found
     finally:
         store.close()
 
@@ -141,8 +121,8 @@ def test_a_cdxj_index_of_the_archive_teaches_what_the_archive_teaches(wget_archi
     end, urls, found = expected
     index = tmp_path / "docs.cdxj"
     assert cdxj_of(wget_archive, index) == len(captures_in_date_order(wget_archive))
-    assert state(learned("memory:", [index], end), end, urls) == found
-    assert state(learned(f"sqlite:///{tmp_path / 'cdxj.db'}", [index], end), end, urls) == found
+    assert store_state(learned("memory:", [index], end), end, urls) == found
+    assert store_state(learned(f"sqlite:///{tmp_path / 'cdxj.db'}", [index], end), end, urls) == found
 
 
 def test_wgets_own_cdx_teaches_what_the_archive_teaches_but_the_locations_shown(wget_archive, expected):
@@ -150,6 +130,6 @@ def test_wgets_own_cdx_teaches_what_the_archive_teaches_but_the_locations_shown(
     that its evidence shows the absolute target where the archive's shows the ``Location`` as sent."""
     end, urls, found = expected
     cdx = wget_archive.with_suffix("").with_suffix(".cdx")
-    got = state(learned("memory:", [cdx], end), end, urls)
+    got = store_state(learned("memory:", [cdx], end), end, urls)
     assert [{**e, "location": None} for e in got["evidence"]] == [{**e, "location": None} for e in found["evidence"]]
     assert {k: v for k, v in got.items() if k != "evidence"} == {k: v for k, v in found.items() if k != "evidence"}

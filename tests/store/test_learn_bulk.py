@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.stores import CONVENTIONS, Clock, conventional_target
+from fixtures.stores import CONVENTIONS, Clock, conventional_target, store_state
 
 from scrapy_iri.store import EquivalenceStore, LearningPolicy, MemoryStore, Observation, Outcome, open_store
 from scrapy_iri.store._rules import PRIOR_SITES, REDIRECTS
@@ -197,27 +197,6 @@ def summary_totals(summary: Any) -> Counter[str]:
     return +totals
 
 
-def state(store: EquivalenceStore, now: float, urls: list[str]) -> dict[str, Any]:
-    """Everything a store answers, with rule evidence older than the TTL left out (what it means at
-    ``now``: a record left with no count means nothing, and a store may have compacted it away)."""
-    store.flush()
-    rules = {}
-    for record in store.rules():
-        kept = replace(record)
-        kept.expire(store.policy, now)
-        status = store.rule_status(record)
-        if kept.support or kept.against:
-            rules[str(record.key)] = (status.value, kept.support, kept.against, kept.example, kept.counterexample)
-    from scrapy_iri.store._forms import scheme_form
-
-    return {
-        "aliases": sorted((a.source, a.target, a.status, a.time) for a in store.aliases()),
-        "rules": rules,
-        "fanins": sorted(store.storage.fanins()),
-        "cases": sorted(store.storage.declared_cases()),
-        "evidence": [e.as_dict() for e in store.evidence()],
-        "representatives": [store.representative(f) for u in urls if (f := scheme_form(u)) is not None],
-    }
 
 
 def universe() -> list[str]:
@@ -288,7 +267,7 @@ def _check_learn_equals_one_at_a_time(
     reference = MemoryStore(policy, clock=reference_clock)
     expected_totals = record_one_at_a_time(reference, reference_clock, observations)
     reference_clock.now = end
-    expected = state(reference, end, urls)
+    expected = store_state(reference, end, urls)
     assert expected["aliases"] and expected["rules"] and expected["fanins"]  # the stream teaches something
     assert expected_totals["rules_activated"] and expected_totals["rules_contradicted"] and expected_totals["sinks"]
     assert any(status == "suspended" for status, *_ in expected["rules"].values())
@@ -303,13 +282,13 @@ def _check_learn_equals_one_at_a_time(
     looped = opened.open(loop_clock, policy)
     assert record_one_at_a_time(looped, loop_clock, observations) == expected_totals
     loop_clock.now = end
-    assert state(looped, end, urls) == expected
+    assert store_state(looped, end, urls) == expected
 
     clock = Clock(end)
     learner = opened.open(clock, policy)
     summary = learner.learn(observations, chunk=random.Random(seed).choice([1, 7, 64, 5000]))
     assert summary_totals(summary) == expected_totals
-    assert state(learner, end, urls) == expected
+    assert store_state(learner, end, urls) == expected
 
 
 def test_learn_reports_progress_per_chunk() -> None:
@@ -388,12 +367,12 @@ def test_learn_equals_one_at_a_time_past_the_cache_length(seed: int) -> None:
     reference = MemoryStore(POLICY, clock=reference_clock)
     expected_totals = record_one_at_a_time(reference, reference_clock, observations)
     reference_clock.now = end
-    expected = state(reference, end, urls)
+    expected = store_state(reference, end, urls)
     assert any(len(source) > CACHED_LENGTH for source, *_ in expected["aliases"])
 
     learner = MemoryStore(POLICY, clock=Clock(end))
     assert summary_totals(learner.learn(observations, chunk=64)) == expected_totals
-    assert state(learner, end, urls) == expected
+    assert store_state(learner, end, urls) == expected
 
 
 @pytest.mark.parametrize("chunk", [7, 64, 5000])
@@ -449,7 +428,7 @@ def test_learn_counts_the_prior_of_a_partner_origin() -> None:
     for chunk in (1, 3, 100):
         learner = MemoryStore(policy, clock=Clock(now))
         assert summary_totals(learner.learn(observations, chunk=chunk)) == expected_totals
-        assert state(learner, now, universe()) == state(reference, now, universe())
+        assert store_state(learner, now, universe()) == store_state(reference, now, universe())
 
 
 def test_hostile_hosts_are_learned_alike_and_never_held() -> None:
@@ -475,7 +454,7 @@ def test_hostile_hosts_are_learned_alike_and_never_held() -> None:
     learner = MemoryStore(POLICY, clock=clock)
     assert summary_totals(learner.learn(observations, chunk=64)) == expected_totals
     clock.now = end
-    assert state(learner, end, urls) == state(reference, end, urls)
+    assert store_state(learner, end, urls) == store_state(reference, end, urls)
     assert any(host in alias.source for alias in learner.aliases())
     held = [*_rules._HOST_RULES, *_bulk._BLOCKS, *_bulk._FAMILIES, *(str(key) for key in _bulk._WIDE)]
     assert held and not any(host in key for key in held)
@@ -580,11 +559,11 @@ def test_a_rule_made_and_ended_inside_a_chunk_is_used_later_in_it(opened: Opened
     reference = MemoryStore(POLICY, clock=reference_clock)
     expected_totals = record_one_at_a_time(reference, reference_clock, observations)
     reference_clock.now = end
-    expected = state(reference, end, universe())
+    expected = store_state(reference, end, universe())
     assert expected_totals["rules_activated"] >= 2 and expected_totals["rules_contradicted"] >= 1
     statuses = {key: status for key, (status, *_) in expected["rules"].items() if "a.example" in str(key)}
     assert "suspended" in statuses.values()
     for chunk in (1, 2, 5, 100):
         learner = opened.open(Clock(end))
         assert summary_totals(learner.learn(observations, chunk=chunk)) == expected_totals, chunk
-        assert state(learner, end, universe()) == expected, chunk
+        assert store_state(learner, end, universe()) == expected, chunk

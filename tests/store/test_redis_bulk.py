@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
-from fixtures.stores import Clock
-from test_learn_bulk import POLICY, T0, record_one_at_a_time, state, stream, universe
+from fixtures.stores import Clock, store_state
+from test_learn_bulk import POLICY, T0, record_one_at_a_time, stream, universe
 
 from scrapy_iri.store import MemoryStore, Observation, RuleStatus
 from scrapy_iri.store._redis import RedisStore
@@ -77,7 +77,7 @@ def _reference(observations: list[Observation]) -> tuple[dict[str, Any], float, 
     record_one_at_a_time(reference, clock, observations)
     clock.now = end
     urls = universe()
-    return state(reference, end, urls), end, urls
+    return store_state(reference, end, urls), end, urls
 
 
 @pytest.mark.parametrize("reply", [False, True], ids=["cut-before-a-part", "reply-lost"])
@@ -95,7 +95,7 @@ def test_a_bulk_learn_whose_flushes_are_cut_short_ends_as_one_that_was_not(redis
             learner.flush()
             assert len(calls) == 3 and learner.pending  # cut short: kept
             assert learner.maintain(force=True) and not learner.pending
-        learned = state(learner, end, urls)
+        learned = store_state(learner, end, urls)
         if reply:
             # its own batches read back at the next sync: a rule record expired at the newest count and
             # compacted away is read as absent, and a later answer then leaves no evidence where the
@@ -130,9 +130,9 @@ def test_a_writer_between_the_chunks_of_a_bulk_learn(redis_url: str) -> None:
         bulk.learn(observations[:100] + observations[150:], chunk=50, progress=between)
         bulk.sync()
         other.sync()
-        assert state(bulk, end, urls) == expected
+        assert store_state(bulk, end, urls) == expected
         other_clock.now = end
-        seen = state(other, end, urls)
+        seen = store_state(other, end, urls)
         # a rule's status and the merges it makes use the priors a process learned itself: the other
         # process learned a part of the stream only; the store it reads is the same
         for got in (seen, expected):
