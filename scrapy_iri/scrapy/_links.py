@@ -297,6 +297,33 @@ def _scrapy_url(
         return None
 
 
+def page_links(response: TextResponse, tags: frozenset[str], attrs: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """``(raw value, URI to request, text)`` of every IRI link of ``tags``/``attrs`` in ``response``, in document order."""
+    base = base_url(response)
+    encoding = response.encoding
+    out: list[tuple[str, str, str]] = []
+    try:
+        root = response.selector.root
+        elements = root.iter() if hasattr(root, "iter") else ()
+    except (ValueError, etree.LxmlError):
+        return out
+    for el in elements:
+        tag = el.tag
+        if not isinstance(tag, str) or tag.rpartition("}")[2].lower() not in tags:
+            continue
+        for attr in attrs:
+            value = el.get(attr)
+            if value is None:
+                continue
+            try:
+                absolute = resolve(base, _same_scheme_relative(strip_html5_whitespace(value), base), lenient=True)
+                url = _without_empty_fragment(request_url(absolute, encoding=encoding))
+            except IRIError:
+                continue
+            out.append((value, url, _text_content(el) or ""))
+    return out
+
+
 class IRILinkExtractor(LinkExtractor):
     """Scrapy's ``LinkExtractor`` (same arguments, same ``extract_links`` contract) with correct URIs.
 

@@ -19,22 +19,37 @@ When a page links both ``/e?`` and ``/e``, both requests arrive as ``/e``:
 they are given the page's links in extraction order (matching
 ``meta["link_text"]``, which ``CrawlSpider`` sets, when present), so each of
 the two resources is requested once.
+
+Links that came from elsewhere (Scrapy's ``LinkExtractor``,
+``response.follow(href)`` on a selector's ``href``) are found the same way:
+when a response whose links the extractor did not see yields a request, and
+its text holds a link form that Scrapy rewrites (an empty query, ``'`` in a
+query, a non-ASCII or percent-encoded host, an empty port, ``;`` or ``//``
+in a relative path), the middleware reads the page's ``a``, ``area``,
+``link``, ``iframe`` and ``frame`` links once and remembers those whose URI
+Scrapy would rewrite, under every URL Scrapy makes of the raw value. There,
+a link whose URI is the rewritten URL itself comes first, so a spider that
+follows only that one gets what Scrapy would give it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 from weakref import WeakKeyDictionary
 
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+from scrapy.http import TextResponse
+from scrapy.utils.response import get_base_url
 from w3lib.url import safe_url_string
 
-if TYPE_CHECKING:
-    from collections.abc import Iterable
+from scrapy import Request
 
-    from scrapy import Request
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterable
+
     from scrapy.http import Response
     from scrapy.link import Link
 
@@ -47,6 +62,9 @@ class _Pending:
     """Links of one response, by the URL Scrapy would request for them, in extraction order."""
 
     by_form: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    #: found by :func:`scan`, not by the extractor: the forms a request took, for :meth:`siblings`
+    scanned: bool = False
+    taken: dict[str, Request] = field(default_factory=dict)
 
     def add(self, form: str, url: str, text: str) -> None:
         entries = self.by_form.setdefault(form, [])
@@ -69,6 +87,20 @@ class _Pending:
         url, _ = entries.pop(index)
         return url
 
+    def siblings(self) -> list[Request]:
+        """Requests for the links left behind a form a request took, on a scanned page.
+
+        Scrapy's ``LinkExtractor`` keeps one link per URL it makes, so ``/e?``
+        and ``/e`` (both ``/e`` to it) give one request: the other resource
+        gets a copy of it.
+        """
+        out = []
+        for form, request in self.taken.items():
+            for url, _ in self.by_form.pop(form, ()):
+                out.append(request.replace(url=url, meta={**request.meta, "verbatim_url": True}))
+        self.taken.clear()
+        return out
+
 
 _pending: WeakKeyDictionary[Response, _Pending] = WeakKeyDictionary()
 
@@ -88,6 +120,7 @@ def _scrapy_forms(url: str, base: str, encoding: str) -> set[str]:
 def remember(response: Response, links: Iterable[Link], base: str) -> None:
     """Note the links of ``response`` whose URI a ``Request`` would rewrite."""
     encoding = getattr(response, "encoding", "utf-8")
+    _pending.setdefault(response, _Pending())
     changed: dict[str, list[Link]] = {}
     unchanged: dict[str, list[Link]] = {}
     order: list[tuple[str, Link]] = []
@@ -97,26 +130,88 @@ def remember(response: Response, links: Iterable[Link], base: str) -> None:
             (unchanged if form == link.url else changed).setdefault(form, []).append(link)
     if not changed:
         return
-    pending = _pending.get(response)
-    if pending is None:
-        pending = _pending[response] = _Pending()
+    pending = _pending[response]
     for form, link in order:
         if form in changed:  # links that keep their URL but share the form take their turn too
             pending.add(form, link.url, link.text)
 
 
+#: link forms in a page's text that Scrapy's ``Request`` or ``urljoin`` rewrite (a superset: a match only means "look")
+_REWRITTEN = re.compile(
+    r"""=\s*"[^"<>]*\?(?:["#]|[^"<>]*')"""  # an empty query, or ' in a query, in a "-quoted value
+    r"""|=\s*'[^'<>]*\?['#]"""  # an empty query in a '-quoted value
+    r"""|=[^\s"'<>=`]*\?[#\s>]"""  # an empty query in an unquoted value
+    r"""|//[^/\s"'<>?#]*(?:[%\u0080-\U0010ffff]|:[/"'?#])"""  # a non-ASCII or %-encoded host, an empty port
+    r"""|=\s*["']?;|[^:/"'=\s]//""",  # ";p" or "a//b": urljoin reads them the RFC 1808 way
+)
+
+_SCAN_TAGS = frozenset({"a", "area", "link", "iframe", "frame"})
+_SCAN_ATTRS = ("href", "src")
+
+
+def scan(response: Response) -> _Pending:
+    """The pending links of a response whose links no extractor remembered (see module doc)."""
+    pending = _pending.get(response)
+    if pending is not None:
+        return pending
+    pending = _pending[response] = _Pending(scanned=True)
+    if not isinstance(response, TextResponse) or not _REWRITTEN.search(response.text):
+        return pending
+    from ._links import page_links  # the extractor imports this module
+
+    encoding = response.encoding
+    scrapy_base = get_base_url(response)
+    first: dict[str, list[tuple[str, str]]] = {}
+    rest: dict[str, list[tuple[str, str]]] = {}
+    for value, url, text in page_links(response, _SCAN_TAGS, _SCAN_ATTRS):
+        for form in _scrapy_forms(value, scrapy_base, encoding) | _scrapy_forms(value.strip(), scrapy_base, encoding):
+            (first if form == url else rest).setdefault(form, []).append((url, text))
+    for form, entries in rest.items():
+        if any(url != form for url, _ in entries):
+            for url, text in first.get(form, []) + entries:
+                pending.add(form, url, text)
+    return pending
+
+
 class VerbatimLinkMiddleware(BaseSpiderMiddleware):
     """Give requests built from ``IRILinkExtractor`` links the link's URI (see module doc)."""
 
-    def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
+    def process_spider_output(self, response: Response | None, result: Iterable[Any]) -> Iterable[Any]:
+        yield from super().process_spider_output(response, result)
+        yield from self._siblings(response)
+
+    async def process_spider_output_async(
+        self, response: Response | None, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        async for o in super().process_spider_output_async(response, result):
+            yield o
+        for o in self._siblings(response):
+            yield o
+
+    def _siblings(self, response: Response | None) -> list[Request]:
         pending = _pending.get(response) if response is not None else None
-        if pending is None:
+        if pending is None or not pending.taken:
+            return []
+        out = pending.siblings()
+        self.crawler.stats.inc_value(STAT, len(out))
+        return out
+
+    def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
+        if response is None:
+            return request
+        pending = scan(response)
+        if not pending.by_form:
             return request
         if request.meta.get("verbatim_url"):
             pending.discard(request.url)
             return request
-        url = pending.take(request.url, request.meta.get("link_text"))
-        if url is None or url == request.url:
+        form = request.url
+        url = pending.take(form, request.meta.get("link_text"))
+        if url is None:
             return request
-        self.crawler.stats.inc_value(STAT)
-        return request.replace(url=url, meta={**request.meta, "verbatim_url": True})
+        if url != form:
+            self.crawler.stats.inc_value(STAT)
+            request = request.replace(url=url, meta={**request.meta, "verbatim_url": True})
+        if pending.scanned:
+            pending.taken.setdefault(form, request)
+        return request
