@@ -9,7 +9,9 @@ a 301 to itself, a redirect loop, a resource that alternates 301 and 200,
 URL, a meta refresh, a ``robots.txt`` rule, huge headers, a slow answer, a
 1 MB link and IDN links to other hosts. ``GET /__counts`` returns every
 request received as ``[method, target, body, times]``; ``GET /__reset``
-clears them.
+clears them. ``GET /__pages`` changes the site: from then on every
+redirect (``/r/...``) answers 200 with a page of its own, as when a site
+removes its redirects between two crawls; ``/__reset`` brings them back.
 """
 
 from __future__ import annotations
@@ -112,6 +114,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     counts: Counter = Counter()
     alternations: Counter = Counter()
+    changed: set = set()
     lock = threading.Lock()
 
     def log_message(self, *args: object) -> None:
@@ -127,6 +130,10 @@ class _Handler(BaseHTTPRequestHandler):
             with self.lock:
                 self.counts.clear()
                 self.alternations.clear()
+                self.changed.clear()
+            return self._send(200, b"ok")
+        if self.path == "/__pages":
+            self.changed.add("pages")
             return self._send(200, b"ok")
         with self.lock:
             self.counts[(method, self.path, body.decode("latin-1"))] += 1
@@ -135,6 +142,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, _page(INDEX.replace("{port}", str(port))))
         if self.path == "/slow.html":
             time.sleep(1)
+        if self.changed and self.path.startswith("/r/"):
+            return self._send(200, _page(f"{self.path}, a page now"))
         if self.path == "/r/alt":
             with self.lock:
                 self.alternations[self.path] += 1

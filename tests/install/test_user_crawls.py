@@ -372,3 +372,23 @@ def test_a_crawl_stopped_with_ctrl_c_and_resumed_fetches_everything_once(user_en
     assert {k: v for k, v in counts.items() if truth.get(k) != v} == {}, second.stderr[-3000:]
     assert {k: v for k, v in truth.items() if counts.get(k) != v} == {}, second.stderr[-3000:]
     assert result["stats"].get("log_count/ERROR", 0) == 0, second.stderr[-3000:]
+
+
+def test_a_recrawl_after_the_site_removed_its_redirects_loses_nothing(user_env, hostile_site, tmp_path):
+    """The same store, a changed site: every former redirect is a page now, and each is fetched."""
+    store = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    _hostile_counts(hostile_site, reset=True)
+    first, _ = user_env.crawl("scrapyrules", hostile_site + "/", tmp_path, IRI_STORE=store, allowed="127.0.0.1", **_fast(4))
+    assert first.returncode == 0, first.stderr[-3000:]
+    from urllib.request import urlopen
+
+    _hostile_counts(hostile_site, reset=True)
+    urlopen(f"{hostile_site}/__pages", timeout=30).close()
+    second, result = user_env.crawl("scrapyrules", hostile_site + "/", tmp_path, IRI_STORE=store, allowed="127.0.0.1", **_fast(4))
+    assert second.returncode == 0, second.stderr[-3000:]
+    counts = _hostile_counts(hostile_site)
+    former = ["rel", "space", "nonascii", "schemerel", "missing", "self", "loopa", "alt", "302", "307", "308"]
+    assert {f"/r/{name}": counts.get(("GET", f"/r/{name}", "")) for name in former} == {f"/r/{name}": 1 for name in former}
+    assert {k: v for k, v in counts.items() if v > TRUTH.get(k, 1)} == {}
+    assert result["stats"].get("iri/alias/ended", 0) >= 7  # 301 and 308 aliases learned in the first crawl, ended
+    assert result["stats"].get("log_count/ERROR", 0) == 0, second.stderr[-3000:]
