@@ -297,11 +297,9 @@ def _scrapy_url(
         return None
 
 
-def page_links(response: TextResponse, tags: frozenset[str], attrs: tuple[str, ...]) -> list[tuple[str, str, str]]:
-    """``(raw value, URI to request, text)`` of every IRI link of ``tags``/``attrs`` in ``response``, in document order."""
-    base = base_url(response)
-    encoding = response.encoding
-    out: list[tuple[str, str, str]] = []
+def page_values(response: TextResponse, tags: frozenset[str], attrs: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``(raw value, text)`` of every ``tags``/``attrs`` link in ``response``, in document order."""
+    out: list[tuple[str, str]] = []
     try:
         root = response.selector.root
         elements = root.iter() if hasattr(root, "iter") else ()
@@ -313,15 +311,18 @@ def page_links(response: TextResponse, tags: frozenset[str], attrs: tuple[str, .
             continue
         for attr in attrs:
             value = el.get(attr)
-            if value is None:
-                continue
-            try:
-                absolute = resolve(base, _same_scheme_relative(strip_html5_whitespace(value), base), lenient=True)
-                url = _without_empty_fragment(request_url(absolute, encoding=encoding))
-            except IRIError:
-                continue
-            out.append((value, url, _text_content(el) or ""))
+            if value is not None:
+                out.append((value, _text_content(el) or ""))
     return out
+
+
+def link_uri(value: str, base: str, encoding: str) -> str | None:
+    """The URI :class:`IRILinkExtractor` requests for a raw link value (``None``: not an IRI)."""
+    try:
+        absolute = resolve(base, _same_scheme_relative(strip_html5_whitespace(value), base), lenient=True)
+        return _without_empty_fragment(request_url(absolute, encoding=encoding))
+    except IRIError:
+        return None
 
 
 class IRILinkExtractor(LinkExtractor):

@@ -23,9 +23,10 @@ the two resources is requested once.
 Links that came from elsewhere (Scrapy's ``LinkExtractor``,
 ``response.follow(href)`` on a selector's ``href``) are found the same way:
 when a response whose links the extractor did not see yields a request, and
-its text holds a link form that Scrapy rewrites (an empty query, ``'`` in a
-query, a non-ASCII or percent-encoded host, an empty port, ``;`` or ``//``
-in a relative path), the middleware reads the page's ``a``, ``area``,
+its text holds a link form that Scrapy rewrites (an empty query, a
+non-ASCII or percent-encoded host, an empty port, ``;`` or ``//`` in a
+relative path) or the request shows one (``%27`` in its query, where the
+link may have had ``'``), the middleware reads the page's ``a``, ``area``,
 ``link``, ``iframe`` and ``frame`` links once and remembers those whose URI
 Scrapy would rewrite, under every URL Scrapy makes of the raw value. There,
 a link whose URI is the rewritten URL itself comes first, so a spider that
@@ -64,6 +65,7 @@ class _Pending:
     by_form: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     #: found by :func:`scan`, not by the extractor: the forms a request took, for :meth:`siblings`
     scanned: bool = False
+    read: bool = False
     taken: dict[str, Request] = field(default_factory=dict)
 
     def add(self, form: str, url: str, text: str) -> None:
@@ -136,36 +138,73 @@ def remember(response: Response, links: Iterable[Link], base: str) -> None:
             pending.add(form, link.url, link.text)
 
 
-#: link forms in a page's text that Scrapy's ``Request`` or ``urljoin`` rewrite (a superset: a match only means "look")
+#: link forms in a page's text that Scrapy's ``Request`` or ``urljoin`` rewrite (a superset: a match only
+#: means "look"); one alternative per first character, so the search skips the rest of the text quickly
 _REWRITTEN = re.compile(
-    r"""=\s*"[^"<>]*\?(?:["#]|[^"<>]*')"""  # an empty query, or ' in a query, in a "-quoted value
-    r"""|=\s*'[^'<>]*\?['#]"""  # an empty query in a '-quoted value
-    r"""|=[^\s"'<>=`]*\?[#\s>]"""  # an empty query in an unquoted value
-    r"""|//[^/\s"'<>?#]*(?:[%\u0080-\U0010ffff]|:[/"'?#])"""  # a non-ASCII or %-encoded host, an empty port
-    r"""|=\s*["']?;|[^:/"'=\s]//""",  # ";p" or "a//b": urljoin reads them the RFC 1808 way
+    r"""\?["'#]"""  # an empty query (a ' in a query shows in the request: %27)
+    r"""|//(?:(?<=[^:/"'=\s>;]//)|[^/\s"'<>?#]*(?:[%\u0080-\U0010ffff]|:[/"'?#]))"""  # a//b; odd hosts, empty ports
+    r"""|=["']?;""",  # ";p": urljoin reads it the RFC 1808 way
 )
+#: the same, for one stripped link value
+_SUSPECT = re.compile(r"""\?(?:#|$)|\?.*'|^;|[^:/]//|^[^?#]*//[^/?#]*(?:[%\u0080-\U0010ffff]|:(?:[/?#]|$))""")
+
+
+def _tail(url: str) -> str:
+    """The last path segment and the query: links that may share a URL share it."""
+    return url.partition("#")[0].rpartition("/")[2]
+
 
 _SCAN_TAGS = frozenset({"a", "area", "link", "iframe", "frame"})
 _SCAN_ATTRS = ("href", "src")
 
 
-def scan(response: Response) -> _Pending:
-    """The pending links of a response whose links no extractor remembered (see module doc)."""
+def scan(response: Response, look: bool = False) -> _Pending:
+    """The pending links of a response whose links no extractor remembered (see module doc).
+
+    The page is read once, when its text holds a suspect form or when
+    ``look`` says a request shows one. Only the links whose value Scrapy may
+    rewrite are mapped, and the others that may end at the same URL (the
+    same last segment).
+    """
     pending = _pending.get(response)
-    if pending is not None:
+    if pending is None:
+        pending = _pending[response] = _Pending(scanned=True)
+        look = look or (isinstance(response, TextResponse) and _REWRITTEN.search(response.text) is not None)
+    if pending.read or not pending.scanned or not look or not isinstance(response, TextResponse):
         return pending
-    pending = _pending[response] = _Pending(scanned=True)
-    if not isinstance(response, TextResponse) or not _REWRITTEN.search(response.text):
-        return pending
-    from ._links import page_links  # the extractor imports this module
+    pending.read = True
+    from ._links import base_url, link_uri, page_values  # the extractor imports this module
 
     encoding = response.encoding
+    base = base_url(response)
     scrapy_base = get_base_url(response)
+    values = page_values(response, _SCAN_TAGS, _SCAN_ATTRS)
+    odd_base = not base.isascii() or safe_url_string(base, encoding) != scrapy_base
+    suspects = {i for i, (value, _) in enumerate(values) if odd_base or _SUSPECT.search(value.strip())}
+    if not suspects:
+        return pending
+    mapped: dict[int, tuple[str, set[str]]] = {}
+    for i in suspects:
+        value = values[i][0]
+        url = link_uri(value, base, encoding)
+        if url is not None:
+            mapped[i] = (url, _scrapy_forms(value, scrapy_base, encoding) | _scrapy_forms(value.strip(), scrapy_base, encoding))
+    tails = {_tail(form) for _, forms in mapped.values() for form in forms}
+    for i, (value, _) in enumerate(values):
+        if i in suspects:
+            continue
+        stripped = value.strip()
+        tail = _tail(stripped)
+        if tail in tails or (not tail.isascii() and _tail(safe_url_string(stripped, encoding)) in tails):
+            url = link_uri(value, base, encoding)
+            if url is not None:
+                mapped[i] = (url, _scrapy_forms(value, scrapy_base, encoding) | _scrapy_forms(stripped, scrapy_base, encoding))
     first: dict[str, list[tuple[str, str]]] = {}
     rest: dict[str, list[tuple[str, str]]] = {}
-    for value, url, text in page_links(response, _SCAN_TAGS, _SCAN_ATTRS):
-        for form in _scrapy_forms(value, scrapy_base, encoding) | _scrapy_forms(value.strip(), scrapy_base, encoding):
-            (first if form == url else rest).setdefault(form, []).append((url, text))
+    for i in sorted(mapped):
+        url, forms = mapped[i]
+        for form in forms:
+            (first if form == url else rest).setdefault(form, []).append((url, values[i][1]))
     for form, entries in rest.items():
         if any(url != form for url, _ in entries):
             for url, text in first.get(form, []) + entries:
@@ -199,7 +238,7 @@ class VerbatimLinkMiddleware(BaseSpiderMiddleware):
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
         if response is None:
             return request
-        pending = scan(response)
+        pending = scan(response, look="%27" in request.url.partition("?")[2])
         if not pending.by_form:
             return request
         if request.meta.get("verbatim_url"):
