@@ -114,6 +114,21 @@ class HrefSpider(Recorder, scrapy.Spider):
         yield from self.forms(response)
 
 
+class RedirectsSpider(Recorder, scrapy.Spider):
+    """Requests that handle redirects themselves: each gets the redirect, whatever the store learned."""
+
+    name = "redirects"
+
+    async def start(self):
+        for url in self.start_urls:
+            yield scrapy.Request(url, meta={"dont_redirect": True, "handle_httpstatus_list": [301, 308]}, dont_filter=True)
+            yield scrapy.Request(url, meta={"handle_httpstatus_all": True}, dont_filter=True)
+            yield scrapy.Request(url, meta={"handle_httpstatus_list": [301, 308]}, callback=self.parse)
+
+    def parse(self, response):
+        self.parsed.append(f"{response.status} {response.url}")
+
+
 class ScrapyRulesSpider(Recorder, CrawlSpider):
     """``CrawlSpider`` with Scrapy's own ``LinkExtractor``."""
 
@@ -391,4 +406,22 @@ def test_a_recrawl_after_the_site_removed_its_redirects_loses_nothing(user_env, 
     assert {f"/r/{name}": counts.get(("GET", f"/r/{name}", "")) for name in former} == {f"/r/{name}": 1 for name in former}
     assert {k: v for k, v in counts.items() if v > TRUTH.get(k, 1)} == {}
     assert result["stats"].get("iri/alias/ended", 0) >= 7  # 301 and 308 aliases learned in the first crawl, ended
+    assert result["stats"].get("log_count/ERROR", 0) == 0, second.stderr[-3000:]
+
+
+def test_requests_that_handle_redirects_get_them_after_the_store_learned_the_alias(user_env, hostile_site, tmp_path):
+    """``dont_redirect``, ``handle_httpstatus_list``, ``handle_httpstatus_all``: never rewritten to the alias's target."""
+    store = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    _hostile_counts(hostile_site, reset=True)
+    first, _ = user_env.crawl("scrapyrules", hostile_site + "/", tmp_path, IRI_STORE=store, allowed="127.0.0.1", **_fast(4))
+    assert first.returncode == 0, first.stderr[-3000:]
+    _hostile_counts(hostile_site, reset=True)
+    starts = " ".join(f"{hostile_site}/r/{name}" for name in ("rel", "308", "schemerel"))
+    second, result = user_env.crawl("redirects", starts, tmp_path, IRI_STORE=store, **_fast(4))
+    assert second.returncode == 0, second.stderr[-3000:]
+    counts = _hostile_counts(hostile_site)
+    for name, status in (("rel", 301), ("308", 308), ("schemerel", 301)):
+        assert counts[("GET", f"/r/{name}", "")] == 3, (name, dict(counts))
+        assert result["parsed"].count(f"{status} {hostile_site}/r/{name}") == 3, result["parsed"]
+    assert result["stats"].get("iri/rewritten", 0) == 0
     assert result["stats"].get("log_count/ERROR", 0) == 0, second.stderr[-3000:]
