@@ -165,3 +165,14 @@ def test_a_quote_in_a_query_alone_on_its_page_is_kept():
     requests = [page.follow(h) for h in page.css("a::attr(href)").getall()]
     assert requests[0].url == "http://site.test/q?a=%27b%27"  # what Scrapy requests
     assert output(middleware(), page, requests) == ["http://site.test/q?a='b'", "http://site.test/r?x=1"]
+
+
+def test_relative_links_under_a_base_with_an_idn_host_stay_on_that_host():
+    page = HtmlResponse(
+        "http://xn--fa-hia.example/",
+        body='<base href="http://faß.example/dir/"><a href="x">x</a> <a href="/y">y</a>'.encode(),
+        encoding="utf-8",
+    )
+    requests = [page.follow(h) for h in page.css("a::attr(href)").getall()]
+    assert [r.url for r in requests] == ["http://fass.example/dir/x", "http://fass.example/y"]  # Scrapy's: IDNA2003
+    assert output(middleware(), page, requests) == ["http://xn--fa-hia.example/dir/x", "http://xn--fa-hia.example/y"]
