@@ -41,12 +41,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 from weakref import WeakKeyDictionary
 
-from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+from scrapy import Request
 from scrapy.http import TextResponse
+from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from scrapy.utils.response import get_base_url
 from w3lib.url import safe_url_string
-
-from scrapy import Request
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable
