@@ -356,15 +356,22 @@ def _fast(concurrency: int) -> dict[str, str]:
     return {"DOWNLOAD_DELAY": "0", "CONCURRENT_REQUESTS": str(concurrency), "CONCURRENT_REQUESTS_PER_DOMAIN": str(concurrency)}
 
 
-@pytest.mark.parametrize(("spider", "concurrency"), [("href", 1), ("href", 16), ("scrapyrules", 16)])
-def test_crawl_of_a_hostile_site(user_env, hostile_site, spider, concurrency, tmp_path):
+@pytest.mark.parametrize(
+    ("spider", "concurrency", "rung"),
+    [("href", 1, None), ("href", 16, None), ("scrapyrules", 16, None), *[("href", 16, r) for r in ("string", "syntax", "scheme")]],
+)
+def test_crawl_of_a_hostile_site(user_env, hostile_site, spider, concurrency, rung, tmp_path):
     _hostile_counts(hostile_site, reset=True)
     # startproject's settings.py asks for 1 request per second per domain: the test asks for speed
+    rung_setting = {"IRI_RUNG": rung} if rung else {}  # None: the add-on's default, the protocol rung
     process, result = user_env.crawl(
-        spider, hostile_site + "/", tmp_path, allowed="127.0.0.1", **_fast(concurrency)
+        spider, hostile_site + "/", tmp_path, allowed="127.0.0.1", **_fast(concurrency), **rung_setting
     )
     assert process.returncode == 0, process.stderr[-3000:]
     counts = _hostile_counts(hostile_site)
+    if rung == "string":  # /%61.html is another string than /a.html
+        counts[("GET", "/%61.html", "")] -= 1
+        counts = +counts
     assert {k: v for k, v in counts.items() if TRUTH.get(k) != v} == {}, process.stderr[-3000:]
     assert {k: v for k, v in TRUTH.items() if counts.get(k) != v} == {}, process.stderr[-3000:]
     assert result["stats"].get("log_count/ERROR", 0) == 0, process.stderr[-3000:]
