@@ -48,6 +48,9 @@ class Addon:
       :setting:`SPIDER_MIDDLEWARES`, so ``response.follow(link)`` and
       ``CrawlSpider`` rules request :class:`~scrapy_iri.IRILinkExtractor`
       links as extracted (``/e?`` stays ``/e?``);
+    - :class:`~scrapy_iri.scrapy._offsite.IRIOffsiteMiddleware` in Scrapy's
+      ``OffsiteMiddleware``'s place, so ``allowed_domains`` may be written
+      with Unicode labels and any letter case (unless the project set it);
     - :class:`~scrapy_iri.scrapy._download.IRIDownloadHandler` in
       :setting:`DOWNLOAD_HANDLERS` for ``http`` and ``https``, so ``/e?`` is
       sent as ``GET /e?`` (unless the project chose a handler: then one warning);
@@ -83,6 +86,7 @@ class Addon:
         )
         self._add_location_middleware(settings, config)
         self._add_verbatim_middleware(settings)
+        self._use_offsite_middleware(settings)
         self._use_download_handler(settings)
         if config.url_fields:
             pipeline = load_object(PIPELINE)
@@ -137,6 +141,25 @@ class Addon:
         from ._verbatim import ORDER, VerbatimLinkMiddleware
 
         settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", VerbatimLinkMiddleware, ORDER)
+
+    @staticmethod
+    def _use_offsite_middleware(settings: Settings) -> None:
+        """Scrapy's ``OffsiteMiddleware`` -> :class:`~scrapy_iri.scrapy._offsite.IRIOffsiteMiddleware`, unless the project set it."""
+        from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
+
+        from ._offsite import SCRAPY, IRIOffsiteMiddleware
+
+        base = settings.getdict("DOWNLOADER_MIDDLEWARES_BASE")
+        own = settings["DOWNLOADER_MIDDLEWARES"]
+        order = base.get(SCRAPY)
+        mentioned = any(
+            key in (SCRAPY, OffsiteMiddleware) or (isinstance(key, type) and issubclass(key, OffsiteMiddleware))
+            for key in own
+        )
+        if order is None or mentioned:
+            return
+        own.set(SCRAPY, None, "addon")
+        own.set(IRIOffsiteMiddleware, order, "addon")
 
     def _use_download_handler(self, settings: Settings) -> None:
         """``http``/``https`` get :class:`~scrapy_iri.scrapy._download.IRIDownloadHandler` unless the user chose a handler."""

@@ -67,7 +67,10 @@ class RequestIdentity(NamedTuple):
     fingerprints filed by the earlier hops of its redirect chain and
     ``filings`` the representatives they were filed under when those were
     not their own URL: a hop landing on one of them is the same request, not
-    a duplicate.
+    a duplicate. ``method`` and ``mergeable`` (whether the protocol rung may
+    file it under its representative) say which request it was computed for:
+    a copy (``Request.replace``) with another method or redirect handling gets
+    its own identity.
 
     A named tuple (immutable and picklable, like the meta it lives in): made
     once per request, it costs a third of a frozen dataclass.
@@ -86,6 +89,8 @@ class RequestIdentity(NamedTuple):
     config: tuple[Any, ...] = ()
     rewritten_to: SchemeForm | None = None
     canonical: str = ""
+    method: str = "GET"
+    mergeable: bool = False
 
     @property
     def sent_form(self) -> SchemeForm | None:
@@ -219,7 +224,13 @@ class RequestIdentities:
         """
         carried = request.meta.get(META_IDENTITY)
         if isinstance(carried, RequestIdentity):
-            if carried.url == request.url and carried.config == self._config_key and not request.body:
+            if (
+                carried.url == request.url
+                and carried.method == request.method
+                and carried.config == self._config_key
+                and not request.body
+                and (self.rung is not Rung.PROTOCOL or carried.mergeable == protocol_mergeable(request))
+            ):
                 return carried
             if not _redirected_from(request, carried):
                 carried = None
@@ -240,7 +251,13 @@ class RequestIdentities:
         if rung is Rung.STRING:
             form = string_form(url, keep_fragment)
             return RequestIdentity(
-                url, digest(request.method, form, request.body), Rung.STRING, 0, config=self._config_key, canonical=form
+                url,
+                digest(request.method, form, request.body),
+                Rung.STRING,
+                0,
+                config=self._config_key,
+                canonical=form,
+                method=request.method,
             )
         # Scrapy sends a verbatim_url request exactly as written: no lenient
         # preprocessing ('\\' -> '/', trimming) may merge it with another URL.
@@ -250,15 +267,32 @@ class RequestIdentities:
         except IRIError as exc:
             form = string_form(url, keep_fragment)
             fingerprint = digest(request.method, form, request.body)
-            return RequestIdentity(url, fingerprint, Rung.STRING, 0, str(exc), config=self._config_key, canonical=form)
+            return RequestIdentity(
+                url,
+                fingerprint,
+                Rung.STRING,
+                0,
+                str(exc),
+                config=self._config_key,
+                canonical=form,
+                method=request.method,
+                mergeable=rung is Rung.PROTOCOL and protocol_mergeable(request),
+            )
         if rung is not Rung.PROTOCOL:
             fingerprint = digest(request.method, forms[-1], request.body)
             return RequestIdentity(
-                url, fingerprint, rung, pack_tag(forms, rung), config=self._config_key, canonical=forms[-1]
+                url,
+                fingerprint,
+                rung,
+                pack_tag(forms, rung),
+                config=self._config_key,
+                canonical=forms[-1],
+                method=request.method,
             )
         base, _, fragment = forms[-1].partition("#")
         base = SchemeForm(base)
-        if protocol_mergeable(request):
+        mergeable = protocol_mergeable(request)
+        if mergeable:
             resolution = self.store.resolve(base)
             representative = resolution.representative
             rules = tuple(str(rule) for rule in resolution.rules) if resolution.steps else ()
@@ -276,6 +310,8 @@ class RequestIdentities:
             rules=rules,
             config=self._config_key,
             canonical=protocol,
+            method=request.method,
+            mergeable=mergeable,
         )
 
     @property

@@ -297,6 +297,34 @@ def _scrapy_url(
         return None
 
 
+def page_values(response: TextResponse, tags: frozenset[str], attrs: tuple[str, ...]) -> list[tuple[str, str]]:
+    """``(raw value, text)`` of every ``tags``/``attrs`` link in ``response``, in document order."""
+    out: list[tuple[str, str]] = []
+    try:
+        root = response.selector.root
+        elements = root.iter() if hasattr(root, "iter") else ()
+    except (ValueError, etree.LxmlError):
+        return out
+    for el in elements:
+        tag = el.tag
+        if not isinstance(tag, str) or tag.rpartition("}")[2].lower() not in tags:
+            continue
+        for attr in attrs:
+            value = el.get(attr)
+            if value is not None:
+                out.append((value, _text_content(el) or ""))
+    return out
+
+
+def link_uri(value: str, base: str, encoding: str) -> str | None:
+    """The URI :class:`IRILinkExtractor` requests for a raw link value (``None``: not an IRI)."""
+    try:
+        absolute = resolve(base, _same_scheme_relative(strip_html5_whitespace(value), base), lenient=True)
+        return _without_empty_fragment(request_url(absolute, encoding=encoding))
+    except IRIError:
+        return None
+
+
 class IRILinkExtractor(LinkExtractor):
     """Scrapy's ``LinkExtractor`` (same arguments, same ``extract_links`` contract) with correct URIs.
 

@@ -19,22 +19,37 @@ When a page links both ``/e?`` and ``/e``, both requests arrive as ``/e``:
 they are given the page's links in extraction order (matching
 ``meta["link_text"]``, which ``CrawlSpider`` sets, when present), so each of
 the two resources is requested once.
+
+Links that came from elsewhere (Scrapy's ``LinkExtractor``,
+``response.follow(href)`` on a selector's ``href``) are found the same way:
+when a response whose links the extractor did not see yields a request, and
+its text holds a link form that Scrapy rewrites (an empty query, a
+non-ASCII or percent-encoded host, an empty port, ``;`` or ``//`` in a
+relative path) or the request shows one (``%27`` in its query, where the
+link may have had ``'``), the middleware reads the page's ``a``, ``area``,
+``link``, ``iframe`` and ``frame`` links once and remembers those whose URI
+Scrapy would rewrite, under every URL Scrapy makes of the raw value. There,
+a link whose URI is the rewritten URL itself comes first, so a spider that
+follows only that one gets what Scrapy would give it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 from weakref import WeakKeyDictionary
 
+from scrapy import Request
+from scrapy.http import TextResponse
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+from scrapy.utils.response import get_base_url
 from w3lib.url import safe_url_string
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import AsyncIterator, Iterable
 
-    from scrapy import Request
     from scrapy.http import Response
     from scrapy.link import Link
 
@@ -47,6 +62,10 @@ class _Pending:
     """Links of one response, by the URL Scrapy would request for them, in extraction order."""
 
     by_form: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    #: found by :func:`scan`, not by the extractor: the forms a request took, for :meth:`siblings`
+    scanned: bool = False
+    read: bool = False
+    taken: dict[str, Request] = field(default_factory=dict)
 
     def add(self, form: str, url: str, text: str) -> None:
         entries = self.by_form.setdefault(form, [])
@@ -69,6 +88,20 @@ class _Pending:
         url, _ = entries.pop(index)
         return url
 
+    def siblings(self) -> list[Request]:
+        """Requests for the links left behind a form a request took, on a scanned page.
+
+        Scrapy's ``LinkExtractor`` keeps one link per URL it makes, so ``/e?``
+        and ``/e`` (both ``/e`` to it) give one request: the other resource
+        gets a copy of it.
+        """
+        out = []
+        for form, request in self.taken.items():
+            for url, _ in self.by_form.pop(form, ()):
+                out.append(request.replace(url=url, meta={**request.meta, "verbatim_url": True}))
+        self.taken.clear()
+        return out
+
 
 _pending: WeakKeyDictionary[Response, _Pending] = WeakKeyDictionary()
 
@@ -88,6 +121,7 @@ def _scrapy_forms(url: str, base: str, encoding: str) -> set[str]:
 def remember(response: Response, links: Iterable[Link], base: str) -> None:
     """Note the links of ``response`` whose URI a ``Request`` would rewrite."""
     encoding = getattr(response, "encoding", "utf-8")
+    _pending.setdefault(response, _Pending())
     changed: dict[str, list[Link]] = {}
     unchanged: dict[str, list[Link]] = {}
     order: list[tuple[str, Link]] = []
@@ -97,26 +131,125 @@ def remember(response: Response, links: Iterable[Link], base: str) -> None:
             (unchanged if form == link.url else changed).setdefault(form, []).append(link)
     if not changed:
         return
-    pending = _pending.get(response)
-    if pending is None:
-        pending = _pending[response] = _Pending()
+    pending = _pending[response]
     for form, link in order:
         if form in changed:  # links that keep their URL but share the form take their turn too
             pending.add(form, link.url, link.text)
 
 
+#: link forms in a page's text that Scrapy's ``Request`` or ``urljoin`` rewrite (a superset: a match only
+#: means "look"); one alternative per first character, so the search skips the rest of the text quickly
+_REWRITTEN = re.compile(
+    r"""\?["'#]"""  # an empty query (a ' in a query shows in the request: %27)
+    r"""|//(?:(?<=[^:/"'=\s>;]//)|[^/\s"'<>?#]*(?:[%\u0080-\U0010ffff]|:[/"'?#]))"""  # a//b; odd hosts, empty ports
+    r"""|=["']?;""",  # ";p": urljoin reads it the RFC 1808 way
+)
+#: the same, for one stripped link value
+_SUSPECT = re.compile(r"""\?(?:#|$)|\?.*'|^;|[^:/]//|^[^?#]*//[^/?#]*(?:[%\u0080-\U0010ffff]|:(?:[/?#]|$))""")
+
+
+def _tail(url: str) -> str:
+    """The last path segment and the query: links that may share a URL share it."""
+    return url.partition("#")[0].rpartition("/")[2]
+
+
+_SCAN_TAGS = frozenset({"a", "area", "link", "iframe", "frame"})
+_SCAN_ATTRS = ("href", "src")
+
+
+def scan(response: Response, look: bool = False) -> _Pending:
+    """The pending links of a response whose links no extractor remembered (see module doc).
+
+    The page is read once, when its text holds a suspect form or when
+    ``look`` says a request shows one. Only the links whose value Scrapy may
+    rewrite are mapped, and the others that may end at the same URL (the
+    same last segment).
+    """
+    pending = _pending.get(response)
+    if pending is None:
+        pending = _pending[response] = _Pending(scanned=True)
+        look = look or (isinstance(response, TextResponse) and _REWRITTEN.search(response.text) is not None)
+    if pending.read or not pending.scanned or not look or not isinstance(response, TextResponse):
+        return pending
+    pending.read = True
+    from ._links import base_url, link_uri, page_values  # the extractor imports this module
+
+    encoding = response.encoding
+    base = base_url(response)
+    scrapy_base = get_base_url(response)
+    values = page_values(response, _SCAN_TAGS, _SCAN_ATTRS)
+    odd_base = not base.isascii() or safe_url_string(base, encoding) != scrapy_base
+    suspects = {i for i, (value, _) in enumerate(values) if odd_base or _SUSPECT.search(value.strip())}
+    if not suspects:
+        return pending
+    mapped: dict[int, tuple[str, set[str]]] = {}
+    for i in suspects:
+        value = values[i][0]
+        url = link_uri(value, base, encoding)
+        if url is not None:
+            mapped[i] = (url, _scrapy_forms(value, scrapy_base, encoding) | _scrapy_forms(value.strip(), scrapy_base, encoding))
+    tails = {_tail(form) for _, forms in mapped.values() for form in forms}
+    for i, (value, _) in enumerate(values):
+        if i in suspects:
+            continue
+        stripped = value.strip()
+        tail = _tail(stripped)
+        if tail in tails or (not tail.isascii() and _tail(safe_url_string(stripped, encoding)) in tails):
+            url = link_uri(value, base, encoding)
+            if url is not None:
+                mapped[i] = (url, _scrapy_forms(value, scrapy_base, encoding) | _scrapy_forms(stripped, scrapy_base, encoding))
+    first: dict[str, list[tuple[str, str]]] = {}
+    rest: dict[str, list[tuple[str, str]]] = {}
+    for i in sorted(mapped):
+        url, forms = mapped[i]
+        for form in forms:
+            (first if form == url else rest).setdefault(form, []).append((url, values[i][1]))
+    for form, entries in rest.items():
+        if any(url != form for url, _ in entries):
+            for url, text in first.get(form, []) + entries:
+                pending.add(form, url, text)
+    return pending
+
+
 class VerbatimLinkMiddleware(BaseSpiderMiddleware):
     """Give requests built from ``IRILinkExtractor`` links the link's URI (see module doc)."""
 
-    def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
+    def process_spider_output(self, response: Response | None, result: Iterable[Any]) -> Iterable[Any]:
+        yield from super().process_spider_output(response, result)
+        yield from self._siblings(response)
+
+    async def process_spider_output_async(
+        self, response: Response | None, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        async for o in super().process_spider_output_async(response, result):
+            yield o
+        for o in self._siblings(response):
+            yield o
+
+    def _siblings(self, response: Response | None) -> list[Request]:
         pending = _pending.get(response) if response is not None else None
-        if pending is None:
+        if pending is None or not pending.taken:
+            return []
+        out = pending.siblings()
+        self.crawler.stats.inc_value(STAT, len(out))
+        return out
+
+    def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
+        if response is None:
+            return request
+        pending = scan(response, look="%27" in request.url.partition("?")[2])
+        if not pending.by_form:
             return request
         if request.meta.get("verbatim_url"):
             pending.discard(request.url)
             return request
-        url = pending.take(request.url, request.meta.get("link_text"))
-        if url is None or url == request.url:
+        form = request.url
+        url = pending.take(form, request.meta.get("link_text"))
+        if url is None:
             return request
-        self.crawler.stats.inc_value(STAT)
-        return request.replace(url=url, meta={**request.meta, "verbatim_url": True})
+        if url != form:
+            self.crawler.stats.inc_value(STAT)
+            request = request.replace(url=url, meta={**request.meta, "verbatim_url": True})
+        if pending.scanned:
+            pending.taken.setdefault(form, request)
+        return request

@@ -30,6 +30,7 @@ import pytest
 
 from scrapy_iri import canonicalize
 from offline import build_failed
+from hostile_site import TRUTH
 from simweb import SimulatedWeb, demo_sites
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,19 +38,39 @@ README_LINE = 'ADDONS = {"scrapy_iri.Addon": 0}'
 
 SPIDERS = '''
 import json
+import os
+import signal
 
 import scrapy
+from scrapy.http import FormRequest
+from scrapy.linkextractors import LinkExtractor
 from scrapy.spiders import CrawlSpider, Rule
 
 from scrapy_iri import IRILinkExtractor
 
 
 class Recorder:
-    def __init__(self, start="", out="", **kwargs):
+    def __init__(self, start="", out="", stop_after="0", allowed="", **kwargs):
         super().__init__(**kwargs)
         self.start_urls = start.split()
+        if allowed:
+            self.allowed_domains = allowed.split()
         self.out = out
         self.parsed = []
+        self.stop_after = int(stop_after)
+
+    def record(self, response):
+        """Note the page; after ``stop_after`` pages, stop as a user does: Ctrl-C (SIGINT)."""
+        self.parsed.append(response.url)
+        if len(self.parsed) == self.stop_after:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    def forms(self, response):
+        for number in range(len(response.css("form"))):
+            yield FormRequest.from_response(response, formnumber=number, callback=self.parse_form)
+
+    def parse_form(self, response):
+        self.record(response)
 
     def closed(self, reason):
         with open(self.out, "w", encoding="utf-8") as f:
@@ -76,6 +97,51 @@ class RulesSpider(Recorder, CrawlSpider):
 
     def parse_item(self, response):
         self.parsed.append(response.url)
+
+
+class HrefSpider(Recorder, scrapy.Spider):
+    """The tutorial's spider: ``response.follow`` on the raw ``href`` values, forms posted."""
+
+    name = "href"
+
+    def parse(self, response):
+        self.record(response)
+        if not isinstance(response, scrapy.http.TextResponse):
+            return
+        for href in response.css("a::attr(href)").getall():
+            if not href.startswith(("mailto:", "javascript:")):  # Scrapy cannot request them
+                yield response.follow(href, callback=self.parse)
+        yield from self.forms(response)
+
+
+class RedirectsSpider(Recorder, scrapy.Spider):
+    """Requests that handle redirects themselves: each gets the redirect, whatever the store learned."""
+
+    name = "redirects"
+
+    async def start(self):
+        for url in self.start_urls:
+            yield scrapy.Request(url, meta={"dont_redirect": True, "handle_httpstatus_list": [301, 308]}, dont_filter=True)
+            yield scrapy.Request(url, meta={"handle_httpstatus_all": True}, dont_filter=True)
+            yield scrapy.Request(url, meta={"handle_httpstatus_list": [301, 308]}, callback=self.parse)
+
+    def parse(self, response):
+        self.parsed.append(f"{response.status} {response.url}")
+
+
+class ScrapyRulesSpider(Recorder, CrawlSpider):
+    """``CrawlSpider`` with Scrapy's own ``LinkExtractor``."""
+
+    name = "scrapyrules"
+    rules = (Rule(LinkExtractor(), callback="parse_item", follow=True),)
+
+    def parse_start_url(self, response):
+        self.record(response)
+        return []
+
+    def parse_item(self, response):
+        self.record(response)
+        yield from self.forms(response)
 '''
 
 
@@ -92,8 +158,11 @@ class UserEnv:
         return str(self.venv / "bin" / name)
 
     def crawl(self, spider: str, start: str, tmp: Path, env: dict[str, str] | None = None, **settings: str):
+        """``scrapy crawl``; lowercase keywords are spider arguments (``-a``), the others settings (``-s``)."""
         out = tmp / f"{spider}.json"
         cmd = [self.bin("scrapy"), "crawl", spider, "-a", f"start={start}", "-a", f"out={out}"]
+        for name in [name for name in settings if name.islower()]:
+            cmd += ["-a", f"{name}={settings.pop(name)}"]
         for name, value in {"TELNETCONSOLE_ENABLED": "False", "REMOTE_CONTROL_ENABLED": "False", "LOG_LEVEL": "INFO", **settings}.items():
             cmd += ["-s", f"{name}={value}"]
         process = _run(cmd, cwd=self.project, env={**_clean_env(), **(env or {})})
@@ -258,3 +327,108 @@ def test_a_missing_backend_stops_the_crawl_at_start_with_one_error(user_env, tmp
     assert last.startswith("scrapy_iri.errors.IRISettingsError: IRI_STORE") and "pip install 'scrapy-iri[redis]'" in last
     assert process.stderr.count("IRISettingsError:") == 1  # one error, before the crawl, not one per response
     assert result == {}  # the spider never ran
+
+
+# -- a hostile site, with the spiders users write from Scrapy's tutorial
+
+
+@pytest.fixture(scope="module")
+def hostile_site() -> Iterator[str]:
+    server = subprocess.Popen(
+        [sys.executable, "-u", str(Path(__file__).with_name("hostile_site.py"))], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        yield f"http://127.0.0.1:{int(server.stdout.readline())}"
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _hostile_counts(origin: str, reset: bool = False) -> Counter:
+    from urllib.request import urlopen
+
+    with urlopen(f"{origin}/__reset" if reset else f"{origin}/__counts", timeout=30) as answer:
+        data = [] if reset else json.loads(answer.read())
+    return Counter({(m, p, b): n for m, p, b, n in data if p != "/robots.txt"})
+
+
+def _fast(concurrency: int) -> dict[str, str]:
+    return {"DOWNLOAD_DELAY": "0", "CONCURRENT_REQUESTS": str(concurrency), "CONCURRENT_REQUESTS_PER_DOMAIN": str(concurrency)}
+
+
+@pytest.mark.parametrize(
+    ("spider", "concurrency", "rung"),
+    [("href", 1, None), ("href", 16, None), ("scrapyrules", 16, None), *[("href", 16, r) for r in ("string", "syntax", "scheme")]],
+)
+def test_crawl_of_a_hostile_site(user_env, hostile_site, spider, concurrency, rung, tmp_path):
+    _hostile_counts(hostile_site, reset=True)
+    # startproject's settings.py asks for 1 request per second per domain: the test asks for speed
+    rung_setting = {"IRI_RUNG": rung} if rung else {}  # None: the add-on's default, the protocol rung
+    process, result = user_env.crawl(
+        spider, hostile_site + "/", tmp_path, allowed="127.0.0.1", **_fast(concurrency), **rung_setting
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    counts = _hostile_counts(hostile_site)
+    if rung == "string":  # /%61.html is another string than /a.html
+        counts[("GET", "/%61.html", "")] -= 1
+        counts = +counts
+    assert {k: v for k, v in counts.items() if TRUTH.get(k) != v} == {}, process.stderr[-3000:]
+    assert {k: v for k, v in TRUTH.items() if counts.get(k) != v} == {}, process.stderr[-3000:]
+    assert result["stats"].get("log_count/ERROR", 0) == 0, process.stderr[-3000:]
+    assert "Traceback" not in process.stderr
+
+
+@pytest.mark.parametrize("spider", ["href", "scrapyrules"])
+def test_a_crawl_stopped_with_ctrl_c_and_resumed_fetches_everything_once(user_env, hostile_site, spider, tmp_path):
+    """JOBDIR: SIGINT after 6 pages, as a user stops a crawl, then ``scrapy crawl`` again resumes it."""
+    _hostile_counts(hostile_site, reset=True)
+    job = str(tmp_path / "job")
+    first, _ = user_env.crawl(spider, hostile_site + "/", tmp_path, JOBDIR=job, stop_after="6", allowed="127.0.0.1", **_fast(2))
+    assert first.returncode == 0 and "(shutdown)" in first.stderr, first.stderr[-3000:]
+    stopped = _hostile_counts(hostile_site)
+    assert 6 <= sum(stopped.values()) < sum(TRUTH.values())
+    second, result = user_env.crawl(spider, hostile_site + "/", tmp_path, JOBDIR=job, allowed="127.0.0.1", **_fast(2))
+    assert second.returncode == 0 and "Resuming crawl" in second.stderr, second.stderr[-3000:]
+    counts = _hostile_counts(hostile_site)
+    truth = TRUTH | {("GET", "/", ""): 3}  # a resumed job yields its start requests again (dont_filter)
+    assert {k: v for k, v in counts.items() if truth.get(k) != v} == {}, second.stderr[-3000:]
+    assert {k: v for k, v in truth.items() if counts.get(k) != v} == {}, second.stderr[-3000:]
+    assert result["stats"].get("log_count/ERROR", 0) == 0, second.stderr[-3000:]
+
+
+def test_a_recrawl_after_the_site_removed_its_redirects_loses_nothing(user_env, hostile_site, tmp_path):
+    """The same store, a changed site: every former redirect is a page now, and each is fetched."""
+    store = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    _hostile_counts(hostile_site, reset=True)
+    first, _ = user_env.crawl("scrapyrules", hostile_site + "/", tmp_path, IRI_STORE=store, allowed="127.0.0.1", **_fast(4))
+    assert first.returncode == 0, first.stderr[-3000:]
+    from urllib.request import urlopen
+
+    _hostile_counts(hostile_site, reset=True)
+    urlopen(f"{hostile_site}/__pages", timeout=30).close()
+    second, result = user_env.crawl("scrapyrules", hostile_site + "/", tmp_path, IRI_STORE=store, allowed="127.0.0.1", **_fast(4))
+    assert second.returncode == 0, second.stderr[-3000:]
+    counts = _hostile_counts(hostile_site)
+    former = ["rel", "space", "nonascii", "schemerel", "missing", "self", "loopa", "alt", "302", "307", "308"]
+    assert {f"/r/{name}": counts.get(("GET", f"/r/{name}", "")) for name in former} == {f"/r/{name}": 1 for name in former}
+    assert {k: v for k, v in counts.items() if v > TRUTH.get(k, 1)} == {}
+    assert result["stats"].get("iri/alias/ended", 0) >= 7  # 301 and 308 aliases learned in the first crawl, ended
+    assert result["stats"].get("log_count/ERROR", 0) == 0, second.stderr[-3000:]
+
+
+def test_requests_that_handle_redirects_get_them_after_the_store_learned_the_alias(user_env, hostile_site, tmp_path):
+    """``dont_redirect``, ``handle_httpstatus_list``, ``handle_httpstatus_all``: never rewritten to the alias's target."""
+    store = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    _hostile_counts(hostile_site, reset=True)
+    first, _ = user_env.crawl("scrapyrules", hostile_site + "/", tmp_path, IRI_STORE=store, allowed="127.0.0.1", **_fast(4))
+    assert first.returncode == 0, first.stderr[-3000:]
+    _hostile_counts(hostile_site, reset=True)
+    starts = " ".join(f"{hostile_site}/r/{name}" for name in ("rel", "308", "schemerel"))
+    second, result = user_env.crawl("redirects", starts, tmp_path, IRI_STORE=store, **_fast(4))
+    assert second.returncode == 0, second.stderr[-3000:]
+    counts = _hostile_counts(hostile_site)
+    for name, status in (("rel", 301), ("308", 308), ("schemerel", 301)):
+        assert counts[("GET", f"/r/{name}", "")] == 3, (name, dict(counts))
+        assert result["parsed"].count(f"{status} {hostile_site}/r/{name}") == 3, result["parsed"]
+    assert result["stats"].get("iri/rewritten", 0) == 0
+    assert result["stats"].get("log_count/ERROR", 0) == 0, second.stderr[-3000:]

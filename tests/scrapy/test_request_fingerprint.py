@@ -120,3 +120,40 @@ def test_http_cache_finds_a_response_stored_under_an_alias(make_crawler, tmp_pat
     hit = storage.retrieve_response(spider, Request("HTTP://XN--BCHER-KVA.EXAMPLE:80/%6Batalog/"))
     assert hit is not None and hit.body == b"<p>cached</p>"
     assert storage.retrieve_response(spider, Request("http://fass.example/")) is None
+
+
+_STABLE_CHILD = """
+import json, sys
+from scrapy import Request
+from scrapy.http import FormRequest
+from scrapy.utils.test import get_crawler
+out = {}
+for rung in ("string", "syntax", "scheme", "protocol"):
+    crawler = get_crawler(settings_dict={"ADDONS": {"scrapy_iri.Addon": 0}, "IRI_RUNG": rung, "IRI_STORE": "memory:"})
+    fp = crawler.request_fingerprinter
+    requests = [Request("HTTP://B%C3%BCcher.example:80/%7Ex?b=2&a=1#f"), Request("http://faß.example/", method="HEAD"),
+                FormRequest("http://a.example/f", formdata={"q": "1"}), Request("http://a.example/%zz")]
+    out[rung] = [fp.fingerprint(r).hex() if isinstance(fp.fingerprint(r), bytes) else None for r in requests]
+print(json.dumps(out))
+"""
+
+
+def test_fingerprints_are_20_bytes_and_the_same_in_every_process():
+    """The HTTP cache and JOBDIR outlive a process: another process, another hash seed, the same bytes."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    runs = []
+    for seed in ("1", "2"):
+        done = subprocess.run(
+            [sys.executable, "-c", _STABLE_CHILD], capture_output=True, text=True, timeout=300,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert runs[0] == runs[1]
+    for rung, fingerprints in runs[0].items():
+        assert all(f is not None and len(bytes.fromhex(f)) == 20 for f in fingerprints), rung
+        assert len(set(fingerprints)) == len(fingerprints), rung

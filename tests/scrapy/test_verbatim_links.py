@@ -78,3 +78,101 @@ def test_other_responses_and_requests_are_untouched():
     other = HtmlResponse("http://site.test/other", body=b"", encoding="utf-8")
     assert mw.get_processed_request(Request("http://site.test/e"), other).url == "http://site.test/e"
     assert mw.get_processed_request(Request("http://site.test/e"), None).url == "http://site.test/e"
+
+
+# -- links that no IRILinkExtractor saw: Scrapy's LinkExtractor, response.follow(href)
+
+ODD = """<a href="/e?">e?</a><a href="/e">e</a> <a href="/f?">f?</a>
+<a href="http://faß.example/">fass idn</a> <a href="http://fass.example/">fass</a> <a href="http://b%C3%BCcher.example/">pct</a>
+<a href="/q?a='b'">quote</a> <a href="http://h.example:/x">port</a> <a href=";p">semi</a> <a href="a//b">double</a>
+<a href=/u? >unquoted</a> <a href='/v?'>single</a> <a href="/plain">plain</a>"""
+#: every resource the page links, as the URI to request
+ODD_TRUTH = {
+    "http://site.test/e?", "http://site.test/e", "http://site.test/f?", "http://xn--fa-hia.example/",
+    "http://fass.example/", "http://xn--bcher-kva.example/", "http://site.test/q?a='b'", "http://h.example:/x",
+    "http://site.test/d/;p", "http://site.test/d/a//b", "http://site.test/u?", "http://site.test/v?",
+    "http://site.test/plain",
+}
+
+
+def odd_page(body: str = ODD) -> HtmlResponse:
+    return HtmlResponse("http://site.test/d/", body=body.encode(), encoding="utf-8")
+
+
+def output(mw: VerbatimLinkMiddleware, page: HtmlResponse, requests: list[Request]) -> list[str]:
+    return [r.url for r in mw.process_spider_output(page, iter(requests))]
+
+
+def test_response_follow_of_raw_hrefs_requests_every_resource_once():
+    page = odd_page()
+    urls = output(middleware(), page, [page.follow(href) for href in page.css("a::attr(href)").getall()])
+    assert sorted(urls) == sorted(ODD_TRUTH)
+
+
+def test_scrapys_link_extractor_in_a_crawlspider_requests_every_resource_once():
+    from scrapy.linkextractors import LinkExtractor
+
+    class Rules(CrawlSpider):
+        name = "rules"
+        rules = (Rule(LinkExtractor()),)
+
+    page = odd_page()
+    crawler = get_crawler(Rules, {"ADDONS": {"scrapy_iri.Addon": 0}, "IRI_RUNG": "scheme"})
+    spider = Rules.from_crawler(crawler)
+    mw = VerbatimLinkMiddleware.from_crawler(crawler)
+    requests = [r for r in spider._requests_to_follow(page) if r is not None]
+    assert len(requests) < len(ODD_TRUTH)  # Scrapy's extractor keeps one link per URL it makes
+    urls = output(mw, page, requests)
+    assert sorted(urls) == sorted(ODD_TRUTH)
+    assert crawler.stats.get_value("iri/links/verbatim") >= 10
+
+
+def test_a_spider_following_one_of_two_links_scrapy_conflates_gets_scrapys_url_first():
+    page = odd_page('<a href="/e?">e?</a><a href="/e">e</a>')
+    # the spider follows the link it chose; the other resource behind that URL is followed too
+    assert output(middleware(), page, [page.follow("/e")]) == ["http://site.test/e", "http://site.test/e?"]
+    page = odd_page('<a href="/e?">e?</a><a href="/other">o</a>')
+    assert output(middleware(), page, [page.follow("/e?")]) == ["http://site.test/e?"]
+
+
+def test_pages_without_rewritten_forms_are_not_read_again_and_requests_pass_unchanged(monkeypatch):
+    import scrapy_iri.scrapy._links as links_module
+
+    read, mapped = [], []
+    page_values, link_uri = links_module.page_values, links_module.link_uri
+    monkeypatch.setattr(links_module, "page_values", lambda *a: read.append(a) or page_values(*a))
+    monkeypatch.setattr(links_module, "link_uri", lambda *a: mapped.append(a) or link_uri(*a))
+    links = "<a href='/a?x=1'>a</a> <a href=\"/b\">b</a> <a href='http://example.org/ok'>ok</a>"
+    page = odd_page(f"<p>Why? Because. {links}</p>")
+    requests = [page.follow(h) for h in page.css("a::attr(href)").getall()]
+    expected = ["http://site.test/a?x=1", "http://site.test/b", "http://example.org/ok"]
+    assert output(middleware(), page, requests) == expected
+    assert read == [] and mapped == []
+    # the text looks odd ("?'" in prose): the links are read, none of them is mapped
+    page = odd_page(f"<p>'Quoted?' he said. {links}</p>")
+    requests = [page.follow(h) for h in page.css("a::attr(href)").getall()]
+    assert output(middleware(), page, requests) == expected
+    assert len(read) == 1 and mapped == []
+
+
+def test_a_request_the_spider_built_for_another_url_is_untouched():
+    page = odd_page()
+    assert output(middleware(), page, [Request("http://site.test/other")]) == ["http://site.test/other"]
+
+
+def test_a_quote_in_a_query_alone_on_its_page_is_kept():
+    page = odd_page("<a href=\"/q?a='b'\">quote</a> <a href='/r?x=1'>r</a>")
+    requests = [page.follow(h) for h in page.css("a::attr(href)").getall()]
+    assert requests[0].url == "http://site.test/q?a=%27b%27"  # what Scrapy requests
+    assert output(middleware(), page, requests) == ["http://site.test/q?a='b'", "http://site.test/r?x=1"]
+
+
+def test_relative_links_under_a_base_with_an_idn_host_stay_on_that_host():
+    page = HtmlResponse(
+        "http://xn--fa-hia.example/",
+        body='<base href="http://faß.example/dir/"><a href="x">x</a> <a href="/y">y</a>'.encode(),
+        encoding="utf-8",
+    )
+    requests = [page.follow(h) for h in page.css("a::attr(href)").getall()]
+    assert [r.url for r in requests] == ["http://fass.example/dir/x", "http://fass.example/y"]  # Scrapy's: IDNA2003
+    assert output(middleware(), page, requests) == ["http://xn--fa-hia.example/dir/x", "http://xn--fa-hia.example/y"]
