@@ -583,11 +583,20 @@ class LearnedStore:
 
             store = open_store("memory:")
             reading = Reading()
-            store.learn(as_observations(_in_date_order(((path, warc_captures) for path in self.files), reading)))
+            ordered = _in_date_order(((path, warc_captures) for path in self.files), reading)
+            last: list[float] = []
+
+            def tracked() -> Iterator[Capture]:
+                capture = None
+                for capture in ordered:
+                    yield capture
+                if capture is not None:
+                    last.append(capture.time)
+
+            store.learn(as_observations(tracked()))
             # the graph is the archive's as of its last capture: lifetimes and rule ages count to then
-            last = max((evidence.time for evidence in store.evidence()), default=None)
-            if last is not None:
-                store.clock = lambda: last
+            if last:
+                store.clock = lambda: last[0]
             found = (store, reading.bad)
             _LEARNED.clear()  # one archive's store at a time per process
             _LEARNED[self.cache_key] = found

@@ -172,7 +172,7 @@ def learn_captures(captures: list[Any], uri: str) -> LearnedFile:
         store.learn(
             Observation(c.url, c.status, c.target, c.context, c.location, c.time, c.max_age) for c in ordered
         )
-        last = max((evidence.time for evidence in store.evidence()), default=None)
+        last = ordered[-1].time if ordered else None  # the archive's last capture, as on the local engine
     finally:
         if hasattr(store, "close"):
             store.close()

@@ -4,6 +4,7 @@ listed with its file, its offset (worked out from the bytes written, not read ba
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from pathlib import Path
 
@@ -21,13 +22,18 @@ def wat(uri: str, envelope: dict) -> bytes:
     return record("metadata", uri, json.dumps({"Envelope": envelope}).encode(), content_type="application/json")
 
 
+def _text(seed: int) -> str:
+    """2,048 characters that gzip does not shrink much (so that a few pages make several pieces)."""
+    return "".join(hashlib.sha256(f"{seed}.{i}".encode()).hexdigest() for i in range(32))
+
+
 def unlearned_directory(tmp_path: Path, filler: int = 0) -> tuple[Path, list[tuple[str, int, str]]]:
     """A directory of archives and the captures its learning pass must report: ``(file, offset, reason
     text)``, in file order; ``filler`` good pages before each bad capture of ``a.warc.gz`` (for pieces)."""
     directory = tmp_path / "unlearned"
     directory.mkdir()
     expected: list[tuple[str, int, str]] = []
-    fill = [page(f"http://docs.test/f{i}.html", f'<a href="f{i + 1}.html">next</a>' + "x" * 2000)
+    fill = [page(f"http://docs.test/f{i}.html", f'<a href="f{i + 1}.html">next</a><p>{_text(i)}</p>')
             for i in range(filler)]
     a = [
         redirect("http://www.docs.test/", 301, "http://docs.test/"),
