@@ -364,8 +364,7 @@ def _start_text(path: str) -> str:
             text += inflater.decompress(raw, _SNIFF_BYTES - len(text))
         except zlib.error as exc:
             if not text:
-                raise GraphError(f"{path}: not a WARC, WAT, CDX or CDXJ file (gzip data that does not"
-                                 f" decompress: {exc})") from None
+                raise ValueError(f"gzip data that does not decompress: {exc}") from None
             break
         if not inflater.eof:
             break
@@ -401,6 +400,8 @@ def capture_kind(path: str) -> str:
         text = _start_text(path)
     except OSError as exc:
         raise GraphError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise GraphError(_not_read(path, str(exc))) from None
     lines = text.splitlines()
     if lines and lines[0].startswith(" CDX "):
         return "cdx"
@@ -420,7 +421,11 @@ def capture_kind(path: str) -> str:
         why = "its first line is not a CDX or CDXJ line" if cut else "its line is not a CDX or CDXJ line"
     else:
         why = f"none of its {'first ' if cut else ''}{len(lines):,} lines is a CDX or CDXJ line"
-    raise GraphError(f"{path}: not a WARC, WAT, CDX or CDXJ file ({why}): store learn reads {ACCEPTED}")
+    raise GraphError(_not_read(path, why))
+
+
+def _not_read(path: str, why: str) -> str:
+    return f"{path}: not a WARC, WAT, CDX or CDXJ file ({why}): store learn reads {ACCEPTED}"
 
 
 def _is_capture_file(path: str) -> bool:
