@@ -390,18 +390,29 @@ def index_line(line: str) -> str | None:
     return "cdx" if _URLISH.match(rest.split(" ", 1)[0]) else None
 
 
+class _NoCaptures(Exception):
+    """Why a file is none of WARC, WAT, CDX and CDXJ."""
+
+
 def capture_kind(path: str) -> str:
     """``warc`` (WARC or WAT), ``cdx`` or ``cdxj``, by the file's content: a ``WARC/1.`` record, a
     `` CDX`` header line, or an index line (:func:`index_line`) among its first non-blank lines.
     Anything else is a :class:`GraphError` naming the file and what is read."""
+    try:
+        return _kind(path)
+    except _NoCaptures as exc:
+        raise GraphError(f"{path}: {exc}") from None
+
+
+def _kind(path: str) -> str:
     if is_archive(path):
         return "warc"
     try:
         text = _start_text(path)
     except OSError as exc:
-        raise GraphError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+        raise _NoCaptures(f"cannot read it: {exc.strerror or exc}") from None
     except ValueError as exc:
-        raise GraphError(_not_read(path, str(exc))) from None
+        raise _NoCaptures(_not_read(str(exc))) from None
     lines = text.splitlines()
     if lines and lines[0].startswith(" CDX "):
         return "cdx"
@@ -421,46 +432,46 @@ def capture_kind(path: str) -> str:
         why = "its first line is not a CDX or CDXJ line" if cut else "its line is not a CDX or CDXJ line"
     else:
         why = f"none of its {'first ' if cut else ''}{len(lines):,} lines is a CDX or CDXJ line"
-    raise GraphError(_not_read(path, why))
+    raise _NoCaptures(_not_read(why))
 
 
-def _not_read(path: str, why: str) -> str:
-    return f"{path}: not a WARC, WAT, CDX or CDXJ file ({why}): store learn reads {ACCEPTED}"
+def _not_read(why: str) -> str:
+    return f"not a WARC, WAT, CDX or CDXJ file ({why}): store learn reads {ACCEPTED}"
 
 
 def _is_capture_file(path: str) -> bool:
     try:
-        return os.path.isfile(path) and bool(capture_kind(path))
-    except GraphError:
+        return os.path.isfile(path) and bool(_kind(path))
+    except _NoCaptures:
         return False
 
 
 def capture_files(names: list[str]) -> list[str]:
     """The archive and index files ``names`` name, in order: a directory's files that are WARC, WAT,
-    CDX or CDXJ (the others passed over), a glob's matches, a file; a file named or matched that is
-    none of them is a :class:`GraphError` (nothing is learned)."""
+    CDX or CDXJ (the others passed over), a glob's matches (one that is none of them is a bad record,
+    as in ``graph``), a file. A file named that is none of them is a :class:`GraphError`."""
     found = []
     for name in names:
         if os.path.isdir(name):
             found.extend(sorted(
                 path for path in (os.path.join(name, entry) for entry in os.listdir(name)) if _is_capture_file(path)
             ))
-            continue
-        matched = archive_files(name) if not os.path.exists(name) else [name]
-        for path in matched:
-            try:
-                capture_kind(path)
-            except GraphError as exc:
-                if path == name:
-                    raise
-                raise GraphError(f"{exc} (matched by {name})") from None
-        found.extend(matched)
+        elif os.path.exists(name):
+            capture_kind(name)
+            found.append(name)
+        else:
+            found.extend(archive_files(name))
     return found
 
 
 def file_captures(path: str, reading: Reading) -> Iterator[Capture]:
-    """The captures of one archive or index file, in file order."""
-    return (warc_captures if is_archive(path) else cdx_captures)(path, reading)
+    """The captures of one archive or index file, in file order; a file that is neither is one bad record."""
+    try:
+        kind = _kind(path)
+    except _NoCaptures as exc:
+        reading.add(f"{path}:0", str(exc))
+        return iter(())
+    return (warc_captures if kind == "warc" else cdx_captures)(path, reading)
 
 
 def captures_of(names: list[str], reading: Reading) -> Iterator[Capture]:

@@ -130,13 +130,16 @@ def test_a_directory_passes_over_what_it_cannot_read_and_names_it(tmp_path, caps
                                  "http://www.docs.test/a": "http://docs.test/a"}
 
 
-def test_a_glob_that_matches_a_file_it_cannot_read_is_refused(tmp_path, capsys):
+def test_a_glob_reads_every_file_it_matches_and_one_it_cannot_read_is_a_bad_record(tmp_path, capsys):
+    """As ``graph`` reads a glob: every match is read; one that is no archive is a bad record, the rest learned."""
     (tmp_path / "a.cdx").write_text(CDX_LINE)
     (tmp_path / "b.cdx").write_bytes(NOT_CAPTURES["links.csv"])  # named like an index, holds a link list
     code, out, err = learn(capsys, tmp_path, tmp_path / "*.cdx")
-    assert code == 2 and f"{tmp_path / 'b.cdx'}: not a WARC, WAT, CDX or CDXJ file" in err
-    assert f"(matched by {tmp_path / '*.cdx'})" in err
-    assert aliases(tmp_path)["http://www.docs.test/"] == "http://www.docs.test/"
+    assert code == 1
+    assert f"scrapy-iri: {tmp_path / 'b.cdx'}:0: not a WARC, WAT, CDX or CDXJ file (none of its 3 lines" in err
+    assert f"{tmp_path / 'b.cdx'}:1" not in err and f"{tmp_path / 'b.cdx'}:2" not in err  # one, not one a line
+    assert "learned from 2 files: 1 captures" in out and "bad records\t1" in out
+    assert aliases(tmp_path)["http://www.docs.test/"] == "http://docs.test/"
 
 
 def test_json_lines_that_look_like_cdxj_without_a_key_are_no_index(tmp_path):
