@@ -18,6 +18,7 @@ import heapq
 import json
 import os
 import re
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from email.utils import parsedate_to_datetime
 from operator import attrgetter
 from typing import Any
 
-from ..errors import IRIError
+from ..errors import GraphError, IRIError
 from ._archive import _get, _Missing, archive_files, head_lines, is_archive
 from ._heads import heads
 from ._links import Resolver
@@ -35,7 +36,6 @@ from ._warc import BadRecord
 # an absolute http(s) URL that resolution leaves as it is: plain characters, no userinfo, no dot segments
 _ABSOLUTE = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]*)?(/(?![.]{1,2}(?:[/?#]|\Z))[A-Za-z0-9.\-_~!$&'()*+,;=:@]*)*([?#][A-Za-z0-9\-._~!$&'()*+,;=:@/?#]*)?\Z")
 _MAX_AGE = re.compile(r"max-age\s*=\s*\"?(\d+)", re.I)
-_INDEX = re.compile(r"\.cdxj?(\.gz)?$")
 _CDX_DEFAULT = "N b a m s k r M S V g".split()  # Common Crawl's CDX columns, when a file has no header
 
 
@@ -209,12 +209,15 @@ def _capture(url: str, when: float, status: int, headers: dict[str, list[str]]) 
     return Capture(when, url, status, target, location, context, _max_age(headers))
 
 
-def warc_captures(path: str, reading: Reading, span: tuple[int, int] | None = None) -> Iterator[Capture]:
-    """The HTTP captures of a WARC or WAT file (of bytes ``span`` of it: whole records)."""
+def warc_captures(path: str, reading: Reading, span: tuple[int, int] | None = None,
+                  name: str | None = None) -> Iterator[Capture]:
+    """The HTTP captures of a WARC or WAT file (of bytes ``span`` of it: whole records); bad records
+    and captures are reported as ``name:offset`` (``name``: ``path`` unless given)."""
+    label = path if name is None else name
     with open(path, "rb") as file:
         for item in heads(file) if span is None else heads(file, *span):
             if isinstance(item, BadRecord):
-                reading.add(f"{path}:{item.offset}", item.reason)
+                reading.add(f"{label}:{item.offset}", item.reason)
                 continue
             offset, headers, block = item
             kind = headers.get("warc-type", "").lower()
@@ -227,7 +230,7 @@ def warc_captures(path: str, reading: Reading, span: tuple[int, int] | None = No
                 response = _http_head(block)
                 when = _epoch(headers.get("warc-date", ""))
                 if isinstance(response, str) or when is None:
-                    reading.add(f"{path}:{offset}", response if isinstance(response, str) else "no valid WARC-Date")
+                    reading.add(f"{label}:{offset}", response if isinstance(response, str) else "no valid WARC-Date")
                     continue
                 found = _capture(uri, when, *response)
             elif kind == "metadata" and block[:1] == b"{":
@@ -237,7 +240,7 @@ def warc_captures(path: str, reading: Reading, span: tuple[int, int] | None = No
             else:
                 continue
             if isinstance(found, str):
-                reading.add(f"{path}:{offset}", found)
+                reading.add(f"{label}:{offset}", found)
             else:
                 yield found
 
@@ -340,24 +343,135 @@ def _gzipped(path: str) -> bool:
         return f.read(2) == b"\x1f\x8b"
 
 
+ACCEPTED = "WARC or WAT archives (.warc, .warc.gz, .wat.gz) and CDX or CDXJ indexes of them, known by their content"
+"""What ``store learn`` reads, as its errors say."""
+
+_SNIFF_BYTES = 1 << 16  # the text of a file looked at to tell an index
+_SNIFF_LINES = 64  # its first non-blank lines, of which one at least must be an index line
+_URLISH = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|[^\s/]+[.][^\s/]+(/|\Z)")
+
+
+def _start_text(path: str) -> str:
+    """The first bytes of a file as text (gunzipped, member after member, when it is gzip)."""
+    with open(path, "rb") as f:
+        raw = f.read(_SNIFF_BYTES)
+    if raw[:2] != b"\x1f\x8b":
+        return raw.decode("utf-8", "replace")
+    text = b""
+    while raw[:2] == b"\x1f\x8b" and len(text) < _SNIFF_BYTES:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            text += inflater.decompress(raw, _SNIFF_BYTES - len(text))
+        except zlib.error as exc:
+            if not text:
+                raise ValueError(f"gzip data that does not decompress: {exc}") from None
+            break
+        if not inflater.eof:
+            break
+        raw = inflater.unused_data
+    return text.decode("utf-8", "replace")
+
+
+def index_line(line: str) -> str | None:
+    """``cdx`` or ``cdxj`` when ``line`` is an index line as :func:`cdx_captures` reads it without a
+    header (a key, a timestamp, then the original URL or a JSON object), else None."""
+    fields = line.split(" ", 2)
+    if len(fields) < 3 or not fields[0] or fields[0][0] in "{[\"":
+        return None
+    stamp, rest = fields[1], fields[2]
+    if not (stamp.isascii() and stamp.isdigit() and 4 <= len(stamp) <= 14) or _epoch(stamp) is None:
+        return None
+    if rest[:1] == "{":
+        try:
+            data = json.loads(rest)
+        except ValueError:
+            return None
+        return "cdxj" if isinstance(data, dict) and isinstance(data.get("url"), str) else None
+    return "cdx" if _URLISH.match(rest.split(" ", 1)[0]) else None
+
+
+class _NoCaptures(Exception):
+    """Why a file is none of WARC, WAT, CDX and CDXJ."""
+
+
+def capture_kind(path: str) -> str:
+    """``warc`` (WARC or WAT), ``cdx`` or ``cdxj``, by the file's content: a ``WARC/1.`` record, a
+    `` CDX`` header line, or an index line (:func:`index_line`) among its first non-blank lines.
+    Anything else is a :class:`GraphError` naming the file and what is read."""
+    try:
+        return _kind(path)
+    except _NoCaptures as exc:
+        raise GraphError(f"{path}: {exc}") from None
+
+
+def _kind(path: str) -> str:
+    if is_archive(path):
+        return "warc"
+    try:
+        text = _start_text(path)
+    except OSError as exc:
+        raise _NoCaptures(f"cannot read it: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise _NoCaptures(_not_read(str(exc))) from None
+    lines = text.splitlines()
+    if lines and lines[0].startswith(" CDX "):
+        return "cdx"
+    cut = len(text) >= _SNIFF_BYTES
+    if cut and len(lines) > 1:
+        lines.pop()  # cut off by the look
+    lines = [line for line in lines if line.strip()]
+    cut = cut or len(lines) > _SNIFF_LINES
+    lines = lines[:_SNIFF_LINES]
+    for line in lines:
+        kind = index_line(line.rstrip("\r"))
+        if kind is not None:
+            return kind
+    if not lines:
+        why = "an empty file"
+    elif len(lines) == 1:
+        why = "its first line is not a CDX or CDXJ line" if cut else "its line is not a CDX or CDXJ line"
+    else:
+        why = f"none of its {'first ' if cut else ''}{len(lines):,} lines is a CDX or CDXJ line"
+    raise _NoCaptures(_not_read(why))
+
+
+def _not_read(why: str) -> str:
+    return f"not a WARC, WAT, CDX or CDXJ file ({why}): store learn reads {ACCEPTED}"
+
+
+def _is_capture_file(path: str) -> bool:
+    try:
+        return os.path.isfile(path) and bool(_kind(path))
+    except _NoCaptures:
+        return False
+
+
 def capture_files(names: list[str]) -> list[str]:
-    """The archive and index files ``names`` name (directories and globs looked into), in order."""
+    """The archive and index files ``names`` name, in order: a directory's files that are WARC, WAT,
+    CDX or CDXJ (the others passed over), a glob's matches (one that is none of them is a bad record,
+    as in ``graph``), a file. A file named that is none of them is a :class:`GraphError`."""
     found = []
     for name in names:
         if os.path.isdir(name):
             found.extend(sorted(
-                os.path.join(name, entry)
-                for entry in os.listdir(name)
-                if is_archive(os.path.join(name, entry)) or _INDEX.search(entry.lower())
+                path for path in (os.path.join(name, entry) for entry in os.listdir(name)) if _is_capture_file(path)
             ))
+        elif os.path.exists(name):
+            capture_kind(name)
+            found.append(name)
         else:
-            found.extend(archive_files(name) if not os.path.exists(name) else [name])
+            found.extend(archive_files(name))
     return found
 
 
 def file_captures(path: str, reading: Reading) -> Iterator[Capture]:
-    """The captures of one archive or index file, in file order."""
-    return (warc_captures if is_archive(path) else cdx_captures)(path, reading)
+    """The captures of one archive or index file, in file order; a file that is neither is one bad record."""
+    try:
+        kind = _kind(path)
+    except _NoCaptures as exc:
+        reading.add(f"{path}:0", str(exc))
+        return iter(())
+    return (warc_captures if kind == "warc" else cdx_captures)(path, reading)
 
 
 def captures_of(names: list[str], reading: Reading) -> Iterator[Capture]:
@@ -384,12 +498,21 @@ def ordered_captures(names: list[str], reading: Reading,
     merged (ties go to the earlier file). ``on_read(path, captures, done)``
     hears of every 16,384 captures read and of the end of each file.
     """
+    return _in_date_order(((path, file_captures) for path in capture_files(names)), reading, on_read)
+
+
+FileReader = Callable[[str, Reading], Iterator[Capture]]
+
+
+def _in_date_order(files: Iterator[tuple[str, FileReader]], reading: Reading,
+                   on_read: Callable[[str, int, bool], Any] | None = None) -> Iterator[Capture]:
+    """The captures of ``files`` (each with its reader) in date order: see :func:`ordered_captures`."""
     runs: list[list[Capture]] = []
     collecting = gc.isenabled()
     if collecting:  # captures form no cycles: only the young objects are looked at, now and then
         gc.disable()
     try:
-        _read_runs(names, reading, on_read, runs, collecting)
+        _read_runs(files, reading, on_read, runs, collecting)
     finally:
         if collecting:
             gc.enable()
@@ -400,12 +523,12 @@ def ordered_captures(names: list[str], reading: Reading,
     yield from heapq.merge(*runs, key=attrgetter("time"))
 
 
-def _read_runs(names: list[str], reading: Reading, on_read: Callable[[str, int, bool], Any] | None,
-               runs: list[list[Capture]], collect: bool) -> None:
-    for path in capture_files(names):
+def _read_runs(files: Iterator[tuple[str, FileReader]], reading: Reading,
+               on_read: Callable[[str, int, bool], Any] | None, runs: list[list[Capture]], collect: bool) -> None:
+    for path, read in files:
         reading.files += 1
         run: list[Capture] = []
-        for capture in file_captures(path, reading):
+        for capture in read(path, reading):
             run.append(capture)
             if not len(run) & 0x3FFF:
                 if on_read is not None:
@@ -422,9 +545,14 @@ def _read_runs(names: list[str], reading: Reading, on_read: Callable[[str, int, 
 def observations(names: list[str], reading: Reading,
                  on_read: Callable[[str, int, bool], Any] | None = None) -> Iterator[Any]:
     """Every capture of ``names`` as an :class:`~scrapy_iri.store.Observation`, in date order."""
+    return as_observations(ordered_captures(names, reading, on_read))
+
+
+def as_observations(captures: Iterator[Capture]) -> Iterator[Any]:
+    """``captures`` as :class:`~scrapy_iri.store.Observation`\\ s."""
     from ..store import Observation
 
-    for c in ordered_captures(names, reading, on_read):
+    for c in captures:
         yield Observation(c.url, c.status, c.target, c.context, c.location, c.time, c.max_age)
 
 
@@ -441,7 +569,7 @@ def learn_files(store: Any, names: list[str], *, on_bad: Callable[[str, str], An
     return summary, reading
 
 
-_LEARNED: dict[tuple[Any, ...], Any] = {}
+_LEARNED: dict[tuple[Any, ...], tuple[Any, list[tuple[str, str]]]] = {}
 
 
 class LearnedStore:
@@ -450,31 +578,59 @@ class LearnedStore:
     It travels to Dask and Spark workers as the names of its files (and
     their sizes and times, so a changed file is learned again), and every
     worker learns exactly what this process learns: the same captures, in
-    the same order, through the same learner.
+    the same order, through the same learner. Every file is read as WARC
+    or WAT, as ``graph`` reads its links; :attr:`rejected` is what could
+    not be learned.
     """
 
     def __init__(self, names: list[str]) -> None:
         files = []
         for name in names:
             files.extend(archive_files(name) if os.path.isdir(name) or not os.path.exists(name) else [name])
+        self.names = tuple(files)
         self.files = tuple(os.path.abspath(path) for path in files)
         stamps = tuple((os.path.getsize(path), os.stat(path).st_mtime_ns) for path in self.files)
         self.cache_key = ("learned", self.files, stamps)
 
-    def store(self) -> Any:
+    def _learned(self) -> tuple[Any, list[tuple[str, str]]]:
         found = _LEARNED.get(self.cache_key)
         if found is None:
             from ..store import open_store
 
-            found = open_store("memory:")
-            learn_files(found, list(self.files))
+            store = open_store("memory:")
+            reading = Reading()
+            ordered = _in_date_order(((path, warc_captures) for path in self.files), reading)
+            last: list[float] = []
+
+            def tracked() -> Iterator[Capture]:
+                capture = None
+                for capture in ordered:
+                    yield capture
+                if capture is not None:
+                    last.append(capture.time)
+
+            store.learn(as_observations(tracked()))
             # the graph is the archive's as of its last capture: lifetimes and rule ages count to then
-            last = max((evidence.time for evidence in found.evidence()), default=None)
-            if last is not None:
-                found.clock = lambda: last
+            if last:
+                store.clock = lambda: last[0]
+            found = (store, reading.bad)
             _LEARNED.clear()  # one archive's store at a time per process
             _LEARNED[self.cache_key] = found
         return found
+
+    def store(self) -> Any:
+        return self._learned()[0]
+
+    @property
+    def rejected(self) -> list[tuple[str, str]]:
+        """The bad records and the captures that teach nothing, as ``(file:offset, reason)`` in file order,
+        the files named as given (as ``graph`` reports its bad rows)."""
+        names = dict(zip(self.files, self.names))
+        rejected = []
+        for where, reason in self._learned()[1]:
+            path, _, offset = where.rpartition(":")
+            rejected.append((f"{names.get(path, path)}:{offset}", reason))
+        return rejected
 
     def representative(self, url: str) -> str:
         return self.store().representative(url)

@@ -161,6 +161,7 @@ class _Run:
     def __init__(self, src: str, dst: str, options: GraphOptions, hooks: Hooks) -> None:
         self.src, self.dst, self.options, self.hooks = src, dst, options, hooks
         self.name = "<stdin>" if src == "-" else src
+        self.rejected: list[tuple[str, str]] = []  # (file:offset, reason): what the learning pass could not learn
 
     def run(self) -> GraphSummary:
         options = self.options
@@ -201,7 +202,9 @@ class _Run:
                 raise GraphError("the protocol rung needs an equivalence store: pass store=")
             from ._learn import learned_store
 
-            return learned_store(self.src, self.hooks.on_stage)
+            learned = learned_store(self.src, self.hooks.on_stage)
+            self.rejected = learned.rejected
+            return learned
         if isinstance(store, str) and options.engine == "local":
             from ..store import open_store
 
@@ -236,8 +239,8 @@ class _Run:
         if options.rung is Rung.PROTOCOL and store is None:
             stage(f"learning the protocol rung from the captures in {self.src}, on {engine}")
             directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="scrapy-iri-learned-"))
-            captures = in_order(runner, engine, _split.piece_captures, found)
-            store = _split.learned_file(captures, total, directory, self.hooks.progress)
+            captures = in_order(runner, engine, _split.piece_learning, found)
+            store, self.rejected = _split.learned_file(captures, total, directory, self.hooks.progress)
         normalizer = self._normalizer(store)
         stage(f"reading, parsing and canonicalizing on {engine}")
 
@@ -322,6 +325,7 @@ class _Run:
                 where = row[0] if isinstance(row[0], str) else f"{self.name}:{row[0]}"
                 raise GraphError(f"{where}: stopped at the first bad row (--fail-fast)")
 
+        told = self._report_rejected(normalizer, bad)
         if options.engine == "local":
             items: Iterator[tuple[Any, Any, Any]] = _local_items(counted, normalizer)
         elif source.made:
@@ -338,11 +342,27 @@ class _Run:
                 else:
                     if pair is not None:
                         write_edge(row, *pair)
+            elif told and (row[0], row[4]) in told:
+                told.remove((row[0], row[4]))  # the learning pass reported this record, for this reason
             else:
                 normalizer.bad_rows += 1
                 bad(row, row[4])
         if hooks.progress is not None:
             hooks.progress(counted.rows, source.tell(), source.total)
+
+    def _report_rejected(self, normalizer: GraphNormalizer,
+                         bad: Callable[[tuple[Any, ...], str], None]) -> set[tuple[str, str]]:
+        """The learning pass's bad records and captures as bad rows, before the links; returns them,
+        so that the link pass does not report a record again for the same reason."""
+        if self.rejected and self.hooks.on_stage is not None:
+            count = len(self.rejected)
+            self.hooks.on_stage(f"{count:,} record{'s' if count != 1 else ''} of the archive taught the protocol"
+                                " rung nothing (bad records or captures): reported as bad rows")
+        for where, reason in self.rejected:
+            path, _, offset = where.rpartition(":")
+            normalizer.bad_rows += 1
+            bad((where, "", "", f"{_csv_field(path)},{offset}", reason, "", ""), reason)
+        return set(self.rejected)
 
 
 def _local_items(rows: Any, normalizer: GraphNormalizer) -> Iterator[tuple[Any, Any, Any]]:

@@ -100,16 +100,20 @@ def archive_rows(
     one, a first job collects the archives' captures and this process learns
     them, in date order, into the SQLite file ``learned`` (a ``sqlite:`` URI
     of a new file every worker can read; a temporary file by default, which
-    suits a local session), as ``scrapy-iri graph --rung protocol`` does.
+    suits a local session), as ``scrapy-iri graph --rung protocol`` does; the bad records and captures it
+    cannot learn come first, as bad rows (a record the link pass finds bad too may be there twice).
     """
     from pyspark.sql.types import StringType, StructField, StructType
 
-    from ._split import ROW_COLUMNS, archive_pieces, learn_captures, piece_captures, piece_rows
+    from ._split import ROW_COLUMNS, archive_pieces, learn_captures, piece_learning, piece_rows
 
     found = archive_pieces(*names, piece_bytes=piece_bytes)
     context = spark.sparkContext
+    rejected: list[tuple[str | None, ...]] = []  # what the first pass cannot learn: bad rows of their own
     if Rung.parse(rung) is Rung.PROTOCOL and store is None:
-        captures = context.parallelize(found, len(found)).flatMap(piece_captures).collect()
+        learned_pieces = context.parallelize(found, len(found)).map(piece_learning).collect()
+        captures = [capture for got, _ in learned_pieces for capture in got]
+        rejected = [(None, None, "", "", "", "", where, why) for _, bad in learned_pieces for where, why in bad]
         if learned is None:
             import tempfile
 
@@ -118,6 +122,8 @@ def archive_rows(
     rows = context.parallelize(found, len(found)).flatMap(
         partial(piece_rows, rung=rung, store=store, redirects=redirects, keep_fragment=keep_fragment, lenient=lenient)
     )
+    if rejected:
+        rows = context.parallelize(rejected, 1).union(rows)
     return spark.createDataFrame(rows, StructType([StructField(name, StringType(), True) for name in ROW_COLUMNS]))
 
 

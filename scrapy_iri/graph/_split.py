@@ -16,8 +16,8 @@ from typing import Any
 
 from ._pieces import Piece, pieces, span_records
 
-__all__ = ["PIECE_BYTES", "Piece", "archive_pieces", "learn_captures", "piece_captures", "piece_links",
-           "piece_rows", "pieces", "span_records"]
+__all__ = ["PIECE_BYTES", "Piece", "archive_pieces", "learn_captures", "piece_captures", "piece_learning",
+           "piece_links", "piece_rows", "pieces", "span_records"]
 
 PIECE_BYTES = 8 << 20
 """The bytes of archive a piece holds, at least (a file smaller than twice this is one piece)."""
@@ -119,9 +119,17 @@ def piece_rows(
 
 def piece_captures(piece: Piece) -> list[Any]:
     """The HTTP captures of a piece's records (:class:`~scrapy_iri.graph._learn.Capture`), file order."""
+    return piece_learning(piece)[0]
+
+
+def piece_learning(piece: Piece) -> tuple[list[Any], list[tuple[str, str]]]:
+    """A piece's captures (:func:`piece_captures`) and what could not be learned: its bad records and
+    captures, ``(file:offset, reason)`` in file order, as the local engine reports them."""
     from ._learn import Reading, warc_captures
 
-    return list(warc_captures(piece.location, Reading(), (piece.start, piece.end)))
+    reading = Reading()
+    captures = list(warc_captures(piece.location, reading, (piece.start, piece.end), piece.path))
+    return captures, reading.bad
 
 
 # --- this process: the protocol rung learned from the pieces' captures ---------------------
@@ -164,25 +172,28 @@ def learn_captures(captures: list[Any], uri: str) -> LearnedFile:
         store.learn(
             Observation(c.url, c.status, c.target, c.context, c.location, c.time, c.max_age) for c in ordered
         )
-        last = max((evidence.time for evidence in store.evidence()), default=None)
+        last = ordered[-1].time if ordered else None  # the archive's last capture, as on the local engine
     finally:
         if hasattr(store, "close"):
             store.close()
     return LearnedFile(uri, last)
 
 
-def learned_file(results: Iterator[tuple[Piece, list[Any]]], total: int, directory: str,
-                 progress: Any = None) -> LearnedFile:
-    """The first pass: the pieces' captures (``results``: each piece with what :func:`piece_captures`
-    gave, in order), learned here into a SQLite file; ``progress(0, bytes read, total)`` after each piece."""
+def learned_file(results: Iterator[tuple[Piece, tuple[list[Any], list[tuple[str, str]]]]], total: int,
+                 directory: str, progress: Any = None) -> tuple[LearnedFile, list[tuple[str, str]]]:
+    """The first pass: the pieces' captures (``results``: each piece with what :func:`piece_learning`
+    gave, in order), learned here into a SQLite file; ``progress(0, bytes read, total)`` after each piece.
+    Returns the store and what could not be learned, in file order."""
     captures: list[Any] = []
+    rejected: list[tuple[str, str]] = []
     done = 0
-    for piece, got in results:
+    for piece, (got, bad) in results:
         captures.extend(got)
+        rejected.extend(bad)
         done += piece.end - piece.start
         if progress is not None:
             progress(0, done, total)
-    return learn_captures(captures, f"sqlite:///{os.path.join(directory, 'learned.sqlite')}")
+    return learn_captures(captures, f"sqlite:///{os.path.join(directory, 'learned.sqlite')}"), rejected
 
 
 def split_input(results: Iterator[tuple[Piece, PieceLinks]], found: list[Piece], make: Any, on_repeated: Any) -> Any:

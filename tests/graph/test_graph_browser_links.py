@@ -202,15 +202,21 @@ def test_wat_records_as_common_crawl_writes_them(tmp_path, capsys):
 
 
 def test_a_redirect_that_cannot_be_learned_is_counted_apart(tmp_path, capsys):
-    """Redirects are no links by default; one without a usable Location teaches nothing either, and the
-    summary says so apart from the others."""
-    archive = write(tmp_path / "r.warc.gz", [
+    """Redirects are no links by default; one without a usable Location teaches nothing either: the
+    summary says so apart from the others, and the protocol rung's learning pass reports it as a bad row."""
+    records = [
         record("response", "http://docs.test/a", b"HTTP/1.1 301 Moved\r\nLocation: /b\r\n\r\n"),
         record("response", "http://docs.test/c", b"HTTP/1.1 301 Moved\r\nLocation: /caf\xe9\r\n\r\n"),
         record("response", "http://docs.test/d", b"HTTP/1.1 308 Moved\r\n\r\n"),
-    ])
+    ]
+    archive = write(tmp_path / "r.warc.gz", records)
     code, err, bad, edges = run(capsys, tmp_path, archive, "--rung", "protocol")
-    assert code == 0 and not bad and not edges
+    member = [len(gzip.compress(r)) for r in records]  # one gzip member per record: offsets are their sums
+    assert code == 1 and not edges
+    assert [(row["file"], int(row["offset"])) for row in bad] == [(str(archive), member[0]),
+                                                                  (str(archive), member[0] + member[1])]
+    assert "Location '/caf\\udce9' is not an IRI reference" in bad[0]["reason"]
+    assert bad[1]["reason"] == "a 308 redirect without a Location"
     lines = dict(line.strip().rsplit(None, 1) for line in err.splitlines() if line.startswith("    "))
     lines = {label.strip(): count for label, count in lines.items()}
     assert lines == {"redirects (not links)": "1", "redirects without a usable Location": "2"}

@@ -140,3 +140,43 @@ def test_cli_spark_on_odd_archives_equals_local_byte_for_byte(spark, capsys, tmp
                                "--workers", "2")
     assert local["code"] == on_spark["code"] == 1
     assert on_spark == local
+
+
+def test_cli_spark_reports_the_captures_it_cannot_learn_as_local(spark, capsys, tmp_path, monkeypatch):
+    """The first pass on the workers, pieces cut inside a file: the same bad rows, in the same order."""
+    import csv
+    import io
+
+    from _messy import run_archive_cli
+    from _unlearned import unlearned_directory
+
+    from scrapy_iri.graph import _split
+
+    monkeypatch.setattr(_split, "PIECE_BYTES", 4000)
+    archives, expected = unlearned_directory(tmp_path, filler=4)
+    assert len(_split.pieces(sorted(str(path) for path in archives.iterdir()), 4000)) >= 5
+    local = run_archive_cli(capsys, tmp_path, "local", archives, "--rung", "protocol")
+    on_spark = run_archive_cli(capsys, tmp_path, "spark", archives, "--rung", "protocol", "--engine", "spark",
+                               "--workers", "2")
+    assert local["code"] == on_spark["code"] == 1
+    assert on_spark == local
+    assert b"http://www.docs.test/,http://docs.test/\n" in local["aliases"]  # learned as of the archive's date
+    rows = list(csv.DictReader(io.StringIO(local["bad"].decode())))
+    assert [(row["file"], int(row["offset"])) for row in rows] == [(file, offset) for file, offset, _ in expected]
+
+
+def test_archive_rows_report_the_captures_it_cannot_learn_as_the_command_does(spark, capsys, tmp_path):
+    from _archive_checks import read_csv
+    from _messy import run_archive_cli
+    from _unlearned import unlearned_directory
+
+    from scrapy_iri.spark import archive_rows
+
+    archives, expected = unlearned_directory(tmp_path, filler=2)
+    run_archive_cli(capsys, tmp_path, "local", archives, "--rung", "protocol")
+    rows = archive_rows(spark, str(archives), rung="protocol", piece_bytes=4000).cache()
+    bad = {(r.where, r.reason) for r in rows.where("reason is not null").collect()}
+    assert bad == {(f"{r['file']}:{r['offset']}", r["reason"]) for r in read_csv(tmp_path / "local-bad.csv")}
+    assert {where for where, _ in bad} >= {f"{file}:{offset}" for file, offset, _ in expected}
+    edges = {(r.source, r.target) for r in rows.where("reason is null").select("source", "target").collect()}
+    assert edges == {(r["source"], r["target"]) for r in read_csv(tmp_path / "local-out.csv")}
