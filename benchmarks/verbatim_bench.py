@@ -22,7 +22,8 @@ from scrapy.http import HtmlResponse
 from scrapy.spiders import Spider
 from scrapy.utils.test import get_crawler
 
-from scrapy_iri.scrapy._verbatim import VerbatimLinkMiddleware, _pending
+from scrapy_iri.scrapy._pending import pending_links
+from scrapy_iri.scrapy._verbatim import VerbatimLinkMiddleware
 
 
 def main() -> None:
@@ -45,7 +46,7 @@ def main() -> None:
     for page, requests in pages:
         list(middleware.process_spider_output(page, iter(requests)))
     cpu = time.process_time() - start
-    read = sum(1 for page, _ in pages if getattr(_pending.get(page), "read", False))
+    read = sum(1 for page, _ in pages if getattr(pending_links.get(page), "read", False))
     start = time.process_time()
     for page, requests in pages:
         [page.follow(r.url) for r in requests]

@@ -34,7 +34,7 @@ from w3lib.url import safe_url_string
 from scrapy_iri import IRIError, IRIReference, Rung, canonicalize, parse, resolve, to_uri
 from scrapy_iri._mapping import query_in_charset
 
-from ._verbatim import remember
+from ._pending import remember
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

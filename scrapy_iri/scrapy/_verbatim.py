@@ -36,10 +36,7 @@ follows only that one gets what Scrapy would give it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin
-from weakref import WeakKeyDictionary
 
 from scrapy import Request
 from scrapy.http import TextResponse
@@ -47,94 +44,16 @@ from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from scrapy.utils.response import get_base_url
 from w3lib.url import safe_url_string
 
+from ._links import base_url, link_uri, page_values
+from ._pending import Pending, pending_links, scrapy_forms
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable
 
     from scrapy.http import Response
-    from scrapy.link import Link
 
 ORDER = 950  # near the spider: before other middlewares look at the URL
 STAT = "iri/links/verbatim"
-
-
-@dataclass
-class _Pending:
-    """Links of one response, by the URL Scrapy would request for them, in extraction order."""
-
-    by_form: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-    #: found by :func:`scan`, not by the extractor: the forms a request took, for :meth:`siblings`
-    scanned: bool = False
-    read: bool = False
-    taken: dict[str, Request] = field(default_factory=dict)
-
-    def add(self, form: str, url: str, text: str) -> None:
-        entries = self.by_form.setdefault(form, [])
-        if (url, text) not in entries:
-            entries.append((url, text))
-
-    def discard(self, url: str) -> None:
-        """A request already carries ``url`` as given (``iri_request``): its link is not up for grabs."""
-        for entries in self.by_form.values():
-            for index, (candidate, _) in enumerate(entries):
-                if candidate == url:
-                    del entries[index]
-                    return
-
-    def take(self, form: str, text: str | None) -> str | None:
-        entries = self.by_form.get(form)
-        if not entries:
-            return None
-        index = next((i for i, (_, t) in enumerate(entries) if t == text), 0) if text is not None else 0
-        url, _ = entries.pop(index)
-        return url
-
-    def siblings(self) -> list[Request]:
-        """Requests for the links left behind a form a request took, on a scanned page.
-
-        Scrapy's ``LinkExtractor`` keeps one link per URL it makes, so ``/e?``
-        and ``/e`` (both ``/e`` to it) give one request: the other resource
-        gets a copy of it.
-        """
-        out = []
-        for form, request in self.taken.items():
-            for url, _ in self.by_form.pop(form, ()):
-                out.append(request.replace(url=url, meta={**request.meta, "verbatim_url": True}))
-        self.taken.clear()
-        return out
-
-
-_pending: WeakKeyDictionary[Response, _Pending] = WeakKeyDictionary()
-
-
-def _scrapy_forms(url: str, base: str, encoding: str) -> set[str]:
-    """The URLs Scrapy requests for a link URL: ``Request(url)`` and ``response.follow(url)``."""
-    forms = set()
-    for enc in {"utf-8", encoding}:
-        try:
-            forms.add(safe_url_string(url, enc))
-            forms.add(safe_url_string(urljoin(base, url), enc))
-        except (ValueError, LookupError):
-            continue
-    return forms
-
-
-def remember(response: Response, links: Iterable[Link], base: str) -> None:
-    """Note the links of ``response`` whose URI a ``Request`` would rewrite."""
-    encoding = getattr(response, "encoding", "utf-8")
-    _pending.setdefault(response, _Pending())
-    changed: dict[str, list[Link]] = {}
-    unchanged: dict[str, list[Link]] = {}
-    order: list[tuple[str, Link]] = []
-    for link in links:
-        for form in _scrapy_forms(link.url, base, encoding):
-            order.append((form, link))
-            (unchanged if form == link.url else changed).setdefault(form, []).append(link)
-    if not changed:
-        return
-    pending = _pending[response]
-    for form, link in order:
-        if form in changed:  # links that keep their URL but share the form take their turn too
-            pending.add(form, link.url, link.text)
 
 
 #: link forms in a page's text that Scrapy's ``Request`` or ``urljoin`` rewrite (a superset: a match only
@@ -157,7 +76,7 @@ _SCAN_TAGS = frozenset({"a", "area", "link", "iframe", "frame"})
 _SCAN_ATTRS = ("href", "src")
 
 
-def scan(response: Response, look: bool = False) -> _Pending:
+def scan(response: Response, look: bool = False) -> Pending:
     """The pending links of a response whose links no extractor remembered (see module doc).
 
     The page is read once, when its text holds a suspect form or when
@@ -165,15 +84,13 @@ def scan(response: Response, look: bool = False) -> _Pending:
     rewrite are mapped, and the others that may end at the same URL (the
     same last segment).
     """
-    pending = _pending.get(response)
+    pending = pending_links.get(response)
     if pending is None:
-        pending = _pending[response] = _Pending(scanned=True)
+        pending = pending_links[response] = Pending(scanned=True)
         look = look or (isinstance(response, TextResponse) and _REWRITTEN.search(response.text) is not None)
     if pending.read or not pending.scanned or not look or not isinstance(response, TextResponse):
         return pending
     pending.read = True
-    from ._links import base_url, link_uri, page_values  # the extractor imports this module
-
     encoding = response.encoding
     base = base_url(response)
     scrapy_base = get_base_url(response)
@@ -187,7 +104,7 @@ def scan(response: Response, look: bool = False) -> _Pending:
         value = values[i][0]
         url = link_uri(value, base, encoding)
         if url is not None:
-            mapped[i] = (url, _scrapy_forms(value, scrapy_base, encoding) | _scrapy_forms(value.strip(), scrapy_base, encoding))
+            mapped[i] = (url, scrapy_forms(value, scrapy_base, encoding) | scrapy_forms(value.strip(), scrapy_base, encoding))
     tails = {_tail(form) for _, forms in mapped.values() for form in forms}
     for i, (value, _) in enumerate(values):
         if i in suspects:
@@ -197,7 +114,7 @@ def scan(response: Response, look: bool = False) -> _Pending:
         if tail in tails or (not tail.isascii() and _tail(safe_url_string(stripped, encoding)) in tails):
             url = link_uri(value, base, encoding)
             if url is not None:
-                mapped[i] = (url, _scrapy_forms(value, scrapy_base, encoding) | _scrapy_forms(stripped, scrapy_base, encoding))
+                mapped[i] = (url, scrapy_forms(value, scrapy_base, encoding) | scrapy_forms(stripped, scrapy_base, encoding))
     first: dict[str, list[tuple[str, str]]] = {}
     rest: dict[str, list[tuple[str, str]]] = {}
     for i in sorted(mapped):
@@ -227,7 +144,7 @@ class VerbatimLinkMiddleware(BaseSpiderMiddleware):
             yield o
 
     def _siblings(self, response: Response | None) -> list[Request]:
-        pending = _pending.get(response) if response is not None else None
+        pending = pending_links.get(response) if response is not None else None
         if pending is None or not pending.taken:
             return []
         out = pending.siblings()

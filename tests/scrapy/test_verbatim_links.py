@@ -136,12 +136,12 @@ def test_a_spider_following_one_of_two_links_scrapy_conflates_gets_scrapys_url_f
 
 
 def test_pages_without_rewritten_forms_are_not_read_again_and_requests_pass_unchanged(monkeypatch):
-    import scrapy_iri.scrapy._links as links_module
+    import scrapy_iri.scrapy._verbatim as verbatim_module
 
     read, mapped = [], []
-    page_values, link_uri = links_module.page_values, links_module.link_uri
-    monkeypatch.setattr(links_module, "page_values", lambda *a: read.append(a) or page_values(*a))
-    monkeypatch.setattr(links_module, "link_uri", lambda *a: mapped.append(a) or link_uri(*a))
+    page_values, link_uri = verbatim_module.page_values, verbatim_module.link_uri
+    monkeypatch.setattr(verbatim_module, "page_values", lambda *a: read.append(a) or page_values(*a))
+    monkeypatch.setattr(verbatim_module, "link_uri", lambda *a: mapped.append(a) or link_uri(*a))
     links = "<a href='/a?x=1'>a</a> <a href=\"/b\">b</a> <a href='http://example.org/ok'>ok</a>"
     page = odd_page(f"<p>Why? Because. {links}</p>")
     requests = [page.follow(h) for h in page.css("a::attr(href)").getall()]
