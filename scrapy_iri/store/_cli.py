@@ -202,11 +202,11 @@ def cmd_forget(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -
     return 0
 
 
-def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -> int:
-    from ..graph._learn import LearnProgress, capture_files, learn_files
+def check_learn_inputs(args: argparse.Namespace, err: TextIO) -> None:
+    """Refuse, before any store is opened or made, inputs that ``store learn`` cannot read (raises
+    :class:`StoreError`); name the files of a directory that are not archives or indexes."""
+    from ..graph._learn import capture_files
 
-    err = args.err
-    shown = 0
     try:
         taken = set(capture_files(args.files))
         if args.bad_records:
@@ -226,6 +226,13 @@ def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) ->
                 more = f" and {len(passed) - 5:,} more" if len(passed) > 5 else ""
                 print(f"scrapy-iri store: {len(passed):,} files in {name} are not WARC, WAT, CDX or CDXJ,"
                       f" not read: {', '.join(passed[:5])}{more}", file=err)
+
+
+def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -> int:
+    from ..graph._learn import LearnProgress, capture_files, learn_files
+
+    err = args.err
+    shown = 0
 
     def on_bad(where: str, reason: str) -> None:
         nonlocal shown
@@ -294,6 +301,8 @@ def handle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     args.err = err
     failures = backend_errors()
     try:
+        if args.action == "learn":
+            check_learn_inputs(args, err)
         store = _open(args, err, create=args.action == "learn")
     except StoreError as exc:
         print(f"scrapy-iri store: {exc}", file=err)
