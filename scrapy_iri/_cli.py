@@ -78,6 +78,25 @@ def _rung(value: str) -> Rung:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def whole_number(value: str) -> int:
+    """An argparse type: a whole number of at least 0 (``1_000`` too)."""
+    try:
+        number = int(value.replace("_", ""))
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {value!r}")
+    return number
+
+
+def positive_number(value: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    number = whole_number(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+    return number
+
+
 def _inputs(urls: list[str], stdin: TextIO) -> Iterator[tuple[str, str]]:
     """(where, text) pairs: arguments, or stdin lines streamed when the only argument is ``-``."""
     if urls == ["-"]:

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from .._cli import positive_number, whole_number
 from .._ladder import Rung
 from ..errors import GraphError
 from ._engines import ENGINES
@@ -24,23 +25,6 @@ def _rung(value: str) -> Rung:
         return Rung.parse(value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _count(value: str) -> int:
-    try:
-        number = int(value.replace("_", ""))
-    except ValueError:
-        number = -1
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value!r}")
-    return number
-
-
-def _positive(value: str) -> int:
-    number = _count(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
-    return number
 
 
 def register(subparsers: Any) -> None:
@@ -95,7 +79,7 @@ def register(subparsers: Any) -> None:
         help="where nodes are canonicalized: this process (default), a local Dask cluster or a local Spark session",
     )
     p.add_argument(
-        "--workers", type=_positive, default=None, metavar="N", help="Dask or Spark workers (default: the CPUs)"
+        "--workers", type=positive_number, default=None, metavar="N", help="Dask or Spark workers (default: the CPUs)"
     )
     p.add_argument("--identity-kernel", action="store_true", help=argparse.SUPPRESS)  # engine overhead (benchmarks)
     p.add_argument("--keep-fragment", action="store_true", help="keep fragments (default: dropped)")
@@ -104,11 +88,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--bad-rows", metavar="FILE", help="copy the original text of every bad row here")
     p.add_argument("--fail-fast", action="store_true", help="stop at the first bad row (exit 2, no OUT written)")
     p.add_argument(
-        "--max-reported", type=_count, default=20, metavar="N", help="bad rows reported on stderr (default: 20)"
+        "--max-reported", type=whole_number, default=20, metavar="N", help="bad rows reported on stderr (default: 20)"
     )
     p.add_argument(
         "--cache-size",
-        type=_count,
+        type=whole_number,
         default=DEFAULT_CACHE_SIZE,
         metavar="N",
         help=f"canonical forms cached, LRU (default: {DEFAULT_CACHE_SIZE:_}; 0: none)",

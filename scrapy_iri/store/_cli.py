@@ -20,30 +20,11 @@ import os
 from pathlib import Path
 from typing import TextIO
 
+from .._cli import positive_number, whole_number
 from ..errors import ScrapyIRIError
 from . import REDIS_SCHEMES, StoreError, open_store, parse_store_uri, spider_store_name
 from ._learner import EquivalenceStore
 from ._rules import LearningPolicy
-
-
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
-    return number
-
-
-def _count(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = -1
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {value!r}")
-    return number
 
 
 def _positive_seconds(value: str) -> float:
@@ -357,7 +338,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--spider", metavar="NAME", help="the store of spider NAME in the current Scrapy project")
     defaults = LearningPolicy()
     parser.add_argument(
-        "--min-observations", type=_positive_int, default=None, metavar="K",
+        "--min-observations", type=positive_number, default=None, metavar="K",
         help="judge rules as a crawl with IRI_RULE_MIN_OBSERVATIONS = K does "
         f"(default: the crawl's, recorded in the store, else {defaults.min_observations})",
     )
@@ -399,7 +380,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     learn.add_argument("files", metavar="FILE", nargs="+", help="WARC, WAT, CDX or CDXJ files, directories or globs")
     learn.add_argument(
-        "--max-reported", type=_count, default=20, metavar="N", help="bad records reported on stderr (default: 20)"
+        "--max-reported", type=whole_number, default=20, metavar="N", help="bad records reported on stderr (default: 20)"
     )
     learn.add_argument(
         "--progress", action="store_true",
