@@ -86,17 +86,11 @@ def scrapy_forms(url: str, base: str, encoding: str) -> set[str]:
 def remember(response: Response, links: Iterable[Link], base: str) -> None:
     """Note the links of ``response`` whose URI a ``Request`` would rewrite."""
     encoding = getattr(response, "encoding", "utf-8")
-    pending_links.setdefault(response, Pending())
-    changed: dict[str, list[Link]] = {}
-    unchanged: dict[str, list[Link]] = {}
-    order: list[tuple[str, Link]] = []
-    for link in links:
-        for form in scrapy_forms(link.url, base, encoding):
-            order.append((form, link))
-            (unchanged if form == link.url else changed).setdefault(form, []).append(link)
-    if not changed:
-        return
-    pending = pending_links[response]
+    pending = pending_links.get(response)
+    if pending is None:  # the extractor saw this response's links: no scan of its page
+        pending = pending_links[response] = Pending()
+    order = [(form, link) for link in links for form in scrapy_forms(link.url, base, encoding)]
+    changed = {form for form, link in order if form != link.url}
     for form, link in order:
         if form in changed:  # links that keep their URL but share the form take their turn too
             pending.add(form, link.url, link.text)

@@ -100,11 +100,18 @@ def scan(response: Response, look: bool = False) -> Pending:
     if not suspects:
         return pending
     mapped: dict[int, tuple[str, set[str]]] = {}
-    for i in suspects:
-        value = values[i][0]
+
+    def map_link(i: int, value: str, stripped: str) -> None:
         url = link_uri(value, base, encoding)
         if url is not None:
-            mapped[i] = (url, scrapy_forms(value, scrapy_base, encoding) | scrapy_forms(value.strip(), scrapy_base, encoding))
+            forms = scrapy_forms(value, scrapy_base, encoding)
+            if stripped != value:
+                forms |= scrapy_forms(stripped, scrapy_base, encoding)
+            mapped[i] = (url, forms)
+
+    for i in suspects:
+        value = values[i][0]
+        map_link(i, value, value.strip())
     tails = {_tail(form) for _, forms in mapped.values() for form in forms}
     for i, (value, _) in enumerate(values):
         if i in suspects:
@@ -112,9 +119,7 @@ def scan(response: Response, look: bool = False) -> Pending:
         stripped = value.strip()
         tail = _tail(stripped)
         if tail in tails or (not tail.isascii() and _tail(safe_url_string(stripped, encoding)) in tails):
-            url = link_uri(value, base, encoding)
-            if url is not None:
-                mapped[i] = (url, scrapy_forms(value, scrapy_base, encoding) | scrapy_forms(stripped, scrapy_base, encoding))
+            map_link(i, value, stripped)
     first: dict[str, list[tuple[str, str]]] = {}
     rest: dict[str, list[tuple[str, str]]] = {}
     for i in sorted(mapped):
