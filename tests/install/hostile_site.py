@@ -17,7 +17,6 @@ removes its redirects between two crawls; ``/__reset`` brings them back.
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from collections import Counter

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._codec import rule_record
+from .._evidence import Alias, Evidence
+from .._rules import RuleKey, RuleRecord
 
 try:  # the batches' encoding when installed (the ``redis`` extra): numbers travel as binary, not as text
     from msgpack import packb as _packb
 except ImportError:  # pragma: no cover - JSON then
     _packb = None
-from .._evidence import Alias, Evidence
-from .._rules import RuleKey, RuleRecord
 
 #: the layout of the store's keys this version writes (``NS:store:layout``)
 LAYOUT = 2

@@ -8,9 +8,9 @@ from the store prefix (``NS:store:``) passed as ``ARGV[1]``.
 MARKS = 10_000
 
 #: Apply one batch of writes, atomically and at most once.
-#: ARGV: prefix, batch id, the batch (MessagePack, or JSON: it starts with ``{``), now, rule TTL, evidence max, changes max, answered horizon,
-#: evidence max age, and what the writer knows: the version, the epoch, the id of its last batch
-#: (the last three may be absent).
+#: ARGV: prefix, batch id, the batch (MessagePack, or JSON: it starts with ``{``), now, rule TTL,
+#: evidence max, changes max, answered horizon, evidence max age, and what the writer knows: the
+#: version, the epoch, the id of its last batch (the last three may be absent).
 #: A rule entry carries what the writer counted since its last batch (added to the stored record,
 #: after the TTL), and may carry the writer's whole record too (its support and against last): when
 #: the store is as the writer's last batch left it and the writer knows it (the version is the one it

@@ -501,9 +501,11 @@ class RedisStorage(LayeredStorage):
             self._tally("compacted", int(dropped))
 
     def _apply(self, batch: dict[str, list[Any]], batch_id: str | None = None) -> None:
-        """Run one batch (its ledger record made durable at once, or at the end of the flush sending it). When nobody else wrote since this process's last sync, the changes it
-        made are all its own and already known here: the known version moves past them, unless
-        Redis kept a newer write than one of them (the next sync reads those back)."""
+        """Run one batch (its ledger record made durable at once, or at the end of the flush sending it).
+
+        When nobody else wrote since this process's last sync, the changes it made are all its own
+        and already known here: the known version moves past them, unless Redis kept a newer write
+        than one of them (the next sync reads those back)."""
         self._tally("batches")
         batch_id = batch_id or uuid.uuid4().hex
         last = self.follower.last_batch
