@@ -66,6 +66,11 @@ def passed_over(name: str) -> list[str]:
     return [path for path in found if not is_archive(path)]
 
 
+def listed(files: list[str]) -> str:
+    """The first five of ``files``, and how many more, for a message."""
+    return ", ".join(files[:5]) + (f" and {len(files) - 5:,} more" if len(files) > 5 else "")
+
+
 # --- HTTP messages in response records ------------------------------------------
 
 

@@ -307,9 +307,11 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _count_passed_over(name: str, files: list[str], summary: GraphSummary, err: TextIO) -> None:
     """Files of an archive directory that are not WARC or WAT: named on stderr and counted."""
+    from ._archive import listed
+
     if files:
-        shown = ", ".join(files[:5]) + (f" and {len(files) - 5:,} more" if len(files) > 5 else "")
-        print(f"scrapy-iri: graph: {len(files):,} files in {name} are not WARC or WAT, not read: {shown}", file=err)
+        print(f"scrapy-iri: graph: {len(files):,} files in {name} are not WARC or WAT, not read: {listed(files)}",
+              file=err)
         summary.skipped["files that are not WARC or WAT"] += len(files)
 
 

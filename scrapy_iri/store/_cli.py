@@ -186,6 +186,7 @@ def cmd_forget(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -
 def check_learn_inputs(args: argparse.Namespace, err: TextIO) -> None:
     """Refuse, before any store is opened or made, inputs that ``store learn`` cannot read (raises
     :class:`StoreError`); name the files of a directory that are not archives or indexes."""
+    from ..graph._archive import listed
     from ..graph._learn import capture_files
 
     try:
@@ -199,14 +200,13 @@ def check_learn_inputs(args: argparse.Namespace, err: TextIO) -> None:
         raise StoreError(str(exc)) from None
     for name in args.files:
         if os.path.isdir(name):
-            passed = sorted(os.path.join(name, entry) for entry in os.listdir(name))
-            passed = [path for path in passed if path not in taken]
-            if len(passed) == len(os.listdir(name)):
+            entries = sorted(os.path.join(name, entry) for entry in os.listdir(name))
+            passed = [path for path in entries if path not in taken]
+            if len(passed) == len(entries):
                 raise StoreError(f"{name}: a directory without WARC, WAT, CDX or CDXJ files")
             if passed:
-                more = f" and {len(passed) - 5:,} more" if len(passed) > 5 else ""
                 print(f"scrapy-iri store: {len(passed):,} files in {name} are not WARC, WAT, CDX or CDXJ,"
-                      f" not read: {', '.join(passed[:5])}{more}", file=err)
+                      f" not read: {listed(passed)}", file=err)
 
 
 def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -> int:
