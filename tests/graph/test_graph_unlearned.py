@@ -6,20 +6,9 @@ from __future__ import annotations
 import csv
 
 from _unlearned import unlearned_directory
+from test_graph_archive_faults import run
 
 from scrapy_iri._cli import main
-
-
-def run(capsys, tmp_path, archive, *options):
-    out, bad = tmp_path / "out.csv", tmp_path / "bad.csv"
-    code = main(["graph", str(archive), str(out), "--bad-rows", str(bad), "--max-reported", "1000", *options])
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
-    with open(bad, newline="") as f:
-        rows = list(csv.DictReader(f))
-    with open(out, newline="") as f:
-        edges = list(csv.DictReader(f))
-    return code, err, rows, edges
 
 
 def summary_count(err: str, label: str) -> int:
