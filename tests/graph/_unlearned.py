@@ -87,3 +87,26 @@ def unlearned_directory(tmp_path: Path, filler: int = 0) -> tuple[Path, list[tup
     (directory / "c.warc").write_bytes(good + cut[:-20])
     expected.append((str(directory / "c.warc"), len(good), "record cut off at the end of the file"))
     return directory, expected
+
+
+def assert_engine_reports_as_local(engine: str, capsys, tmp_path: Path, monkeypatch) -> None:
+    """``graph --rung protocol --engine ENGINE`` over pieces cut inside a file (the first pass on the
+    workers): the same output and bad rows as the local engine, in the same order, each one expected."""
+    import csv
+    import io
+
+    from _messy import run_archive_cli
+
+    from scrapy_iri.graph import _split
+
+    monkeypatch.setattr(_split, "PIECE_BYTES", 4000)
+    archives, expected = unlearned_directory(tmp_path, filler=4)
+    assert len(_split.pieces(sorted(str(path) for path in archives.iterdir()), 4000)) >= 5
+    local = run_archive_cli(capsys, tmp_path, "local", archives, "--rung", "protocol")
+    remote = run_archive_cli(capsys, tmp_path, engine, archives, "--rung", "protocol", "--engine", engine,
+                             "--workers", "2")
+    assert local["code"] == remote["code"] == 1
+    assert remote == local
+    assert b"http://www.docs.test/,http://docs.test/\n" in local["aliases"]  # learned as of the archive's date
+    rows = list(csv.DictReader(io.StringIO(local["bad"].decode())))
+    assert [(row["file"], int(row["offset"])) for row in rows] == [(file, offset) for file, offset, _ in expected]

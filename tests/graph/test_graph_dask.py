@@ -251,22 +251,6 @@ def test_cli_dask_on_odd_archives_equals_local_byte_for_byte(client, capsys, tmp
 
 def test_cli_dask_reports_the_captures_it_cannot_learn_as_local(client, capsys, tmp_path, monkeypatch):
     """The first pass on the workers, pieces cut inside a file: the same bad rows, in the same order."""
-    import csv
-    import io
+    from _unlearned import assert_engine_reports_as_local
 
-    from _messy import run_archive_cli
-    from _unlearned import unlearned_directory
-
-    from scrapy_iri.graph import _split
-
-    monkeypatch.setattr(_split, "PIECE_BYTES", 4000)
-    archives, expected = unlearned_directory(tmp_path, filler=4)
-    assert len(_split.pieces(sorted(str(path) for path in archives.iterdir()), 4000)) >= 5
-    local = run_archive_cli(capsys, tmp_path, "local", archives, "--rung", "protocol")
-    on_dask = run_archive_cli(capsys, tmp_path, "dask", archives, "--rung", "protocol", "--engine", "dask",
-                               "--workers", "2")
-    assert local["code"] == on_dask["code"] == 1
-    assert on_dask == local
-    assert b"http://www.docs.test/,http://docs.test/\n" in local["aliases"]  # learned as of the archive's date
-    rows = list(csv.DictReader(io.StringIO(local["bad"].decode())))
-    assert [(row["file"], int(row["offset"])) for row in rows] == [(file, offset) for file, offset, _ in expected]
+    assert_engine_reports_as_local("dask", capsys, tmp_path, monkeypatch)

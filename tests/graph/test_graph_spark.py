@@ -144,25 +144,9 @@ def test_cli_spark_on_odd_archives_equals_local_byte_for_byte(spark, capsys, tmp
 
 def test_cli_spark_reports_the_captures_it_cannot_learn_as_local(spark, capsys, tmp_path, monkeypatch):
     """The first pass on the workers, pieces cut inside a file: the same bad rows, in the same order."""
-    import csv
-    import io
+    from _unlearned import assert_engine_reports_as_local
 
-    from _messy import run_archive_cli
-    from _unlearned import unlearned_directory
-
-    from scrapy_iri.graph import _split
-
-    monkeypatch.setattr(_split, "PIECE_BYTES", 4000)
-    archives, expected = unlearned_directory(tmp_path, filler=4)
-    assert len(_split.pieces(sorted(str(path) for path in archives.iterdir()), 4000)) >= 5
-    local = run_archive_cli(capsys, tmp_path, "local", archives, "--rung", "protocol")
-    on_spark = run_archive_cli(capsys, tmp_path, "spark", archives, "--rung", "protocol", "--engine", "spark",
-                               "--workers", "2")
-    assert local["code"] == on_spark["code"] == 1
-    assert on_spark == local
-    assert b"http://www.docs.test/,http://docs.test/\n" in local["aliases"]  # learned as of the archive's date
-    rows = list(csv.DictReader(io.StringIO(local["bad"].decode())))
-    assert [(row["file"], int(row["offset"])) for row in rows] == [(file, offset) for file, offset, _ in expected]
+    assert_engine_reports_as_local("spark", capsys, tmp_path, monkeypatch)
 
 
 def test_archive_rows_report_the_captures_it_cannot_learn_as_the_command_does(spark, capsys, tmp_path):
