@@ -86,14 +86,18 @@ class HTTPResponse:
 
     def content_type(self) -> tuple[str, str | None]:
         """The media type (lowercased, '' when none) and the charset parameter."""
-        value = self.header("content-type") or ""
-        kind, _, params = value.partition(";")
-        charset = None
-        for param in params.split(";"):
-            name, _, arg = param.partition("=")
-            if name.strip().lower() == "charset":
-                charset = arg.strip().strip("\"'") or None
-        return kind.strip().lower(), charset
+        return content_type(self.header("content-type"))
+
+
+def content_type(value: str | None) -> tuple[str, str | None]:
+    """A ``Content-Type`` value's media type (lowercased, '' when none) and its charset parameter."""
+    kind, _, params = (value or "").partition(";")
+    charset = None
+    for param in params.split(";"):
+        name, _, arg = param.partition("=")
+        if name.strip().lower() == "charset":
+            charset = arg.strip().strip("\"'") or None
+    return kind.strip().lower(), charset
 
 
 def head_lines(head: bytes) -> list[str]:
@@ -184,8 +188,6 @@ def _html_type(kind: str, body: bytes) -> bool:
 
 BAD_HEADER = "file,offset,source,target,path,reason\n"
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]{0,31}):")
-
-
 _WEB = ("http", "https")
 
 
@@ -313,7 +315,7 @@ class ArchiveRows:
         uri = self._web_uri(record, "resources")
         if uri is None:
             return
-        kind, charset = HTTPResponse(200, {"content-type": [record.header("content-type")]}, None).content_type()
+        kind, charset = content_type(record.header("content-type"))
         body = record.block if record.block is not None else record.head
         if not _html_type(kind, body):
             self.skipped["resources that are not HTML"] += 1
