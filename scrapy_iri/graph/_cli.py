@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import errno
 import time
-from pathlib import Path
 from typing import Any, TextIO
 
 from .._cli import positive_number, whole_number
 from .._ladder import Rung
 from ..errors import GraphError
 from ._engines import ENGINES
-from ._inputs import COMPRESSED, FORMATS
+from ._inputs import FORMATS, name_suffix
 from ._normalize import DEFAULT_CACHE_SIZE, GraphSummary
 from ._run import normalize_graph_file
 
@@ -206,8 +205,7 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.store and rung is not Rung.PROTOCOL:
         print(f"scrapy-iri: graph: --store is only used by the protocol rung, not {rung.name.lower()}", file=err)
         return 2
-    lowered = args.output.lower()
-    suffix = Path(next((lowered[: -len(end)] for end in COMPRESSED if lowered.endswith(end)), lowered)).suffix
+    suffix = name_suffix(args.output)
     if suffix in (".tsv", ".tab", ".jsonl", ".ndjson"):
         print(f"scrapy-iri: graph: OUT is CSV or Parquet: name it .csv or .parquet, not {suffix}", file=err)
         return 2

@@ -21,6 +21,12 @@ COMPRESSED = (".gz", ".bz2", ".xz")
 """Name endings of compressed edge files (read by their content: gzip, bzip2 or xz)."""
 
 
+def name_suffix(name: str) -> str:
+    """The lowercased suffix of a file name that tells its format, a compression ending looked through."""
+    path = Path(name.lower())
+    return path.with_suffix("").suffix if path.suffix in COMPRESSED else path.suffix
+
+
 def detect_format(name: str) -> str:
     """``csv``, ``tsv``, ``jsonl``, ``parquet`` or ``warc``: web archives by their content, edge files
     by their name (``.gz`` looked through); ``-`` is CSV; a directory holds Parquet parts or archives."""
@@ -40,16 +46,14 @@ def detect_format(name: str) -> str:
         return "warc"
     if is_archive(name):
         return "warc"
-    path = Path(name.lower())
-    if path.suffix in COMPRESSED:
-        path = path.with_suffix("")
-    if path.suffix in (".warc", ".wat"):
+    suffix = name_suffix(name)
+    if suffix in (".warc", ".wat"):
         return "warc"
-    if path.suffix in (".cdx", ".cdxj"):
+    if suffix in (".cdx", ".cdxj"):
         raise GraphError(f"{name}: an index holds no links: learn from it with 'scrapy-iri store learn', "
                          "and give graph the WARC files")
     try:
-        return _SUFFIXES[path.suffix]
+        return _SUFFIXES[suffix]
     except KeyError:
         choices = ",".join(FORMATS)
         raise GraphError(f"{name}: cannot tell the format from the name: use --format {{{choices}}}") from None
