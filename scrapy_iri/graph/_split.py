@@ -2,9 +2,10 @@
 
 The archives are cut into pieces (``_pieces``); a worker reads a piece,
 parses its HTML, extracts and canonicalizes its links (:func:`piece_links`,
-:func:`piece_rows`) or reads its captures (:func:`piece_captures`): module
--level functions, shipped by reference. This process learns the captures
-in date order and merges the pieces' rows in file order.
+:func:`piece_rows`) or reads its captures and what cannot be learned of
+them (:func:`piece_learning`): module-level functions, shipped by
+reference. This process learns the captures in date order, reports what
+could not be learned, and merges the pieces' rows in file order.
 """
 
 from __future__ import annotations
