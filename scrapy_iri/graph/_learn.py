@@ -13,9 +13,11 @@ crawl with its safety.
 from __future__ import annotations
 
 import gc
+import bz2
 import gzip
 import heapq
 import json
+import lzma
 import os
 import re
 import zlib
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from operator import attrgetter
-from typing import Any
+from typing import IO, Any
 
 from ..errors import GraphError, IRIError
 from ._archive import _get, _Missing, archive_files, head_lines, is_archive
@@ -269,29 +271,28 @@ def _wat_capture(block: bytes) -> Capture | str | None:
 
 
 def cdx_captures(path: str, reading: Reading) -> Iterator[Capture]:
-    """The captures of a CDX (with or without its `` CDX`` header line) or CDXJ file."""
-    opener = gzip.open if _gzipped(path) else open
+    """The captures of a CDX (with or without its `` CDX`` header line) or CDXJ file, plain or
+    compressed; a file cut off or damaged inside is one bad record where its readable lines end."""
     columns = _CDX_DEFAULT
-    with opener(path, "rt", encoding="utf-8", errors="replace") as lines:
-        for number, line in enumerate(lines, 1):
-            where = f"{path}:{number}"
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            if number == 1 and line.startswith(" CDX "):
-                columns = line.split()[1:]
-                continue
-            try:
+    number = 0
+    with _opener(path)(path, "rt", encoding="utf-8", errors="replace") as lines:
+        try:
+            for number, line in enumerate(lines, 1):
+                line = line.rstrip("\r\n")
+                if not line.strip():
+                    continue
+                if number == 1 and line.startswith(" CDX "):
+                    columns = line.split()[1:]
+                    continue
                 found = _cdxj(line) if " {" in line else _cdx(line, columns)
-            except (OSError, EOFError) as exc:
-                reading.add(where, f"unreadable: {exc}")
-                return
-            if isinstance(found, str):
-                reading.add(where, found)
-            elif found is None:
-                reading.skipped["index lines without a status or a redirect's target"] += 1
-            else:
-                yield found
+                if isinstance(found, str):
+                    reading.add(f"{path}:{number}", found)
+                elif found is None:
+                    reading.skipped["index lines without a status or a redirect's target"] += 1
+                else:
+                    yield found
+        except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+            reading.add(f"{path}:{number + 1}", f"the file is cut off or damaged after line {number:,}: {exc}")
 
 
 def _cdx(line: str, columns: list[str]) -> Capture | str | None:
@@ -338,12 +339,21 @@ def _cdxj(line: str) -> Capture | str | None:
     return _capture(data["url"], when, int(status), headers)
 
 
-def _gzipped(path: str) -> bool:
+def _opener(path: str) -> Callable[..., IO[Any]]:
+    """``open``, or the opener of the compression the file's first bytes show (gzip, bzip2, xz)."""
     with open(path, "rb") as f:
-        return f.read(2) == b"\x1f\x8b"
+        magic = f.read(6)
+    if magic[:2] == b"\x1f\x8b":
+        return gzip.open
+    if magic[:3] == b"BZh":
+        return bz2.open
+    if magic == b"\xfd7zXZ\x00":
+        return lzma.open
+    return open
 
 
-ACCEPTED = "WARC or WAT archives (.warc, .warc.gz, .wat.gz) and CDX or CDXJ indexes of them, known by their content"
+ACCEPTED = ("WARC or WAT archives (.warc, .warc.gz, .wat.gz) and CDX or CDXJ indexes of them (plain, gzip, bzip2 or xz),"
+            " known by their content")
 """What ``store learn`` reads, as its errors say."""
 
 _SNIFF_BYTES = 1 << 16  # the text of a file looked at to tell an index
@@ -352,7 +362,14 @@ _URLISH = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|[^\s/]+[.][^\s/]+(/|\Z)")
 
 
 def _start_text(path: str) -> str:
-    """The first bytes of a file as text (gunzipped, member after member, when it is gzip)."""
+    """The first bytes of a file as text (decompressed when it is bzip2 or xz; gunzipped member after member)."""
+    opener = _opener(path)
+    if opener is bz2.open or opener is lzma.open:
+        try:
+            with opener(path, "rb") as f:
+                return f.read(_SNIFF_BYTES).decode("utf-8", "replace")
+        except (OSError, EOFError, lzma.LZMAError) as exc:
+            raise ValueError(f"compressed data that does not decompress: {exc}") from None
     with open(path, "rb") as f:
         raw = f.read(_SNIFF_BYTES)
     if raw[:2] != b"\x1f\x8b":

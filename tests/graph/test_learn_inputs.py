@@ -7,6 +7,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import json
+import lzma
 
 import pytest
 
@@ -146,3 +147,29 @@ def test_json_lines_that_look_like_cdxj_without_a_key_are_no_index(tmp_path):
     path.write_text(json.dumps({"url": "http://docs.test/", "timestamp": STAMP, "status": "200"}) + "\n")
     with pytest.raises(GraphError, match="its line is not a CDX or CDXJ line"):
         capture_kind(str(path))
+
+
+@pytest.mark.parametrize("compress", [gzip.compress, bz2.compress, lzma.compress], ids=["gzip", "bzip2", "xz"])
+def test_a_compressed_index_is_learned_and_one_cut_off_is_a_bad_record_where_it_ends(tmp_path, capsys, compress):
+    lines = [" CDX N b a m s k r M S V g\n"] + [
+        f"test,docs,www)/p{i} {STAMP} http://www.docs.test/p{i} text/html 301 X http://docs.test/p{i} - - 0 w.warc.gz\n"
+        for i in range(20_000)
+    ]
+    data = compress("".join(lines).encode())
+    (tmp_path / "whole").write_bytes(data)
+    store = open_store("memory:", clock=lambda: 1709294400.0 + 60)
+    summary, reading = learn_files(store, [str(tmp_path / "whole")])
+    assert (summary.observations, reading.bad) == (20_000, [])
+    assert store.representative("http://www.docs.test/p19999") == "http://docs.test/p19999"
+    (tmp_path / "cut").write_bytes(data[: len(data) * 3 // 4])
+    code, out, err = learn(capsys, tmp_path, tmp_path / "cut")
+    if code == 2:  # nothing of it decompresses (bzip2 gives nothing of a block it does not have whole)
+        assert err.startswith(f"scrapy-iri store: {tmp_path / 'cut'}: not a WARC, WAT, CDX or CDXJ file")
+        assert "does not decompress" in err
+        return
+    bad = [line for line in err.splitlines() if "cut off or damaged" in line]
+    assert code == 1 and len(bad) == 1, err
+    where, _, reason = bad[0].removeprefix("scrapy-iri: ").partition(": ")
+    last = int(where.rpartition(":")[2]) - 1  # the last line read whole
+    assert reason.startswith(f"the file is cut off or damaged after line {last:,}")
+    assert 1 < last < len(lines) and f"learned from 1 files: {last - 1:,} captures" in out
