@@ -204,7 +204,7 @@ def equivalent(
         try:
             forms.append(canonicalize(iri, rung, **options))
         except IRIError as exc:
-            raise IRIError(f"in {name}: {exc.reason}", exc.component, exc.position) from None
+            raise exc.within(name) from None
     return forms[0] == forms[1]
 
 

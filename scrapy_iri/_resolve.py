@@ -87,7 +87,7 @@ def resolve(base: str, ref: str, *, lenient: bool = False) -> str:
     try:
         base_ref = parse(base, lenient=lenient)
     except IRIError as exc:  # its position is in the base, not in the reference
-        raise IRIError(f"in the base: {exc.reason}", exc.component, exc.position) from None
+        raise exc.within("the base") from None
     if base_ref.scheme is None:
         raise IRIError("the base must be an absolute IRI (it has no scheme)", "scheme", 0)
     target = resolve_components(base_ref, parse(ref, lenient=lenient, base_scheme=base_ref.scheme))

@@ -35,6 +35,10 @@ class IRIError(ScrapyIRIError, ValueError):
         """The same error at ``position`` of the input string."""
         return IRIError(self.reason, self.component, position)
 
+    def within(self, what: str) -> IRIError:
+        """The same error said of ``what`` (``"in the base: ..."``), for a call given several strings."""
+        return IRIError(f"in {what}: {self.reason}", self.component, self.position)
+
     def __reduce__(self) -> tuple[type[IRIError], tuple[str, str, int | None]]:
         """Pickled (and copied) with its three arguments, as Dask, Spark and multiprocessing ship it."""
         return (type(self), (self.reason, self.component, self.position))
