@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import re
 
 from .errors import IRIError
@@ -132,6 +133,21 @@ def to_iri(uri: str) -> str:
             _to_iri_component(ref.fragment, "fragment"),
         )
     )
+
+
+#: 3987bis 7.2: a document in a Unicode-based charset submits its queries as UTF-8
+_UNICODE_CHARSETS = frozenset({"utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"})
+
+
+def is_unicode_charset(charset: str | None) -> bool:
+    """Whether a document in ``charset`` submits its queries as UTF-8: a Unicode-based charset
+    (3987bis 7.2), none, or one Python does not know."""
+    if not charset:
+        return True
+    try:
+        return codecs.lookup(charset).name in _UNICODE_CHARSETS
+    except LookupError:
+        return True
 
 
 def query_in_charset(query: str, charset: str) -> str:

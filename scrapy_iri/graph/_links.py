@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .._mapping import query_in_charset
+from .._mapping import is_unicode_charset, query_in_charset
 from .._parse import parse, recompose
 from .._resolve import keep_apart_from_authority, remove_dot_segments, resolve_components
 from ..errors import GraphError, IRIError
@@ -66,7 +66,6 @@ _TAGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 PATHS = {(tag, attr): f"{tag.upper()}@/{attr}" for tag, (plain, other) in _TAGS.items() for attr in plain + other}
 _HTML_SPACE = " \t\n\f\r"
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
-_UNICODE = frozenset({"utf-8", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"})
 
 
 def _lxml() -> Any:
@@ -138,7 +137,7 @@ class Resolver:
         self.base = parse(base, lenient=True)
         if self.base.scheme is None:
             raise IRIError("the base must be an absolute IRI (it has no scheme)", "scheme", 0)
-        self.charset = None if charset in _UNICODE else charset
+        self.charset = None if is_unicode_charset(charset) else charset
         ref = self.base
         self.origin = None
         if ref.host is not None and ref.path.startswith("/") and _PLAIN.match(recompose(ref)):

@@ -13,7 +13,6 @@ leaves such ASCII URIs untouched, so the request fetches the right host.
 
 from __future__ import annotations
 
-import codecs
 import logging
 import re
 from typing import TYPE_CHECKING, Any
@@ -32,7 +31,7 @@ from w3lib.html import strip_html5_whitespace
 from w3lib.url import safe_url_string
 
 from scrapy_iri import IRIError, IRIReference, Rung, canonicalize, parse, resolve, to_uri
-from scrapy_iri._mapping import query_in_charset
+from scrapy_iri._mapping import is_unicode_charset, query_in_charset
 
 from ._pending import remember
 
@@ -48,22 +47,11 @@ logger = logging.getLogger(__name__)
 
 INVALID_STAT = "iri/links/invalid"
 _text_content = etree.XPath("string()")
-# 3987bis 7.2: a Unicode-based HRef-charset means UTF-8.
-_UNICODE_CHARSETS = frozenset(
-    {"utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"}
-)
 
 
 # -- IRI -> the URI a request should carry
 
 
-def _is_unicode_charset(charset: str | None) -> bool:
-    if not charset:
-        return True
-    try:
-        return codecs.lookup(charset).name in _UNICODE_CHARSETS
-    except LookupError:
-        return True
 
 
 def _fetchable_host(ref: IRIReference) -> IRIReference:
@@ -97,7 +85,7 @@ def request_url(iri: str, *, encoding: str | None = None, lenient: bool = True) 
         ref.query is not None
         and not ref.query.isascii()
         and ref.scheme.lower() in ("http", "https")
-        and not _is_unicode_charset(encoding)
+        and not is_unicode_charset(encoding)
     ):
         ref = ref._replace(query=query_in_charset(ref.query, encoding or "utf-8"))
     if not ref.host and ref.scheme.lower() in _NEEDS_HOST:
