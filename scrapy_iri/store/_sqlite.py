@@ -266,6 +266,8 @@ class SQLiteStorage(LayeredStorage):
         """Commit (waiting up to ``close_wait`` seconds for a locked file) and close."""
         if self._db is None:
             return
+        if self.read_only and self.pending:
+            logger.warning("%s is read-only here: %d writes learned by this process are not stored", self.path, self.pending)
         deadline = self.monotonic() + self.close_wait
         while True:
             try:
@@ -286,8 +288,9 @@ class SQLiteStorage(LayeredStorage):
     # -- the commit ---------------------------------------------------------------
 
     def _commit(self) -> None:
-        """Apply the pending writes in one transaction (:meth:`.SQLitePort.apply`); the cache follows the file."""
-        if not len(self.writes):
+        """Apply the pending writes in one transaction (:meth:`.SQLitePort.apply`); the cache follows the file.
+        A read-only file keeps them pending: this process reads what it learned, and nothing is written."""
+        if not len(self.writes) or self.read_only:
             return
         self.writes.committed(self.port.apply(self.writes.changeset()))
         self._retry_at = 0.0

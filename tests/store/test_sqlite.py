@@ -766,3 +766,48 @@ def test_a_case_with_writes_pending_follows_what_another_process_committed(tmp_p
     c.record_redirect("http://a.example/docs/PAGE", 301, "http://a.example/docs/page")
     assert c.storage.case_target(key) == "http://a.example/Docs/Page"  # the newer one, committed
     c.close()
+
+
+def test_a_store_this_process_may_not_write_is_read_and_learns_in_memory_only(tmp_path):
+    """A read-only mount: the stored aliases answer, what the process learns answers for it, nothing is
+    written (no error), and closing says how much was not stored."""
+    import shutil
+    import tempfile
+
+    directory = Path(tempfile.mkdtemp(prefix="scrapy-iri-ro-"))  # outside tmp_path: its parents may be closed to others
+    try:
+        path = directory / "s.db"
+        store = open_store(f"sqlite:///{path}")
+        store.record_redirect("http://a.test/old", 301, "http://a.test/new")
+        store.close()
+        before = path.read_bytes()
+        directory.chmod(0o555)
+        path.chmod(0o444)
+        script = textwrap.dedent(f"""
+            import logging, sys
+            logging.basicConfig(stream=sys.stdout, level=logging.WARNING, format="%(levelname)s %(message)s")
+            from scrapy_iri.store import open_store
+            s = open_store("sqlite:///{path}", create=False)
+            print(s.representative("http://a.test/old"))
+            for i in range(3000):
+                s.record_redirect(f"http://b.test/{{i}}", 301, f"https://b.test/{{i}}")
+            s.flush()
+            print(s.representative("http://b.test/7"))
+            s.close()
+        """)
+        command = [sys.executable, "-c", script]
+        if os.geteuid() == 0:  # root writes anywhere: run as nobody, as a user on a read-only mount
+            setpriv = shutil.which("setpriv")
+            if setpriv is None:
+                pytest.skip("needs setpriv to drop root")
+            command = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+        lines = result.stdout.splitlines()
+        assert "http://a.test/new" in lines and "https://b.test/7" in lines, result.stdout
+        assert any(line.startswith("WARNING") and "read-only" in line and "nothing learned is stored" in line for line in lines)
+        assert any(line.startswith("WARNING") and "are not stored" in line for line in lines)
+        assert path.read_bytes() == before and not list(directory.glob("s.db-*"))
+    finally:
+        directory.chmod(0o755)
+        shutil.rmtree(directory)
