@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from fixtures.stores import as_unprivileged
 from test_canon_cli import SCRIPT, run
 
 from scrapy_iri._cli import main
@@ -156,7 +157,6 @@ def test_out_in_the_directory_or_glob_read_is_refused(tmp_path, capsys):
 
 
 def test_a_store_in_a_read_only_directory_can_still_be_read():
-    import os
     import shutil
     import tempfile
 
@@ -171,11 +171,7 @@ def test_a_store_in_a_read_only_directory_can_still_be_read():
         directory.chmod(0o555)
         store.chmod(0o444)
         command = [SCRIPT, "store", "--store", f"sqlite:///{store}", "stats"]
-        if os.geteuid() == 0:  # root writes anywhere: run as nobody, as a user on a read-only mount
-            setpriv = shutil.which("setpriv")
-            if setpriv is None:
-                pytest.skip("needs setpriv to drop root")
-            command = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        command = as_unprivileged(command)
         result = subprocess.run(command, capture_output=True, text=True, timeout=60)
         assert "Traceback" not in result.stderr
         assert "readonly" in result.stderr or result.returncode == 0, result.stderr  # the failure is the store's

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fixtures.stores import as_unprivileged
 
 from scrapy_iri.store import Alias, LearningPolicy, RuleKey, StoreError, open_store
 from scrapy_iri.store._sqlite import SCHEMA_VERSION
@@ -796,11 +797,7 @@ def test_a_store_this_process_may_not_write_is_read_and_learns_in_memory_only(tm
             s.close()
         """)
         command = [sys.executable, "-c", script]
-        if os.geteuid() == 0:  # root writes anywhere: run as nobody, as a user on a read-only mount
-            setpriv = shutil.which("setpriv")
-            if setpriv is None:
-                pytest.skip("needs setpriv to drop root")
-            command = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        command = as_unprivileged(command)
         result = subprocess.run(command, capture_output=True, text=True, timeout=120)
         assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
         lines = result.stdout.splitlines()
