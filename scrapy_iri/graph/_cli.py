@@ -7,7 +7,7 @@ import errno
 import time
 from typing import Any, TextIO
 
-from .._cli import positive_number, whole_number
+from .._cli import _rung, positive_number, whole_number
 from .._ladder import Rung
 from ..errors import GraphError
 from ._engines import ENGINES
@@ -17,13 +17,6 @@ from ._run import normalize_graph_file
 
 
 # --- command line ------------------------------------------------------------
-
-
-def _rung(value: str) -> Rung:
-    try:
-        return Rung.parse(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def register(subparsers: Any) -> None:

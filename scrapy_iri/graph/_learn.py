@@ -13,8 +13,6 @@ crawl with its safety.
 from __future__ import annotations
 
 import gc
-import bz2
-import gzip
 import heapq
 import json
 import lzma
@@ -27,12 +25,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from operator import attrgetter
-from typing import IO, Any
+from typing import Any
 
 from ..errors import GraphError, IRIError
-from ._archive import _get, _Missing, archive_files, head_lines, is_archive
+from ._archive import _get, _Missing, archive_files, head_lines
 from ._heads import heads
 from ._links import Resolver
+from ._readers import MAGIC_BYTES, OPENERS, compression
 from ._warc import BadRecord
 
 # an absolute http(s) URL that resolution leaves as it is: plain characters, no userinfo, no dot segments
@@ -270,12 +269,15 @@ def _wat_capture(block: bytes) -> Capture | str | None:
     return _capture(url, when, status, headers)
 
 
-def cdx_captures(path: str, reading: Reading) -> Iterator[Capture]:
+def cdx_captures(path: str, reading: Reading, packed: str | None | bool = True) -> Iterator[Capture]:
     """The captures of a CDX (with or without its `` CDX`` header line) or CDXJ file, plain or
-    compressed; a file cut off or damaged inside is one bad record where its readable lines end."""
+    compressed (``packed``: its :func:`~scrapy_iri.graph._readers.compression`, True to look);
+    a file cut off or damaged inside is one bad record where its readable lines end."""
     columns = _CDX_DEFAULT
     number = 0
-    with _opener(path)(path, "rt", encoding="utf-8", errors="replace") as lines:
+    if packed is True:
+        packed = _compression_of(path)
+    with OPENERS[packed or None](path, "rt", encoding="utf-8", errors="replace") as lines:
         try:
             for number, line in enumerate(lines, 1):
                 line = line.rstrip("\r\n")
@@ -339,17 +341,9 @@ def _cdxj(line: str) -> Capture | str | None:
     return _capture(data["url"], when, int(status), headers)
 
 
-def _opener(path: str) -> Callable[..., IO[Any]]:
-    """``open``, or the opener of the compression the file's first bytes show (gzip, bzip2, xz)."""
+def _compression_of(path: str) -> str | None:
     with open(path, "rb") as f:
-        magic = f.read(6)
-    if magic[:2] == b"\x1f\x8b":
-        return gzip.open
-    if magic[:3] == b"BZh":
-        return bz2.open
-    if magic == b"\xfd7zXZ\x00":
-        return lzma.open
-    return open
+        return compression(f.read(MAGIC_BYTES))
 
 
 ACCEPTED = ("WARC or WAT archives (.warc, .warc.gz, .wat.gz) and CDX or CDXJ indexes of them (plain, gzip, bzip2 or xz),"
@@ -361,19 +355,20 @@ _SNIFF_LINES = 64  # its first non-blank lines, of which one at least must be an
 _URLISH = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:|[^\s/]+[.][^\s/]+(/|\Z)")
 
 
-def _start_text(path: str) -> str:
-    """The first bytes of a file as text (decompressed when it is bzip2 or xz; gunzipped member after member)."""
-    opener = _opener(path)
-    if opener is bz2.open or opener is lzma.open:
-        try:
-            with opener(path, "rb") as f:
-                return f.read(_SNIFF_BYTES).decode("utf-8", "replace")
-        except (OSError, EOFError, lzma.LZMAError) as exc:
-            raise ValueError(f"compressed data that does not decompress: {exc}") from None
+def _start(path: str) -> tuple[bytes, str | None]:
+    """A file's first bytes, decompressed (gunzipped member after member), and its compression."""
     with open(path, "rb") as f:
         raw = f.read(_SNIFF_BYTES)
-    if raw[:2] != b"\x1f\x8b":
-        return raw.decode("utf-8", "replace")
+        packed = compression(raw[:MAGIC_BYTES])
+        if packed in ("bzip2", "xz"):
+            f.seek(0)
+            try:
+                with OPENERS[packed](f, "rb") as unpacked:
+                    return unpacked.read(_SNIFF_BYTES), packed
+            except (OSError, EOFError, lzma.LZMAError) as exc:
+                raise ValueError(f"compressed data that does not decompress: {exc}") from None
+    if packed != "gzip":
+        return raw, packed
     text = b""
     while raw[:2] == b"\x1f\x8b" and len(text) < _SNIFF_BYTES:
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
@@ -383,10 +378,10 @@ def _start_text(path: str) -> str:
             if not text:
                 raise ValueError(f"gzip data that does not decompress: {exc}") from None
             break
-        if not inflater.eof:
+        if not inflater.eof or text.startswith(b"WARC/1."):
             break
         raw = inflater.unused_data
-    return text.decode("utf-8", "replace")
+    return text, packed
 
 
 def index_line(line: str) -> str | None:
@@ -411,28 +406,44 @@ class _NoCaptures(Exception):
     """Why a file is none of WARC, WAT, CDX and CDXJ."""
 
 
+@dataclass(frozen=True, slots=True)
+class CaptureFile:
+    """A file ``store learn`` reads, checked: its ``kind`` (``warc``: WARC or WAT, ``cdx``, ``cdxj``)
+    and the compression of an index (:func:`~scrapy_iri.graph._readers.compression`)."""
+
+    path: str
+    kind: str
+    packed: str | None = None
+
+
 def capture_kind(path: str) -> str:
     """``warc`` (WARC or WAT), ``cdx`` or ``cdxj``, by the file's content: a ``WARC/1.`` record, a
     `` CDX`` header line, or an index line (:func:`index_line`) among its first non-blank lines.
     Anything else is a :class:`GraphError` naming the file and what is read."""
+    return _checked(path).kind
+
+
+def _checked(path: str) -> CaptureFile:
     try:
         return _kind(path)
     except _NoCaptures as exc:
         raise GraphError(f"{path}: {exc}") from None
 
 
-def _kind(path: str) -> str:
-    if is_archive(path):
-        return "warc"
+def _kind(path: str) -> CaptureFile:
+    """What ``path`` is, from its first bytes, read once."""
     try:
-        text = _start_text(path)
+        start, packed = _start(path)
     except OSError as exc:
         raise _NoCaptures(f"cannot read it: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise _NoCaptures(_not_read(str(exc))) from None
+    if packed in (None, "gzip") and start.startswith(b"WARC/1."):
+        return CaptureFile(path, "warc", packed)
+    text = start.decode("utf-8", "replace")
     lines = text.splitlines()
     if lines and lines[0].startswith(" CDX "):
-        return "cdx"
+        return CaptureFile(path, "cdx", packed)
     cut = len(text) >= _SNIFF_BYTES
     if cut and len(lines) > 1:
         lines.pop()  # cut off by the look
@@ -442,7 +453,7 @@ def _kind(path: str) -> str:
     for line in lines:
         kind = index_line(line.rstrip("\r"))
         if kind is not None:
-            return kind
+            return CaptureFile(path, kind, packed)
     if not lines:
         why = "an empty file"
     elif len(lines) == 1:
@@ -456,46 +467,52 @@ def _not_read(why: str) -> str:
     return f"not a WARC, WAT, CDX or CDXJ file ({why}): store learn reads {ACCEPTED}"
 
 
-def _is_capture_file(path: str) -> bool:
+def _capture_file(path: str) -> CaptureFile | None:
     try:
-        return os.path.isfile(path) and bool(_kind(path))
+        return _kind(path) if os.path.isfile(path) else None
     except _NoCaptures:
-        return False
+        return None
 
 
-def capture_files(names: list[str]) -> list[str]:
-    """The archive and index files ``names`` name, in order: a directory's files that are WARC, WAT,
-    CDX or CDXJ (the others passed over), a glob's matches (one that is none of them is a bad record,
-    as in ``graph``), a file. A file named that is none of them is a :class:`GraphError`."""
-    found = []
+def capture_files(names: list[str | CaptureFile]) -> list[CaptureFile]:
+    """The archive and index files ``names`` name, in order, each checked once: a directory's files that
+    are WARC, WAT, CDX or CDXJ (the others passed over), a glob's matches (one that is none of them is
+    a bad record when read, as in ``graph``), a file. A file named that is none of them is a
+    :class:`GraphError`. Files already checked are kept as they are."""
+    found: list[CaptureFile] = []
     for name in names:
-        if os.path.isdir(name):
-            found.extend(sorted(
-                path for path in (os.path.join(name, entry) for entry in os.listdir(name)) if _is_capture_file(path)
-            ))
-        elif os.path.exists(name):
-            capture_kind(name)
+        if isinstance(name, CaptureFile):
             found.append(name)
+        elif os.path.isdir(name):
+            entries = sorted(os.path.join(name, entry) for entry in os.listdir(name))
+            found.extend(checked for checked in map(_capture_file, entries) if checked is not None)
+        elif os.path.exists(name):
+            found.append(_checked(name))
         else:
-            found.extend(archive_files(name))
+            found.extend(CaptureFile(path, "") for path in archive_files(name))  # a glob's: checked when read
     return found
 
 
-def file_captures(path: str, reading: Reading) -> Iterator[Capture]:
+def file_captures(file: str | CaptureFile, reading: Reading) -> Iterator[Capture]:
     """The captures of one archive or index file, in file order; a file that is neither is one bad record."""
-    try:
-        kind = _kind(path)
-    except _NoCaptures as exc:
-        reading.add(f"{path}:0", str(exc))
-        return iter(())
-    return (warc_captures if kind == "warc" else cdx_captures)(path, reading)
+    checked = file if isinstance(file, CaptureFile) and file.kind else None
+    path = file.path if isinstance(file, CaptureFile) else file
+    if checked is None:
+        try:
+            checked = _kind(path)
+        except _NoCaptures as exc:
+            reading.add(f"{path}:0", str(exc))
+            return iter(())
+    if checked.kind == "warc":
+        return warc_captures(path, reading)
+    return cdx_captures(path, reading, checked.packed)
 
 
-def captures_of(names: list[str], reading: Reading) -> Iterator[Capture]:
+def captures_of(names: list[str | CaptureFile], reading: Reading) -> Iterator[Capture]:
     """The captures of archive and index files (directories and globs looked into), in file order."""
-    for path in capture_files(names):
+    for file in capture_files(names):
         reading.files += 1
-        yield from file_captures(path, reading)
+        yield from file_captures(file, reading)
 
 
 def _by_date(run: list[Capture]) -> list[Capture]:
@@ -506,7 +523,7 @@ def _by_date(run: list[Capture]) -> list[Capture]:
     return [run[i] for i in sorted(range(len(run)), key=times.__getitem__)]
 
 
-def ordered_captures(names: list[str], reading: Reading,
+def ordered_captures(names: list[str | CaptureFile], reading: Reading,
                      on_read: Callable[[str, int, bool], Any] | None = None) -> Iterator[Capture]:
     """The captures of ``names`` in date order, as a stable sort of them in file order gives them.
 
@@ -515,13 +532,13 @@ def ordered_captures(names: list[str], reading: Reading,
     merged (ties go to the earlier file). ``on_read(path, captures, done)``
     hears of every 16,384 captures read and of the end of each file.
     """
-    return _in_date_order(((path, file_captures) for path in capture_files(names)), reading, on_read)
+    return _in_date_order(((file, file_captures) for file in capture_files(names)), reading, on_read)
 
 
-FileReader = Callable[[str, Reading], Iterator[Capture]]
+FileReader = Callable[[Any, Reading], Iterator[Capture]]
 
 
-def _in_date_order(files: Iterator[tuple[str, FileReader]], reading: Reading,
+def _in_date_order(files: Iterator[tuple[Any, FileReader]], reading: Reading,
                    on_read: Callable[[str, int, bool], Any] | None = None) -> Iterator[Capture]:
     """The captures of ``files`` (each with its reader) in date order: see :func:`ordered_captures`."""
     runs: list[list[Capture]] = []
@@ -540,12 +557,13 @@ def _in_date_order(files: Iterator[tuple[str, FileReader]], reading: Reading,
     yield from heapq.merge(*runs, key=attrgetter("time"))
 
 
-def _read_runs(files: Iterator[tuple[str, FileReader]], reading: Reading,
+def _read_runs(files: Iterator[tuple[Any, FileReader]], reading: Reading,
                on_read: Callable[[str, int, bool], Any] | None, runs: list[list[Capture]], collect: bool) -> None:
-    for path, read in files:
+    for file, read in files:
+        path = file.path if isinstance(file, CaptureFile) else file
         reading.files += 1
         run: list[Capture] = []
-        for capture in read(path, reading):
+        for capture in read(file, reading):
             run.append(capture)
             if not len(run) & 0x3FFF:
                 if on_read is not None:
@@ -559,7 +577,7 @@ def _read_runs(files: Iterator[tuple[str, FileReader]], reading: Reading,
             runs.append(run)
 
 
-def observations(names: list[str], reading: Reading,
+def observations(names: list[str | CaptureFile], reading: Reading,
                  on_read: Callable[[str, int, bool], Any] | None = None) -> Iterator[Any]:
     """Every capture of ``names`` as an :class:`~scrapy_iri.store.Observation`, in date order."""
     return as_observations(ordered_captures(names, reading, on_read))
@@ -573,10 +591,11 @@ def as_observations(captures: Iterator[Capture]) -> Iterator[Any]:
         yield Observation(c.url, c.status, c.target, c.context, c.location, c.time, c.max_age)
 
 
-def learn_files(store: Any, names: list[str], *, on_bad: Callable[[str, str], Any] | None = None,
+def learn_files(store: Any, names: list[str | CaptureFile], *, on_bad: Callable[[str, str], Any] | None = None,
                 progress: Callable[[int], None] | None = None,
                 on_read: Callable[[str, int, bool], Any] | None = None) -> tuple[Any, Reading]:
-    """Learn ``store`` from the captures of ``names``: (its :class:`LearnSummary`, what was bad).
+    """Learn ``store`` from the captures of ``names`` (names, or files :func:`capture_files` checked):
+    (its :class:`LearnSummary`, what was bad).
 
     The captures reach ``store.learn`` as a stream, in date order; ``on_read`` hears of the
     captures read (:func:`ordered_captures`), ``progress(n)`` of the captures learned.

@@ -58,12 +58,13 @@ _MORE: dict[str, tuple[str, ...]] = {
     "a": ("xlink:href",),
     "image": ("xlink:href",),
 }
-# tag -> (attributes holding one URL, attributes read with more care: srcset, xlink:href)
+# tag -> (its link attributes: first those holding one URL, then those read with more care (srcset,
+# xlink:href), the latter)
 _TAGS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    tag: ({**LINK_ATTRIBUTES, "image": ("href",)}.get(tag, ()), _MORE.get(tag, ()))
+    tag: ({**LINK_ATTRIBUTES, "image": ("href",)}.get(tag, ()) + _MORE.get(tag, ()), _MORE.get(tag, ()))
     for tag in (*LINK_ATTRIBUTES, *_MORE)
 }
-PATHS = {(tag, attr): f"{tag.upper()}@/{attr}" for tag, (plain, other) in _TAGS.items() for attr in plain + other}
+PATHS = {(tag, attr): f"{tag.upper()}@/{attr}" for tag, (attrs, _) in _TAGS.items() for attr in attrs}
 _HTML_SPACE = " \t\n\f\r"
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 
@@ -229,25 +230,21 @@ def html_links(url: str, body: bytes, declared: str | None) -> Iterator[tuple[st
     paths = PATHS
     for element in root.iter(*_TAGS):
         tag = element.tag
-        plain, other = _TAGS[tag]
-        for attr in plain:
-            value = element.get(attr)
-            if value is not None:
-                value = value.strip(_HTML_SPACE)
-                try:
-                    yield paths[tag, attr], resolve(value), value
-                except (IRIError, ValueError) as exc:  # ValueError: a NUL or lone surrogate lxml passed on
-                    yield paths[tag, attr], None, f"link {value!r} is not an IRI reference: {exc}"
-        for attr in other:
+        attrs, other = _TAGS[tag]
+        for attr in attrs:
             value = element.get(attr)
             if value is None:
                 continue
-            if attr in SVG_HREF and (element.get("href") is not None or not _in_svg(element)):
-                continue  # SVG's xlink:href: only in <svg>, and href wins over it
-            for value in _srcset_urls(value) if attr in SRCSET else (value.strip(_HTML_SPACE),):
+            if attr in other:
+                if attr in SVG_HREF and (element.get("href") is not None or not _in_svg(element)):
+                    continue  # SVG's xlink:href: only in <svg>, and href wins over it
+                values = _srcset_urls(value) if attr in SRCSET else (value.strip(_HTML_SPACE),)
+            else:
+                values = (value.strip(_HTML_SPACE),)
+            for value in values:
                 try:
                     yield paths[tag, attr], resolve(value), value
-                except (IRIError, ValueError) as exc:
+                except (IRIError, ValueError) as exc:  # ValueError: a NUL or lone surrogate lxml passed on
                     yield paths[tag, attr], None, f"link {value!r} is not an IRI reference: {exc}"
 
 

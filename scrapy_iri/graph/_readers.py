@@ -15,6 +15,56 @@ from typing import Any, TextIO
 
 from ..errors import GraphError
 
+
+MAGIC_BYTES = 6
+"""The first bytes of a file that :func:`compression` looks at."""
+
+
+def compression(start: bytes) -> str | None:
+    """``gzip``, ``bzip2`` or ``xz`` when a file's first bytes are that compression's magic number, else None."""
+    if start[:2] == b"\x1f\x8b":
+        return "gzip"
+    if start[:3] == b"BZh":
+        return "bzip2"
+    if start[:6] == b"\xfd7zXZ\x00":
+        return "xz"
+    return None
+
+
+class CorruptBzip2(Exception):
+    """bzip2 data that does not decompress (the ``bz2`` module says only ``OSError("Invalid data stream")``)."""
+
+
+def _bzip2_checked(method: Callable[..., Any]) -> Callable[..., Any]:
+    def checked(self: Any, *args: Any) -> Any:
+        try:
+            return method(self, *args)
+        except OSError as exc:
+            if exc.errno is None and exc.filename is None:  # the decompressor's, not the file's
+                raise CorruptBzip2(str(exc)) from exc
+            raise
+
+    return checked
+
+
+class _Bzip2File(bz2.BZ2File):
+    """A :class:`bz2.BZ2File` whose corrupt data is a :class:`CorruptBzip2`."""
+
+    read = _bzip2_checked(bz2.BZ2File.read)
+    read1 = _bzip2_checked(bz2.BZ2File.read1)
+    readinto = _bzip2_checked(bz2.BZ2File.readinto)
+    readline = _bzip2_checked(bz2.BZ2File.readline)
+    peek = _bzip2_checked(bz2.BZ2File.peek)
+
+
+_UNPACKERS: dict[str, Callable[[Any], Any]] = {
+    "gzip": lambda raw: gzip.GzipFile(fileobj=raw, mode="rb"),
+    "bzip2": lambda raw: _Bzip2File(raw, mode="rb"),
+    "xz": lambda raw: lzma.LZMAFile(raw, mode="rb"),
+}
+OPENERS: dict[str | None, Callable[..., Any]] = {None: open, "gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open}
+"""The ``open`` of each :func:`compression` (None: not compressed)."""
+
 _SUFFIXES = {
     ".csv": "csv",
     ".tsv": "tsv",
@@ -239,12 +289,8 @@ def _open_input(name: str, stdin: Any, newline: str) -> tuple[TextIO, Any, int |
     except (OSError, io.UnsupportedOperation, AttributeError):
         pass
     stream = raw
-    magic = raw.peek(6)[:6] if hasattr(raw, "peek") else b""
-    if magic[:2] == b"\x1f\x8b":
-        stream = gzip.GzipFile(fileobj=raw, mode="rb")
-    elif magic[:3] == b"BZh":
-        stream = bz2.BZ2File(raw, mode="rb")
-    elif magic == b"\xfd7zXZ\x00":
-        stream = lzma.LZMAFile(raw, mode="rb")
+    packed = compression(raw.peek(MAGIC_BYTES)[:MAGIC_BYTES] if hasattr(raw, "peek") else b"")
+    if packed is not None:
+        stream = _UNPACKERS[packed](raw)
     text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline=newline)
     return text, (raw if total is not None else None), total, closing

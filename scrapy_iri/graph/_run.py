@@ -17,6 +17,7 @@ from .._ladder import Representatives, Rung
 from ..errors import BadEdge, GraphError
 from ._engines import ENGINES, engine_rows
 from ._inputs import ARCHIVE_FORMATS, FORMATS, GraphInput, detect_format, open_input
+from ._readers import CorruptBzip2
 from ._normalize import DEFAULT_CACHE_SIZE, GraphNormalizer, GraphSummary, _csv_field
 from ._nodes import iri_form
 from ._outputs import _not_the_input, _output, _same_files
@@ -183,10 +184,8 @@ class _Run:
                 self._merge(source, normalizer, store, stack)
         except (EOFError, gzip.BadGzipFile, zlib.error, lzma.LZMAError) as exc:  # truncated or corrupt compression
             raise GraphError(f"{self.name}: {exc}") from exc
-        except OSError as exc:
-            if exc.filename is None and exc.errno is None and str(exc) == "Invalid data stream":  # bzip2's corrupt data
-                raise GraphError(f"{self.name}: corrupt bzip2 data") from exc
-            raise
+        except CorruptBzip2 as exc:
+            raise GraphError(f"{self.name}: corrupt bzip2 data") from exc
         summary = normalizer.summary(time.perf_counter() - started)
         summary.skipped = source.skipped
         return summary

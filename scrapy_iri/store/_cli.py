@@ -190,7 +190,8 @@ def check_learn_inputs(args: argparse.Namespace, err: TextIO) -> None:
     from ..graph._learn import capture_files
 
     try:
-        taken = set(capture_files(args.files))
+        args.checked = capture_files(args.files)
+        taken = {file.path for file in args.checked}
         if args.bad_records:
             from ..graph._outputs import _not_the_input
 
@@ -210,7 +211,7 @@ def check_learn_inputs(args: argparse.Namespace, err: TextIO) -> None:
 
 
 def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -> int:
-    from ..graph._learn import LearnProgress, capture_files, learn_files
+    from ..graph._learn import LearnProgress, learn_files
 
     err = args.err
     shown = 0
@@ -224,9 +225,9 @@ def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) ->
     try:
         progress = None
         if args.progress or (not args.quiet and _isatty(err)):
-            progress = LearnProgress(err, len(capture_files(args.files)))
+            progress = LearnProgress(err, len(args.checked))
         summary, reading = learn_files(
-            store, args.files, on_bad=on_bad,
+            store, args.checked, on_bad=on_bad,
             progress=None if progress is None else progress.on_learned,
             on_read=None if progress is None else progress.on_read,
         )
