@@ -188,6 +188,8 @@ def _html_type(kind: str, body: bytes) -> bool:
 
 BAD_HEADER = "file,offset,source,target,path,reason\n"
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]{0,31}):")
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+"""The statuses of a redirect (a ``Location`` to follow); other 3xx (300, 304...) are answers."""
 _WEB = ("http", "https")
 
 
@@ -217,9 +219,12 @@ def target_uri(record: Record) -> str:
 class ArchiveRows:
     """The link rows of archive files, the records they skip (counted), and how far the reading is."""
 
-    def __init__(self, files: list[str], redirects: str = "skip", pieces: list[Any] | None = None) -> None:
+    def __init__(self, files: list[str], redirects: str = "skip", pieces: list[Any] | None = None,
+                 originals: Any = None) -> None:
         self.files = files
         self.redirects = redirects == "edges"
+        # where the records revisits refer to are: the whole input's, when this reads pieces of it
+        self.originals = originals
         self.skipped: Counter[str] = Counter()
         self.pieces = pieces  # the files' pieces (:class:`~scrapy_iri.graph._pieces.Piece`), when not read whole
         self.total = (sum(os.path.getsize(path) for path in files) if pieces is None
@@ -263,6 +268,8 @@ class ArchiveRows:
                 yield from self._response(where, raw, record)
             elif kind == "resource":
                 yield from self._resource(where, raw, record)
+            elif kind == "revisit":
+                yield from self._revisit(where, raw, record)
             elif kind == "metadata" and (record.block or b"")[:1] == b"{":
                 yield from self._wat(where, raw, record)
             else:
@@ -290,12 +297,55 @@ class ArchiveRows:
         if isinstance(response, str):
             raise _Bad(response, uri)
         date = record.header("warc-date")
-        if 300 <= response.status < 400:
+        if response.status in REDIRECT_STATUSES:
             yield from self._redirect(where, raw, uri, response.status, response.header("location"), date)
             return
         if not 200 <= response.status < 300:
-            self.skipped["responses other than 2xx and 3xx"] += 1
+            self.skipped["responses other than 2xx and redirects"] += 1
             return
+        yield from self._page(where, raw, uri, date, response, record)
+
+    def _revisit(self, where: str, raw: str, record: Record) -> Iterator[tuple[Any, ...]]:
+        """A ``revisit``: a capture at its own URI and date of the payload of the record it refers to.
+        Its own HTTP head (a deduplicating crawler writes it) says the status and the headers; without
+        one, or when it is a 304 (not modified), the original's do."""
+        uri = self._web_uri(record, "revisits")
+        if uri is None:
+            return
+        own = http_response(record.block if record.block is not None else record.head)
+        date = record.header("warc-date")
+        if not isinstance(own, str):
+            if own.status in REDIRECT_STATUSES:
+                yield from self._redirect(where, raw, uri, own.status, own.header("location"), date)
+                return
+            if not (200 <= own.status < 300 or own.status == 304):  # 304: the server's "not modified"
+                self.skipped["revisits other than 2xx and redirects"] += 1
+                return
+        if self.originals is None:
+            from ._revisits import Originals
+
+            self.originals = Originals(self.files)
+        original = self.originals.find(record.headers)
+        if isinstance(original, str):
+            raise _Bad(original, uri)
+        theirs = http_response(original.block if original.block is not None else original.head)
+        if isinstance(theirs, str):
+            if original.header("warc-type").lower() != "resource":
+                raise _Bad(f"the record this revisit refers to: {theirs}", uri)
+            theirs = HTTPResponse(200, {"content-type": [original.header("content-type")]}, original.block)
+        if isinstance(own, str) or own.status == 304:  # the original's answer holds
+            if theirs.status in REDIRECT_STATUSES:
+                yield from self._redirect(where, raw, uri, theirs.status, theirs.header("location"), date)
+                return
+            if not 200 <= theirs.status < 300:
+                self.skipped["revisits other than 2xx and redirects"] += 1
+                return
+            own = theirs
+        yield from self._page(where, raw, uri, date, HTTPResponse(own.status, own.headers, theirs.body), original)
+
+    def _page(self, where: str, raw: str, uri: str, date: str, response: HTTPResponse,
+              record: Record) -> Iterator[tuple[Any, ...]]:
+        """The links of a 2xx response's document, if it is HTML."""
         kind, charset = response.content_type()
         if not _html_type(kind, response.body or b""):
             self.skipped["responses that are not HTML"] += 1
@@ -375,7 +425,7 @@ class ArchiveRows:
             uri, date = _get(warc, "WARC-Target-URI"), warc.get("WARC-Date", "")
             http = _get(envelope, "Payload-Metadata", "HTTP-Response-Metadata")
             status = int(_get(http, "Response-Message", "Status"))
-            if 300 <= status < 400:
+            if status in REDIRECT_STATUSES:
                 headers = http.get("Headers") or {}
                 location = next((v for k, v in headers.items() if k.lower() == "location"), None)
                 yield from self._redirect(where, raw, uri, status, location, date)

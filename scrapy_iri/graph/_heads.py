@@ -73,7 +73,7 @@ def _block_head(headers: dict[str, str], member: bytes, start: int, length: int)
     ``member`` holds of it), or None when :func:`._warc.records` must decide."""
     kind = headers.get("warc-type", "").lower()
     stop = start + length
-    if kind == "response":
+    if kind in ("response", "revisit"):
         end = member.find(b"\r\n\r\n", start, min(stop, start + MAX_HEADER))
         if end >= 0:
             return member[start : end + 4]

@@ -28,7 +28,7 @@ from operator import attrgetter
 from typing import Any
 
 from ..errors import GraphError, IRIError
-from ._archive import _get, _Missing, archive_files, head_lines
+from ._archive import REDIRECT_STATUSES, _get, _Missing, archive_files, head_lines
 from ._heads import heads
 from ._links import Resolver
 from ._readers import MAGIC_BYTES, OPENERS, compression
@@ -197,7 +197,7 @@ def _capture(url: str, when: float, status: int, headers: dict[str, list[str]]) 
         context = context_flags(set_cookie="set-cookie" in headers, vary=headers.get("vary", []))
     else:
         context = _CLEAN
-    if not 300 <= status < 400:
+    if status not in REDIRECT_STATUSES:  # an answer, 300 and 304 included: no Location to follow
         return Capture(when, url, status, None, None, context)
     location = _header(headers, "location")
     if location is None:
@@ -222,13 +222,15 @@ def warc_captures(path: str, reading: Reading, span: tuple[int, int] | None = No
                 continue
             offset, headers, block = item
             kind = headers.get("warc-type", "").lower()
-            if kind == "response":
+            if kind in ("response", "revisit"):  # a revisit: a capture at its own URI and date
                 uri = headers.get("warc-target-uri", "")
                 if uri[:1] == "<" and uri[-1:] == ">":
                     uri = uri[1:-1]
                 if uri.partition(":")[0].lower() not in ("http", "https"):
                     continue
                 response = _http_head(block)
+                if kind == "revisit" and isinstance(response, str):
+                    response = "a revisit without its HTTP response head: its status is not known"
                 when = _epoch(headers.get("warc-date", ""))
                 if isinstance(response, str) or when is None:
                     reading.add(f"{label}:{offset}", response if isinstance(response, str) else "no valid WARC-Date")
@@ -314,7 +316,7 @@ def _cdx(line: str, columns: list[str]) -> Capture | str | None:
     redirect = values.get("r", "-")
     if redirect not in ("-", ""):
         headers["location"] = [re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*)%3A//", r"\1://", redirect)]
-    elif 300 <= int(status) < 400:
+    elif int(status) in REDIRECT_STATUSES:
         return None  # an index without the redirect's target: nothing to learn from it
     return _capture(url, when, int(status), headers)
 
@@ -336,7 +338,7 @@ def _cdxj(line: str) -> Capture | str | None:
     headers: dict[str, list[str]] = {}
     if isinstance(data.get("redirect"), str):
         headers["location"] = [data["redirect"]]
-    elif 300 <= int(status) < 400:
+    elif int(status) in REDIRECT_STATUSES:
         return None  # pywb's CDXJ keeps no redirect target: nothing to learn from it
     return _capture(data["url"], when, int(status), headers)
 

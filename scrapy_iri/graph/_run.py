@@ -18,6 +18,7 @@ from ..errors import BadEdge, GraphError
 from ._engines import ENGINES, engine_rows
 from ._inputs import ARCHIVE_FORMATS, FORMATS, GraphInput, detect_format, open_input
 from ._readers import CorruptBzip2
+from ._revisits import Originals
 from ._normalize import DEFAULT_CACHE_SIZE, GraphNormalizer, GraphSummary, _csv_field
 from ._nodes import iri_form
 from ._outputs import _not_the_input, _output, _same_files
@@ -246,7 +247,9 @@ class _Run:
         def on_repeated(count: int) -> None:
             normalizer.edges_in += count
 
-        links = in_order(runner, engine, _split.piece_links, found, options.redirects, self._engine_options(store))
+        originals = Originals(list(dict.fromkeys(piece.location for piece in found)))
+        links = in_order(runner, engine, _split.piece_links, found, options.redirects, self._engine_options(store),
+                         originals)
         source = _split.split_input(links, found, normalizer.node, on_repeated)
         return store, normalizer, source
 

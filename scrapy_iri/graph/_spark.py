@@ -105,6 +105,7 @@ def archive_rows(
     """
     from pyspark.sql.types import StringType, StructField, StructType
 
+    from ._revisits import Originals
     from ._split import ROW_COLUMNS, archive_pieces, learn_captures, piece_learning, piece_rows
 
     found = archive_pieces(*names, piece_bytes=piece_bytes)
@@ -119,8 +120,10 @@ def archive_rows(
 
             learned = "sqlite:///" + os.path.join(tempfile.mkdtemp(prefix="scrapy-iri-learned-"), "learned.sqlite")
         store = learn_captures(captures, learned)
+    originals = Originals(list(dict.fromkeys(piece.location for piece in found)))
     rows = context.parallelize(found, len(found)).flatMap(
-        partial(piece_rows, rung=rung, store=store, redirects=redirects, keep_fragment=keep_fragment, lenient=lenient)
+        partial(piece_rows, rung=rung, store=store, redirects=redirects, keep_fragment=keep_fragment, lenient=lenient,
+                originals=originals)
     )
     if rejected:
         rows = context.parallelize(rejected, 1).union(rows)

@@ -50,13 +50,15 @@ class PieceLinks:
     repeated: int
 
 
-def piece_links(piece: Piece, redirects: str, options: dict[str, Any]) -> PieceLinks:
-    """The links of ``piece``, read, parsed and canonicalized (with the kernel ``options``: see ``_arrow``)."""
+def piece_links(piece: Piece, redirects: str, options: dict[str, Any], originals: Any = None) -> PieceLinks:
+    """The links of ``piece``, read, parsed and canonicalized (with the kernel ``options``: see ``_arrow``);
+    ``originals``: where the records its revisits refer to are (:class:`~scrapy_iri.graph._revisits.Originals`
+    of the whole input; by default, of the piece's file)."""
     from ._archive import ArchiveRows
     from ._arrow import kernel_of
 
     one = kernel_of(options)
-    reader = ArchiveRows([piece.path], redirects, [piece])
+    reader = ArchiveRows([piece.path], redirects, [piece], originals)
     rows: list[tuple[Any, ...]] = []
     forms: dict[str, Any] = {}
     edges: set[tuple[str, str]] = set()
@@ -91,6 +93,7 @@ def piece_rows(
     keep_fragment: bool = False,
     lenient: bool = True,
     cache_size: int | None = None,
+    originals: Any = None,
 ) -> Iterator[tuple[str | None, ...]]:
     """Every link row of ``piece``, canonicalized at ``rung`` (columns :data:`ROW_COLUMNS`).
 
@@ -98,13 +101,15 @@ def piece_rows(
     (a bad record, a link that is no IRI reference, an end with no canonical
     form: the reasons of ``--bad-rows``); ``where`` is ``file:offset``.
     Nothing is de-duplicated. The protocol rung takes ``store``: a store URI
-    every worker can open, or what :func:`learn_captures` returns.
+    every worker can open, or what :func:`learn_captures` returns. A revisit's links are those of
+    the record it refers to, found among the files of ``originals``
+    (:class:`~scrapy_iri.graph._revisits.Originals` of the whole input; by default, the piece's file).
     """
     from ._archive import ArchiveRows
     from ._arrow import kernel_of
 
     one = kernel_of(dict(rung=rung, keep_fragment=keep_fragment, lenient=lenient, store=store), cache_size)
-    for where, source, target, _, problem, path, date in ArchiveRows([piece.path], redirects, [piece]):
+    for where, source, target, _, problem, path, date in ArchiveRows([piece.path], redirects, [piece], originals):
         if problem is not None:
             yield None, None, path, date, source, target, where, problem
             continue

@@ -26,7 +26,11 @@ def odd_archive_directory(tmp_path: Path) -> Path:
         record("response", "http://www.docs.test/", b"HTTP/1.1 301 Moved\r\nLocation: http://docs.test/\r\n\r\n"),
         record("response", "http://docs.test/loc", b"HTTP/1.1 301 Moved\r\nLocation: /caf\xe9\r\n\r\n"),
         record("resource", "http://docs.test/res", b'<a href="a.html">a</a>', content_type="text/html"),
-        record("revisit", "http://docs.test/", b"HTTP/1.1 200 OK\r\n\r\n"),
+        record("revisit", "http://docs.test/", b"HTTP/1.1 200 OK\r\n\r\n"),  # naming no record: a bad row
+        # a revisit at another URI: the links of the page it refers to, resolved against its own URI
+        record("revisit", "http://docs.test/again/", b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n",
+               "2024-03-02T00:00:00Z", "", "WARC-Refers-To-Target-URI: http://docs.test/",
+               "WARC-Refers-To-Date: 2024-03-01T12:00:00Z"),
         page("http://docs.test/bad", '<base href="http://[oops/"><a href="http://a b/">x</a><a href="ok">y</a>'),
     ]
     (directory / "a.warc.gz").write_bytes(b"".join(gzip.compress(r) for r in records))

@@ -31,3 +31,13 @@ def recrawled_archive(wget_archive: Path, tmp_path_factory: pytest.TempPathFacto
 
     time.sleep(1.1)  # every capture of the recrawl is dated after the first crawl's
     return crawl(DocsSite(www_serves=True), tmp_path_factory.mktemp("recrawl"), "docs2")
+
+
+@pytest.fixture(scope="session")
+def dedup_archive(docs_site: DocsSite, wget_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A second crawl of the unchanged site by wget ``--warc-dedup`` on the first's CDX: every payload
+    archived already is a ``revisit`` record referring to the first crawl's record."""
+    import time
+
+    time.sleep(1.1)  # every capture of the recrawl is dated after the first crawl's
+    return crawl(docs_site, tmp_path_factory.mktemp("dedup"), "dedup", f"--warc-dedup={wget_archive.parent / 'docs.cdx'}")

@@ -24,9 +24,10 @@ def members(archive: Path) -> list[bytes]:
     return found
 
 
-def record(kind: str, uri: str, block: bytes, date: str = "2024-03-01T12:00:00Z", content_type: str = "") -> bytes:
+def record(kind: str, uri: str, block: bytes, date: str = "2024-03-01T12:00:00Z", content_type: str = "",
+           *headers: str, record_id: str = "00000000-0000-0000-0000-000000000000") -> bytes:
     head = f"WARC/1.1\r\nWARC-Type: {kind}\r\nWARC-Target-URI: {uri}\r\nWARC-Date: {date}\r\n"
-    head += "WARC-Record-ID: <urn:uuid:00000000-0000-0000-0000-000000000000>\r\n"
+    head += f"WARC-Record-ID: <urn:uuid:{record_id}>\r\n" + "".join(f"{line}\r\n" for line in headers)
     if content_type:
         head += f"Content-Type: {content_type}\r\n"
     return f"{head}Content-Length: {len(block)}\r\n\r\n".encode() + block + b"\r\n\r\n"

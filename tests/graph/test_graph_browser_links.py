@@ -93,7 +93,10 @@ def test_bodies_as_servers_send_them_and_archivers_store_them(tmp_path, capsys):
         # a resource record is the document itself, typed by the record's Content-Type
         record("resource", "http://docs.test/res", html("res"), content_type="text/html; charset=utf-8"),
         record("resource", "http://docs.test/pic", b"\x89PNG\r\n", content_type="image/png"),
-        record("revisit", "http://docs.test/gzip", b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"),
+        # a revisit of /gzip an hour later: the same links, at its own date (the same edge, merged)
+        record("revisit", "http://docs.test/gzip", b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+               b"Content-Encoding: gzip\r\n\r\n", "2024-03-01T13:00:00Z", "",
+               "WARC-Refers-To-Target-URI: http://docs.test/gzip", "WARC-Refers-To-Date: 2024-03-01T12:00:00Z"),
     ]
     archive = write(tmp_path / "b.warc.gz", records)
     code, err, bad, edges = run(capsys, tmp_path, archive)
@@ -107,7 +110,8 @@ def test_bodies_as_servers_send_them_and_archivers_store_them(tmp_path, capsys):
         ("http://docs.test/h2", "http://docs.test/h2.html"),
         ("http://docs.test/res", "http://docs.test/res.html"),
     ]
-    assert "resources that are not HTML" in err and "revisit records" in err
+    assert "resources that are not HTML" in err and "revisit" not in err
+    assert "duplicate edges merged               1" in err
 
 
 @pytest.mark.parametrize("whole_file", [False, True])

@@ -84,6 +84,8 @@ def test_cli_dask_equals_local_byte_for_byte(client, capsys, tmp_path, monkeypat
     on_dask = run_cli(capsys, tmp_path, "dask", text, "--engine", "dask", "--workers", "2")
     assert local["code"] == on_dask["code"] == 1
     assert on_dask == local
+    # a revisit: the page's links at the revisit's own URI; one that names no record, a bad row
+    assert b"http://docs.test/again/a.html" in local["out"] and b"a revisit that names no record" in local["bad"]
     assert local["err"] and all("Traceback" not in line for line in local["err"])
 
 

@@ -80,6 +80,8 @@ def test_cli_spark_equals_local_byte_for_byte(spark, capsys, tmp_path, monkeypat
     on_spark = run_cli(capsys, tmp_path, "spark", text, "--engine", "spark", "--workers", "2")
     assert local["code"] == on_spark["code"] == 1
     assert on_spark == local
+    # a revisit: the page's links at the revisit's own URI; one that names no record, a bad row
+    assert b"http://docs.test/again/a.html" in local["out"] and b"a revisit that names no record" in local["bad"]
 
 
 def test_the_spark_examples_of_the_docs(spark, tmp_path, request):
