@@ -16,7 +16,10 @@ Figures, all CPU time of this process (``time.process_time``), in one run:
 * ``graph``: :func:`scrapy_iri.graph.normalize_graph_file` at the scheme
   rung, CSV out: read, parse, resolve, canonicalize, de-duplicate, write;
 
-each per link (the links ``graph`` reads). ``--memory`` runs ``graph`` as
+each per link (the links ``graph`` reads). ``--hostile`` reads one hostile
+record (a page of links, a chunked body, a ``Location``) of 0.5, 1 and 2 MB
+and reports the CPU of the link pass and of ``store learn``'s reading of it.
+``--memory`` runs ``graph`` as
 a subprocess on 1x, 4x and 16x the archive (copies concatenated) and
 reports the peak RSS. ``--learn N`` times ``store learn`` on a synthetic
 WARC of N responses: 301 records over ``--hosts`` hosts (997), or with
@@ -41,7 +44,7 @@ outputs are identical.
     nice .venv/bin/python benchmarks/archive_bench.py [--dir DIR] [--memory [--copies 1,4,16]]
                                                       [--learn N [--redis] [--hosts H] [--mix realistic]] [--learn-wget]
                                                       [--nodes] [--engines COPIES [--rung RUNG] [--parallel]]
-                                                      [--no-per-link] [--json PATH]
+                                                      [--hostile] [--no-per-link] [--json PATH]
 """
 
 from __future__ import annotations
@@ -480,10 +483,14 @@ def main() -> int:
                         help="local, Dask and Spark on COPIES copies of the archive")
     parser.add_argument("--rung", default="scheme", help="--engines: the rung (protocol: two passes)")
     parser.add_argument("--parallel", action="store_true", help="--engines: run the three engines at the same time")
+    parser.add_argument("--hostile", action="store_true",
+                        help="CPU of one hostile record at 0.5, 1 and 2 MB (links, chunks, Location): linear?")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     figures: dict[str, float] = {}
+    if args.hostile:
+        figures.update(hostile(args.dir))
     if not args.no_per_link or args.memory or args.nodes or args.engines or args.learn_wget:
         path = archive(args.dir)
     if not args.no_per_link:
@@ -503,6 +510,39 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return 0
+
+
+def _record(uri: str, block: bytes) -> bytes:
+    head = (f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\nWARC-Date: 2024-03-01T12:00:00Z\r\n"
+            f"Content-Length: {len(block)}\r\n\r\n")
+    return head.encode() + block + b"\r\n\r\n"
+
+
+def hostile(directory: Path) -> dict[str, float]:
+    """CPU-s of reading one hostile record of 0.5, 1 and 2 MB, by ``archive_links`` (the link pass) and
+    ``captures_of`` (``store learn``'s reading): a page of links, a chunked body, a long ``Location``."""
+    from scrapy_iri.graph import archive_links
+    from scrapy_iri.graph._learn import Reading, captures_of
+
+    found = {}
+    for size in (1 << 19, 1 << 20, 1 << 21):
+        html = b'<a href="x">x</a>' * (size // 16)
+        kinds = {
+            "page of links": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n" + html,
+            "chunked body": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n"
+                            + b"1\r\nx\r\n" * (size // 6) + b"0\r\n\r\n",
+            "Location": b"HTTP/1.1 301 Moved\r\nLocation: http://" + b"a" * size + b".test/\r\n\r\n",
+        }
+        for kind, block in kinds.items():
+            path = directory / "hostile.warc.gz"
+            path.write_bytes(gzip.compress(_record("http://a.test/", block)))
+            started = time.process_time()
+            rows = sum(1 for _ in archive_links(str(path), redirects="edges"))
+            found[f"hostile {kind} {size >> 10} KiB: links CPU-s ({rows:,} rows)"] = time.process_time() - started
+            started = time.process_time()
+            sum(1 for _ in captures_of([str(path)], Reading()))
+            found[f"hostile {kind} {size >> 10} KiB: captures CPU-s"] = time.process_time() - started
+    return found
 
 
 if __name__ == "__main__":

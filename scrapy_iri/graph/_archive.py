@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import GraphError, IRIError
 from ._source import ARCHIVE_COLUMNS, GraphInput
-from ._links import Resolver, html_links
+from ._links import Resolver, html_links, shown
 from ._normalize import _csv_field
 from . import _warc
 from ._warc import BadRecord, Record, records
@@ -210,6 +210,23 @@ def _get(obj: Any, *keys: str) -> Any:
     return obj
 
 
+class NoLocation(ValueError):
+    """Why a redirect has no ``Location`` to follow."""
+
+
+def one_location(status: int, locations: list[str] | None) -> str:
+    """The ``Location`` of a redirect, stripped; :class:`NoLocation` when it has none, or two that differ
+    (which browsers refuse to follow: a guess could merge what differs)."""
+    if not locations:
+        raise NoLocation(f"a {status} redirect without a Location")
+    if len(locations) > 1:
+        distinct = list(dict.fromkeys(str(value).strip() for value in locations))
+        if len(distinct) > 1:
+            named = ", ".join(shown(value) for value in distinct[:3])
+            raise NoLocation(f"a {status} redirect with {len(distinct)} different Locations: {named}")
+    return str(locations[0]).strip()
+
+
 def target_uri(record: Record) -> str:
     """A record's ``WARC-Target-URI`` (WARC/1.0 writers may put it in angle brackets)."""
     uri = record.header("warc-target-uri")
@@ -282,7 +299,7 @@ class ArchiveRows:
         uri = target_uri(record)
         found = _SCHEME.match(uri)
         if found is None:
-            raise _Bad(f"WARC-Target-URI {uri[:200]!r} is not an absolute URI (no scheme)", uri)
+            raise _Bad(f"WARC-Target-URI {shown(uri)} is not an absolute URI (no scheme)", uri)
         scheme = found.group(1).lower()
         if scheme not in _WEB:
             self.skipped[f"{kind} not over HTTP ({scheme} scheme)"] += 1
@@ -298,7 +315,7 @@ class ArchiveRows:
             raise _Bad(response, uri)
         date = record.header("warc-date")
         if response.status in REDIRECT_STATUSES:
-            yield from self._redirect(where, raw, uri, response.status, response.header("location"), date)
+            yield from self._redirect(where, raw, uri, response.status, response.headers.get("location"), date)
             return
         if not 200 <= response.status < 300:
             self.skipped["responses other than 2xx and redirects"] += 1
@@ -316,7 +333,7 @@ class ArchiveRows:
         date = record.header("warc-date")
         if not isinstance(own, str):
             if own.status in REDIRECT_STATUSES:
-                yield from self._redirect(where, raw, uri, own.status, own.header("location"), date)
+                yield from self._redirect(where, raw, uri, own.status, own.headers.get("location"), date)
                 return
             if not (200 <= own.status < 300 or own.status == 304):  # 304: the server's "not modified"
                 self.skipped["revisits other than 2xx and redirects"] += 1
@@ -335,7 +352,7 @@ class ArchiveRows:
             theirs = HTTPResponse(200, {"content-type": [original.header("content-type")]}, original.block)
         if isinstance(own, str) or own.status == 304:  # the original's answer holds
             if theirs.status in REDIRECT_STATUSES:
-                yield from self._redirect(where, raw, uri, theirs.status, theirs.header("location"), date)
+                yield from self._redirect(where, raw, uri, theirs.status, theirs.headers.get("location"), date)
                 return
             if not 200 <= theirs.status < 300:
                 self.skipped["revisits other than 2xx and redirects"] += 1
@@ -378,16 +395,18 @@ class ArchiveRows:
         yield from self._links(where, raw, uri, record.header("warc-date"), html_links(uri, body, charset))
 
     def _redirect(
-        self, where: str, raw: str, uri: str, status: int, location: str | None, date: str
+        self, where: str, raw: str, uri: str, status: int, locations: list[str] | None, date: str
     ) -> Iterator[tuple[Any, ...]]:
         path = f"REDIRECT@/{status}"
         try:
-            if location is None:
-                raise _Bad(f"a {status} redirect without a Location", uri, path)
             try:
-                target = Resolver(uri)(location.strip())
+                location = one_location(status, locations)
+            except NoLocation as exc:
+                raise _Bad(str(exc), uri, path) from None
+            try:
+                target = Resolver(uri)(location)
             except ValueError as exc:  # an IRIError, or a lone surrogate: bytes that are not UTF-8
-                raise _Bad(f"Location {location!r} is not an IRI reference: {exc}", uri, path) from None
+                raise _Bad(f"Location {shown(location)} is not an IRI reference: {exc}", uri, path) from None
         except _Bad:
             if self.redirects:
                 raise
@@ -408,7 +427,7 @@ class ArchiveRows:
                 else:
                     yield where, uri, target, raw, None, path, date
         except IRIError as exc:  # the document's own URL is no base
-            raise _Bad(f"WARC-Target-URI {uri!r} is not a URL: {exc}", uri) from None
+            raise _Bad(f"WARC-Target-URI {shown(uri)} is not a URL: {exc}", uri) from None
 
     def _wat(self, where: str, raw: str, record: Record) -> Iterator[tuple[Any, ...]]:
         try:
@@ -428,7 +447,8 @@ class ArchiveRows:
             if status in REDIRECT_STATUSES:
                 headers = http.get("Headers") or {}
                 location = next((v for k, v in headers.items() if k.lower() == "location"), None)
-                yield from self._redirect(where, raw, uri, status, location, date)
+                locations = None if location is None else location if isinstance(location, list) else [location]
+                yield from self._redirect(where, raw, uri, status, locations, date)
                 return
             page = http.get("HTML-Metadata")
             if page is None:
@@ -456,7 +476,7 @@ def _wat_links(uri: str, base: Any, links: list[Any]) -> Iterator[tuple[str, str
         try:
             resolve = Resolver(resolve(base.strip()))
         except IRIError as exc:
-            yield "BASE@/href", None, f"<base href={base!r}> is not a URL ({exc}): links resolved against {uri}"
+            yield "BASE@/href", None, f"<base href={shown(base)}> is not a URL ({exc}): links resolved against {shown(uri)}"
     for link in links:
         # a CSS url() of a <style> block has its URL under "href" (path STYLE/#text)
         found = (link.get("url") if "url" in link else link.get("href")) if isinstance(link, dict) else None
@@ -468,7 +488,7 @@ def _wat_links(uri: str, base: Any, links: list[Any]) -> Iterator[tuple[str, str
         try:
             yield path, resolve(value), value
         except (IRIError, ValueError) as exc:
-            yield path, None, f"link {value!r} is not an IRI reference: {exc}"
+            yield path, None, f"link {shown(value)} is not an IRI reference: {exc}"
 
 
 class _Bad(Exception):

@@ -28,9 +28,9 @@ from operator import attrgetter
 from typing import Any
 
 from ..errors import GraphError, IRIError
-from ._archive import REDIRECT_STATUSES, _get, _Missing, archive_files, head_lines
+from ._archive import REDIRECT_STATUSES, NoLocation, _get, _Missing, archive_files, head_lines, one_location
 from ._heads import heads
-from ._links import Resolver
+from ._links import Resolver, shown
 from ._readers import MAGIC_BYTES, OPENERS, compression
 from ._warc import BadRecord
 
@@ -199,14 +199,13 @@ def _capture(url: str, when: float, status: int, headers: dict[str, list[str]]) 
         context = _CLEAN
     if status not in REDIRECT_STATUSES:  # an answer, 300 and 304 included: no Location to follow
         return Capture(when, url, status, None, None, context)
-    location = _header(headers, "location")
-    if location is None:
-        return f"a {status} redirect without a Location"
-    location = location.strip()
     try:
+        location = one_location(status, headers.get("location"))
         target = location if _ABSOLUTE.match(location) else Resolver(url)(location)
+    except NoLocation as exc:
+        return str(exc)
     except IRIError as exc:
-        return f"Location {location!r} is not an IRI reference: {exc}"
+        return f"Location {shown(location)} is not an IRI reference: {exc}"
     return Capture(when, url, status, target, location, context, _max_age(headers))
 
 
@@ -271,10 +270,12 @@ def _wat_capture(block: bytes) -> Capture | str | None:
     return _capture(url, when, status, headers)
 
 
-def cdx_captures(path: str, reading: Reading, packed: str | None | bool = True) -> Iterator[Capture]:
+def cdx_captures(path: str, reading: Reading, packed: str | None | bool = True, kind: str = "") -> Iterator[Capture]:
     """The captures of a CDX (with or without its `` CDX`` header line) or CDXJ file, plain or
     compressed (``packed``: its :func:`~scrapy_iri.graph._readers.compression`, True to look);
-    a file cut off or damaged inside is one bad record where its readable lines end."""
+    a file cut off or damaged inside is one bad record where its readable lines end. In a file
+    known as CDXJ (``kind``) every line is read as CDXJ, else a line with a JSON object."""
+    json_lines = kind == "cdxj"
     columns = _CDX_DEFAULT
     number = 0
     if packed is True:
@@ -288,7 +289,7 @@ def cdx_captures(path: str, reading: Reading, packed: str | None | bool = True) 
                 if number == 1 and line.startswith(" CDX "):
                     columns = line.split()[1:]
                     continue
-                found = _cdxj(line) if " {" in line else _cdx(line, columns)
+                found = _cdxj(line) if json_lines or " {" in line else _cdx(line, columns)
                 if isinstance(found, str):
                     reading.add(f"{path}:{number}", found)
                 elif found is None:
@@ -321,13 +322,19 @@ def _cdx(line: str, columns: list[str]) -> Capture | str | None:
     return _capture(url, when, int(status), headers)
 
 
+_JSON_KINDS = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean",
+               type(None): "null"}
+
+
 def _cdxj(line: str) -> Capture | str | None:
     key, stamp, rest = (line.split(" ", 2) + ["", ""])[:3]
     try:
         data = json.loads(rest)
     except ValueError as exc:
         return f"CDXJ: the JSON does not parse: {exc}"
-    if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+    if not isinstance(data, dict):
+        return f"CDXJ: the JSON block is {_JSON_KINDS.get(type(data), 'not an object')}, not an object"
+    if not isinstance(data.get("url"), str):
         return "CDXJ: no 'url'"
     status = str(data.get("status", "-"))
     if not status.isdigit():
@@ -507,7 +514,7 @@ def file_captures(file: str | CaptureFile, reading: Reading) -> Iterator[Capture
             return iter(())
     if checked.kind == "warc":
         return warc_captures(path, reading)
-    return cdx_captures(path, reading, checked.packed)
+    return cdx_captures(path, reading, checked.packed, checked.kind)
 
 
 def captures_of(names: list[str | CaptureFile], reading: Reading) -> Iterator[Capture]:

@@ -198,6 +198,14 @@ class Resolver:
         return recompose(target._replace(path=keep_apart_from_authority(target.path, target.host)))
 
 
+def shown(value: str, limit: int = 200) -> str:
+    """``repr(value)`` for a message, cut after ``limit`` characters (the length said): a 1 MB URL is
+    named, not copied into every report of it."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value):,} characters)"
+
+
 def html_links(url: str, body: bytes, declared: str | None) -> Iterator[tuple[str, str | None, str]]:
     """(path such as ``A@/href``, the resolved link or None, the raw value or why it is bad) for
     every link of the document at ``url``; a bad ``<base href>`` comes first as (``BASE@/href``,
@@ -224,7 +232,7 @@ def html_links(url: str, body: bytes, declared: str | None) -> Iterator[tuple[st
                 Resolver(base_url)
             except IRIError as exc:
                 base_url = url
-                yield "BASE@/href", None, f"<base href={href!r}> is not a URL ({exc}): links resolved against {url}"
+                yield "BASE@/href", None, f"<base href={shown(href)}> is not a URL ({exc}): links resolved against {shown(url)}"
         break
     resolve = Resolver(base_url, charset)
     paths = PATHS
@@ -245,7 +253,7 @@ def html_links(url: str, body: bytes, declared: str | None) -> Iterator[tuple[st
                 try:
                     yield paths[tag, attr], resolve(value), value
                 except (IRIError, ValueError) as exc:  # ValueError: a NUL or lone surrogate lxml passed on
-                    yield paths[tag, attr], None, f"link {value!r} is not an IRI reference: {exc}"
+                    yield paths[tag, attr], None, f"link {shown(value)} is not an IRI reference: {exc}"
 
 
 def _in_svg(element: Any) -> bool:

@@ -84,8 +84,6 @@ def test_cli_dask_equals_local_byte_for_byte(client, capsys, tmp_path, monkeypat
     on_dask = run_cli(capsys, tmp_path, "dask", text, "--engine", "dask", "--workers", "2")
     assert local["code"] == on_dask["code"] == 1
     assert on_dask == local
-    # a revisit: the page's links at the revisit's own URI; one that names no record, a bad row
-    assert b"http://docs.test/again/a.html" in local["out"] and b"a revisit that names no record" in local["bad"]
     assert local["err"] and all("Traceback" not in line for line in local["err"])
 
 
@@ -248,6 +246,8 @@ def test_cli_dask_on_odd_archives_equals_local_byte_for_byte(client, capsys, tmp
     on_dask = run_archive_cli(capsys, tmp_path, "dask", archives, *options, "--engine", "dask", "--workers", "2")
     assert local["code"] == on_dask["code"] == 1
     assert on_dask == local
+    # a revisit: the page's links at the revisit's own URI; one that names no record, a bad row
+    assert b"http://docs.test/again/a.html" in local["out"] and b"a revisit that names no record" in local["bad"]
     assert b"IMG@/srcset" in local["out"] and b"RESOURCE" not in local["out"] and b"cut off" in local["bad"]
 
 
@@ -256,3 +256,36 @@ def test_cli_dask_reports_the_captures_it_cannot_learn_as_local(client, capsys, 
     from _unlearned import assert_engine_reports_as_local
 
     assert_engine_reports_as_local("dask", capsys, tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("rung", ["scheme", "protocol"])
+def test_cli_dask_on_hostile_archives_equals_local_byte_for_byte(client, capsys, tmp_path, rung):
+    """1 MB URIs and Locations, two Locations, HTTP/2, no bytes, a chunked body that lies, a WAT without Envelope."""
+    from _messy import run_archive_cli
+    from test_graph_hostile import hostile_directory
+
+    archives = hostile_directory(tmp_path)
+    local = run_archive_cli(capsys, tmp_path, "local", archives, "--rung", rung, "--redirects", "edges")
+    on_dask = run_archive_cli(capsys, tmp_path, "dask", archives, "--rung", rung, "--redirects", "edges",
+                              "--engine", "dask", "--workers", "2")
+    assert local["code"] == on_dask["code"] == 1
+    assert on_dask == local
+    assert b"2 different Locations" in local["bad"] and b"WAT: no Envelope" in local["bad"]
+
+
+def test_cli_dask_on_a_dedup_recrawl_cut_in_pieces_equals_local(client, capsys, tmp_path, monkeypatch,
+                                                                  wget_archive, dedup_archive):
+    """wget's crawl and its ``--warc-dedup`` recrawl in one file, cut in pieces of 50 kB: each revisit's
+    record is in another piece, found as the local engine finds it."""
+    from _messy import run_archive_cli
+
+    from scrapy_iri.graph import _split
+
+    monkeypatch.setattr(_split, "PIECE_BYTES", 50_000)
+    both = tmp_path / "both.warc.gz"
+    both.write_bytes(wget_archive.read_bytes() + dedup_archive.read_bytes())
+    local = run_archive_cli(capsys, tmp_path, "local", both, "--rung", "protocol")
+    on_dask = run_archive_cli(capsys, tmp_path, "dask", both, "--rung", "protocol", "--engine", "dask",
+                              "--workers", "2")
+    assert local["code"] == on_dask["code"] == 0
+    assert on_dask == local
