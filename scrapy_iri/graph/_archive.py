@@ -438,7 +438,8 @@ class ArchiveRows:
             raise _Bad(f"WAT: no {exc}") from None
         try:
             warc = _get(envelope, "WARC-Header-Metadata")
-            if _get(warc, "WARC-Type") != "response":
+            kind = _get(warc, "WARC-Type")
+            if kind not in ("response", "revisit"):
                 self.skipped["WAT records of other than responses"] += 1
                 return
             uri, date = _get(warc, "WARC-Target-URI"), warc.get("WARC-Date", "")
@@ -446,10 +447,13 @@ class ArchiveRows:
             status = int(_get(http, "Response-Message", "Status"))
             if status in REDIRECT_STATUSES:
                 headers = http.get("Headers") or {}
-                location = next((v for k, v in headers.items() if k.lower() == "location"), None)
-                locations = None if location is None else location if isinstance(location, list) else [location]
+                locations = [one for name, value in headers.items() if str(name).lower() == "location"
+                             for one in (value if isinstance(value, list) else [value])]
                 yield from self._redirect(where, raw, uri, status, locations, date)
                 return
+            if kind == "revisit":  # the payload, and so the links, are the original's: not in the WAT
+                raise _Bad("WAT: a revisit record: its links are those of the record it refers to,"
+                           " which a WAT does not hold", uri if isinstance(uri, str) else "")
             page = http.get("HTML-Metadata")
             if page is None:
                 self.skipped["WAT records without HTML metadata"] += 1

@@ -251,7 +251,7 @@ def _wat_capture(block: bytes) -> Capture | str | None:
     try:
         data = json.loads(block)
         warc = _get(data, "Envelope", "WARC-Header-Metadata")
-        if warc.get("WARC-Type") != "response":
+        if warc.get("WARC-Type") not in ("response", "revisit"):  # a revisit: a capture at its own URI and date
             return None
         url, date = _get(warc, "WARC-Target-URI"), _get(warc, "WARC-Date")
         http = _get(data, "Envelope", "Payload-Metadata", "HTTP-Response-Metadata")

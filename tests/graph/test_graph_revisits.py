@@ -144,3 +144,30 @@ def test_a_revisit_of_a_301_is_that_redirect_at_its_date(tmp_path, capsys):
     assert [(e["source"], e["target"], e["path"], e["date"]) for e in edges if e["path"].startswith("REDIRECT")] == [
         ("http://a.test/old", "http://a.test/new", "REDIRECT@/301", "2024-03-01T12:00:00Z")]
     assert "duplicate edges merged               1" in err  # the revisit's redirect: the same edge, later
+
+
+def test_wat_records_of_revisits(tmp_path, capsys):
+    """A WAT record of a revisit: a capture at its own URI and date for ``store learn``; for ``graph`` a
+    redirect when it is one, else a bad row (its links are the original's, which a WAT does not hold)."""
+    import json
+
+    def wat(uri: str, status: str, headers: dict) -> bytes:
+        envelope = {
+            "WARC-Header-Metadata": {"WARC-Type": "revisit", "WARC-Target-URI": uri, "WARC-Date": LATER,
+                                     "WARC-Refers-To": "<urn:uuid:1>"},
+            "Payload-Metadata": {"HTTP-Response-Metadata": {"Response-Message": {"Status": status}, "Headers": headers}},
+        }
+        return record("metadata", uri, json.dumps({"Envelope": envelope}).encode(), content_type="application/json")
+
+    archive = _warc(tmp_path / "r.wat.gz", wat("http://a.test/old", "301", {"Location": "/new"}),
+                    wat("http://a.test/new", "200", {"Content-Type": "text/html"}),
+                    wat("http://a.test/two", "301", {"Location": "/x", "location": "/y"}))
+    reading = Reading()
+    assert [(c.url, c.status, c.target) for c in captures_of([str(archive)], reading)] == [
+        ("http://a.test/old", 301, "http://a.test/new"), ("http://a.test/new", 200, None)]
+    assert [reason for _, reason in reading.bad] == ["a 301 redirect with 2 different Locations: '/x', '/y'"]
+    code, err, bad, edges = run(capsys, tmp_path, archive, "--redirects", "edges")
+    assert code == 1
+    assert [(e["source"], e["target"], e["path"], e["date"]) for e in edges] == [
+        ("http://a.test/old", "http://a.test/new", "REDIRECT@/301", LATER)]
+    assert [row["reason"][:28] for row in bad] == ["WAT: a revisit record: its l", "a 301 redirect with 2 differ"]
