@@ -247,6 +247,8 @@ def cmd_learn(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) ->
         if name != "observations":
             print(f"{name}\t{value}", file=out)
     print(f"bad records\t{len(reading.bad)}", file=out)
+    for why, count in sorted(reading.skipped.items()):  # read, and nothing to learn from them
+        print(f"skipped: {why}\t{count}", file=out)
     return 1 if reading.bad else 0
 
 

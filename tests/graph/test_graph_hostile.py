@@ -186,6 +186,13 @@ def test_index_lines_as_other_tools_write_them(tmp_path, capsys):
     assert code == 1 and "aliases_learned\t1" in out
     assert f"{cdxj}:2: CDXJ: the JSON block is an array, not an object" in err
     assert f"{cdxj}:3: CDXJ: the JSON block is a string, not an object" in err
+    pywb = tmp_path / "pywb.cdxj"  # a 3xx without its target, a revisit without a status: said, not learned
+    pywb.write_text('com,a)/ 20240101000000 {"url": "http://a.test/", "status": "301", "mime": "text/html"}\n'
+                    'com,a)/ 20240102000000 {"url": "http://a.test/", "mime": "warc/revisit"}\n'
+                    'com,b)/ 20240101000000 {"url": "http://b.test/", "status": "200"}\n')
+    code, out, err = learn(capsys, tmp_path, pywb)
+    assert code == 0 and "learned from 1 files: 1 captures" in out
+    assert "skipped: index lines without a status or a redirect's target\t2" in out
     cdx = tmp_path / "x.cdx.bz2"  # the columns of its own header line, Common Crawl's order
     cdx.write_bytes(bz2.compress(b" CDX N b a m s k r M S V g\n"
                                  b"com,a)/ 20240101000000 http://a.test/ text/html 301 AAA http://b.test/ - 10 0 x.warc.gz\n"
