@@ -480,7 +480,8 @@ def _wat_links(uri: str, base: Any, links: list[Any]) -> Iterator[tuple[str, str
         try:
             resolve = Resolver(resolve(base.strip()))
         except IRIError as exc:
-            yield "BASE@/href", None, f"<base href={shown(base)}> is not a URL ({exc}): links resolved against {shown(uri)}"
+            why = f"<base href={shown(base)}> is not a URL ({exc}): links resolved against {shown(uri)}"
+            yield "BASE@/href", None, why
     for link in links:
         # a CSS url() of a <style> block has its URL under "href" (path STYLE/#text)
         found = (link.get("url") if "url" in link else link.get("href")) if isinstance(link, dict) else None

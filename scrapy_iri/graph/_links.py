@@ -232,7 +232,8 @@ def html_links(url: str, body: bytes, declared: str | None) -> Iterator[tuple[st
                 Resolver(base_url)
             except IRIError as exc:
                 base_url = url
-                yield "BASE@/href", None, f"<base href={shown(href)}> is not a URL ({exc}): links resolved against {shown(url)}"
+                why = f"<base href={shown(href)}> is not a URL ({exc}): links resolved against {shown(url)}"
+                yield "BASE@/href", None, why
         break
     resolve = Resolver(base_url, charset)
     paths = PATHS

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._heads import heads
+from ._links import shown
 from ._pieces import span_records
 from ._warc import BadRecord, Record
 
@@ -112,7 +113,8 @@ class Originals:
         """The record a revisit (its WARC headers) refers to, or why there is none."""
         refs = references(headers)
         if not refs:
-            return "a revisit that names no record (no WARC-Refers-To, WARC-Refers-To-Target-URI or WARC-Payload-Digest)"
+            return ("a revisit that names no record (no WARC-Refers-To, WARC-Refers-To-Target-URI or"
+                    " WARC-Payload-Digest)")
         where = self._where()
         for ref in refs:
             place = where.get(ref)
@@ -120,7 +122,7 @@ class Originals:
                 record = _record_at(*place)
                 if record is not None:
                     return record
-        named = ", ".join(f"{value}" for _, value in refs)
+        named = ", ".join(shown(value) if len(value) > 200 else value for _, value in refs)
         return f"a revisit of a record that is not in the input ({named}): its links are not known"
 
 
