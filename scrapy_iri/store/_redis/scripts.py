@@ -160,7 +160,16 @@ end
 for first = 1, #b.e, 1000 do redis.call('RPUSH', p .. 'evidence', unpack(b.e, first, math.min(first + 999, #b.e))) end
 if #b.e > 0 then
   redis.call('LTRIM', p .. 'evidence', -tonumber(ARGV[6]), -1)
-  local oldest = now - tonumber(ARGV[9])
+  -- by age before the newest entry ever held (a date in the future counts as now); a store
+  -- written without that key takes its newest entry's time
+  local newest = tonumber(redis.call('GET', p .. 'evidence_newest') or '')
+  if not newest then newest = tonumber(string.match(redis.call('LINDEX', p .. 'evidence', -1), '^%[([^,]+),')) end
+  for _, e in ipairs(b.e) do
+    local t = tonumber(string.match(e, '^%[([^,]+),'))
+    if t and t > newest then newest = t end
+  end
+  redis.call('SET', p .. 'evidence_newest', string.format('%.17g', newest))
+  local oldest = math.min(newest, now) - tonumber(ARGV[9])
   while true do  -- by age too (oldest first: each entry is looked at once more than it is kept)
     local first = redis.call('LINDEX', p .. 'evidence', 0)
     if not first or cjson.decode(first)[1] >= oldest then break end
