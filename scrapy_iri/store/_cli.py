@@ -285,6 +285,8 @@ def _isatty(stream: TextIO) -> bool:
 WRITING = ("forget", "learn")
 #: seconds a writing subcommand waits for another process's write transaction (a crawl's commit)
 WRITER_WAIT = 5.0
+#: seconds a writing subcommand keeps trying to commit its last changes to a file locked meanwhile
+COMMIT_WAIT = 30.0
 
 
 def _check_writable(store: EquivalenceStore) -> None:
@@ -302,8 +304,15 @@ def _check_writable(store: EquivalenceStore) -> None:
 
 
 def _check_written(store: EquivalenceStore) -> None:
-    """Commit what the subcommand changed; raise if some of it could not be (the file locked since)."""
+    """Commit what the subcommand changed, trying for up to :data:`COMMIT_WAIT` seconds; raise if some
+    of it could not be (the file locked since by another process)."""
+    import time
+
+    deadline = time.monotonic() + COMMIT_WAIT
     store.flush()
+    while getattr(store.storage, "pending", 0) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        store.flush()
     pending = getattr(store.storage, "pending", 0)
     if pending:
         where = getattr(store.storage, "path", None) or "the store"

@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -149,6 +150,7 @@ def test_a_store_another_process_is_writing(store_path: Path, capsys: pytest.Cap
 def test_a_lock_taken_after_the_check_is_an_error_not_a_success(store_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """The writer starts between the check and the commit: what could not be written is named, exit 2."""
     uri = f"sqlite:///{store_path}"
+    monkeypatch.setattr(store_cli, "COMMIT_WAIT", 1.0)
     writers: list[Writer] = []
     checked = store_cli._check_writable
 
@@ -165,6 +167,24 @@ def test_a_lock_taken_after_the_check_is_an_error_not_a_success(store_path: Path
     assert code == 2 and "changes not written" in one_line(err)
     with open_store(uri, create=False) as store:
         assert store.stats()["aliases"] == 4
+
+
+def test_a_lock_held_briefly_at_the_end_is_waited_for(store_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A crawl's commit holding the file when the command commits: the command waits, then writes."""
+    uri = f"sqlite:///{store_path}"
+    writers: list[Writer] = []
+    checked = store_cli._check_writable
+
+    def then_locked_for_a_while(store) -> None:
+        checked(store)
+        writers.append(Writer(store_path))
+        threading.Timer(1.5, writers[0].stop).start()
+
+    monkeypatch.setattr(store_cli, "_check_writable", then_locked_for_a_while)
+    code, out, err = run(capsys, "store", "--store", uri, "forget", "--host", "a.example")
+    assert code == 0 and out.startswith("forgot ")
+    with open_store(uri, create=False) as store:
+        assert store.stats()["aliases"] == 1
 
 
 def test_unicode_and_idn_urls_in_explain_and_forget(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
