@@ -397,9 +397,14 @@ class SQLiteStorage(LayeredStorage):
         return changed
 
     def _save_filter(self) -> None:
-        """Write the filter to the file with the change it is up to date with (other processes start from it)."""
+        """Write the filter to the file with the change it is up to date with (other processes start from it);
+        nothing when the file's is the one this process read and nothing changed since (a reader)."""
         try:
             db = self._connection()
+            if self.filter_saved_at is not None:
+                (latest,) = db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()
+                if latest == self.filter_saved_at:
+                    return
             with transaction(db):  # nobody commits meanwhile: the filter takes in every change up to the last
                 known = max(self._change_id, self._filter_change_id)  # what it took in already
                 (low,) = db.execute("SELECT min(id) FROM change").fetchone()
@@ -413,6 +418,7 @@ class SQLiteStorage(LayeredStorage):
                 (change_id,) = db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()
                 self._filter_change_id = change_id
                 self.port.save_filter(self._filter, change_id)
+            self.filter_saved_at = change_id
         except sqlite3.OperationalError as exc:  # locked or read-only: the next process builds its own
             logger.info("%s: the alias filter was not saved: %s", self.path, exc)
 

@@ -92,6 +92,14 @@ def test_a_file_that_is_not_a_store_is_one_line_and_left_as_it_was(
     assert sorted(p.name for p in tmp_path.iterdir()) == ([] if kind == "missing" else ["given.db"])  # no WAL left
 
 
+def test_reading_commands_leave_the_store_file_as_it_was(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = digest(store_path)
+    for action in (["stats"], ["export", "--evidence"], ["explain", "http://a.example/t-1", "http://a.example/t-1/"]):
+        code, _, _ = run(capsys, "store", "--store", f"sqlite:///{store_path}", *action)
+        assert code == 0
+        assert digest(store_path) == before
+
+
 def test_learn_into_another_applications_database_leaves_it_as_it_was(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = other_database(tmp_path / "notes.db")
     before = digest(path)
