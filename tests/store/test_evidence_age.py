@@ -1,11 +1,15 @@
-"""The evidence log's age limit counts from the store's newest entry, alike on every backend.
+"""The evidence log's age limit, and the rule records kept, count from the store's newest entry,
+alike on every backend.
 
 An archive learned long after its captures keeps the evidence of what it
 taught (``explain`` and ``evidence URL`` answer for it); a crawl, whose
 entries are dated now, prunes as the clock goes. Memory, SQLite and Redis
 keep exactly the same entries: none more than ``EVIDENCE_MAX_AGE`` older
 than the newest entry the store ever held (a date in the future counting
-as now), the oldest pruned first.
+as now), the oldest pruned first; rule records are dropped as past use at
+that time too, so a store learned from an old archive judges its rules at
+the archive's time as the memory store does, whether the archive was
+learned in one run or several.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ import random
 import sqlite3
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.stores import Clock
+from fixtures.stores import Clock, store_state
 
 from scrapy_iri.store import EquivalenceStore, LearningPolicy, Observation, open_store
 from scrapy_iri.store._evidence import Evidence
@@ -165,3 +170,34 @@ def test_a_sqlite_store_without_its_newest_time_reads_it_once(tmp_path: Path) ->
     unpruned = Learner(MemoryStorage(evidence_max_age=float("inf")), LearningPolicy())
     unpruned.learn(observations)
     assert after == [e.as_dict() for e in kept(list(unpruned.evidence()))]
+
+
+def test_an_archive_learned_today_keeps_the_rules_the_memory_store_keeps(make: Any) -> None:
+    """Captures of two weeks of 2024: every rule still counts at the archive's end."""
+    observations = [replace(o, time=ARCHIVE_START + (o.time - ARCHIVE_START) / 10) for o in archive(11, 150)]
+    assert observations[-1].time - observations[0].time < LearningPolicy().rule_ttl
+    end = observations[-1].time + 1.0
+    reference = Learner(MemoryStorage(), LearningPolicy())
+    reference.learn(observations)
+    expected = store_state(reference, end, [])
+    assert expected["rules"] and expected["aliases"]
+    store = make()  # the wall clock
+    for chunk in (observations[:100], observations[100:]):
+        store.learn(chunk, chunk=64)
+        store.flush()
+    assert store_state(store, end, []) == expected
+
+
+def test_an_archive_learned_in_several_runs_is_the_archive_learned_at_once(tmp_path: Path) -> None:
+    observations = archive(12, 150)
+    end = observations[-1].time + 1.0
+    states = []
+    for runs in (1, 3):
+        uri = f"sqlite:///{tmp_path / f'runs-{runs}.db'}"
+        size = -(-len(observations) // runs)
+        for first in range(0, len(observations), size):
+            with open_store(uri) as store:
+                store.learn(observations[first : first + size])
+        with open_store(uri, create=False) as store:
+            states.append(store_state(store, end, []))
+    assert states[0]["rules"] and states[0] == states[1]

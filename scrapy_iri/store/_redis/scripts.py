@@ -300,10 +300,14 @@ return {fanins, rules}
 #: counts. The origins are visited in turn (a cursor over the origins set, kept in Redis), a few per
 #: call: each call is short. As in the SQLite store, no change is logged: a process that holds such a
 #: record keeps it (a count added to it starts it afresh, as on Redis), the others no longer read it.
+#: "Older" is before the newest evidence entry's time (never after now), as the evidence log is pruned.
 #: ARGV: prefix, now, rule TTL, origins per call. Returns the number of records dropped.
 COMPACT = """
 local p = ARGV[1]
 local now, ttl = tonumber(ARGV[2]), tonumber(ARGV[3])
+-- past use at the store's newest learning time (an archive learned late keeps what still counted)
+local newest = tonumber(redis.call('GET', p .. 'evidence_newest') or '')
+if newest and newest < now then now = newest end
 local scan = redis.call('SSCAN', p .. 'origins', redis.call('GET', p .. 'compacted') or '0', 'COUNT', ARGV[4])
 redis.call('SET', p .. 'compacted', scan[1])
 local dropped = 0
