@@ -80,10 +80,15 @@ def _redis_namespace(uri: str, err: TextIO, *, create: bool = False) -> str:
     client = client_from_url(url)
     try:
         suffix = b":store:epoch"
+        keys = [key for key in client.scan_iter(match="*:store:epoch", count=1000) if key.endswith(suffix)]
+        pipe = client.pipeline(transaction=False)
+        for key in keys:
+            pipe.type(key)
+        # a store's epoch is a string: a key of that name of another type is another application's
         found = sorted(
             key[: -len(suffix)].decode("utf-8", "replace")
-            for key in client.scan_iter(match="*:store:epoch", count=1000)
-            if key.endswith(suffix)
+            for key, kind in zip(keys, pipe.execute() if keys else [])
+            if kind in (b"string", "string")
         )
     except Exception as exc:  # unreachable, refused, wrong password: one line, not a traceback
         raise StoreError(f"cannot list the stores at {url}: {exc}") from None
@@ -155,10 +160,15 @@ def cmd_explain(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) 
         try:
             canonicalize(url, "scheme", lenient=True)
         except IRIError as exc:
-            raise StoreError(f"{name} {url!r} is not an IRI: {exc}") from None
+            raise StoreError(f"{name} {_cut(url)!r} is not an IRI: {_cut(str(exc), 300)}") from None
     explanation = store.explain(args.url, args.other)
     print(explanation, file=out)
     return 0 if args.other is None or explanation.merged else 1
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    """``text`` for a message, cut to about ``limit`` characters (a 1 MB URL is not echoed whole)."""
+    return text if len(text) <= limit else f"{text[: limit - 30]}... ({len(text):,} characters)"
 
 
 def cmd_export(store: EquivalenceStore, args: argparse.Namespace, out: TextIO) -> int:
@@ -274,6 +284,64 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
+#: the subcommands that write the store
+WRITING = ("forget", "learn")
+#: seconds a writing subcommand waits for another process's write transaction (a crawl's commit)
+WRITER_WAIT = 5.0
+#: seconds a writing subcommand keeps trying to commit its last changes to a file locked meanwhile
+COMMIT_WAIT = 30.0
+
+
+def _check_writable(store: EquivalenceStore) -> None:
+    """Refuse to start writing a SQLite file this process cannot write: read-only here, or held by
+    another process's write transaction for longer than :data:`WRITER_WAIT`."""
+    storage = store.storage
+    path = getattr(storage, "path", None)
+    if getattr(storage, "read_only", False):
+        raise StoreError(f"{path} is read-only here: nothing was changed")
+    writable = getattr(storage, "writable", None)
+    if writable is not None and not writable(WRITER_WAIT):
+        raise StoreError(
+            f"{path} is locked by another process writing it (a crawl?): nothing was changed; run this again when it is done"
+        )
+
+
+def _check_written(store: EquivalenceStore) -> None:
+    """Commit what the subcommand changed, trying for up to :data:`COMMIT_WAIT` seconds; raise if some
+    of it could not be (the file locked since by another process)."""
+    import time
+
+    deadline = time.monotonic() + COMMIT_WAIT
+    store.flush()
+    while getattr(store.storage, "pending", 0) and time.monotonic() < deadline:
+        time.sleep(0.2)
+        store.flush()
+    pending = getattr(store.storage, "pending", 0)
+    if pending:
+        where = getattr(store.storage, "path", None) or "the store"
+        raise StoreError(f"{where} is locked by another process writing it: {pending:,} changes not written")
+
+
+def _close(store: EquivalenceStore, err: TextIO, failed: bool, failures: tuple[type[BaseException], ...]) -> None:
+    """Close the store; after a failure, at once and without a word of what it could not write (the
+    error said it)."""
+    import logging
+
+    quiet = logging.getLogger("scrapy_iri.store")
+    level = quiet.level
+    if failed:
+        if hasattr(store.storage, "close_wait"):
+            store.storage.close_wait = 0.0
+        quiet.setLevel(logging.CRITICAL)
+    try:
+        store.close()
+    except failures as exc:
+        if not failed:
+            print(f"scrapy-iri store: closing the store failed: {describe(exc)}", file=err)
+    finally:
+        quiet.setLevel(level)
+
+
 def handle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run one ``store`` subcommand."""
     if args.action == "forget" and not (args.urls or args.host):
@@ -294,8 +362,15 @@ def handle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except failures as exc:
         print(f"scrapy-iri store: cannot open the store: {describe(exc)}", file=err)
         return 2
+    failed = True
     try:
-        return args.store_handler(store, args, out)
+        if args.action in WRITING:
+            _check_writable(store)
+        status = args.store_handler(store, args, out)
+        if args.action in WRITING:
+            _check_written(store)
+        failed = False
+        return status
     except StoreError as exc:
         print(f"scrapy-iri store: {exc}", file=err)
         return 2
@@ -303,10 +378,7 @@ def handle(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"scrapy-iri store: the store failed: {describe(exc)}", file=err)
         return 2
     finally:
-        try:
-            store.close()
-        except failures as exc:
-            print(f"scrapy-iri store: closing the store failed: {describe(exc)}", file=err)
+        _close(store, err, failed, failures)
 
 
 def backend_errors() -> tuple[type[BaseException], ...]:

@@ -40,6 +40,8 @@ class LayeredStorage(Storage):
     unavailable: tuple[type[BaseException], ...] = ()
     #: where the store is, for messages
     where: str = ""
+    #: the change up to which the filter saved in the store is this process's (``None``: not known)
+    filter_saved_at: int | None = None
 
     @property
     def named(self) -> str:
@@ -228,6 +230,7 @@ class LayeredStorage(Storage):
     def _load_filter(self) -> KeyFilter:
         """The filter saved in the store, brought up to date from the change log; else built from the aliases."""
         saved = self.port.saved_filter()
+        self.filter_saved_at = None
         if saved is not None:
             found, since = saved
             changed = self._aliases_changed_since(since)
@@ -235,6 +238,8 @@ class LayeredStorage(Storage):
                 for source in changed:
                     found.add(source)
                 if not found.full:
+                    if not changed:
+                        self.filter_saved_at = since
                     return found
         return self._build_filter()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 
@@ -12,24 +13,32 @@ from ._forms import sink_key
 from ._learner import EquivalenceStore
 from ._port import CaseAliases, StoragePort
 from ._rules import LearningPolicy, RuleKey, RuleRecord, case_key, is_case_change
-from ._storage import Storage
+from ._storage import EVIDENCE_MAX_AGE, Storage, evidence_cutoff
 
 _EMPTY: Mapping[RuleKey, RuleRecord] = MappingProxyType({})
 
 
 class MemoryStorage(Storage):
-    """Everything in dictionaries; the policy too."""
+    """Everything in dictionaries; the policy too.
+
+    The evidence log keeps no entry more than ``evidence_max_age`` seconds
+    older than the newest one (:func:`._storage.evidence_cutoff`, ``now``
+    the clock given), as the other backends do.
+    """
 
     reads_ahead = False
 
-    def __init__(self) -> None:
+    def __init__(self, *, now: Callable[[], float] = time.time, evidence_max_age: float = EVIDENCE_MAX_AGE) -> None:
         self._aliases: dict[str, Alias] = {}
         #: case key -> source -> (time, target) of its case-only aliases (the newest declares the case)
         self._case_aliases: dict[str, dict[str, tuple[float, str]]] = {}
         self._declared: dict[str, str] = {}
         self._rules: dict[str, dict[RuleKey, RuleRecord]] = {}
         self._fanins: dict[str, list[str]] = {}
-        self._log: list[Evidence] = []
+        self._log: deque[Evidence] = deque()
+        self._newest: float | None = None
+        self._now = now
+        self.evidence_max_age = evidence_max_age
         self._deferred: dict[RuleKey, dict[str, None]] = {}
         self._policy: LearningPolicy | None = None
         #: the port's reads of these dictionaries (what a cached layer over it would read)
@@ -94,7 +103,13 @@ class MemoryStorage(Storage):
         self._fanins.pop(target, None)
 
     def add_evidence(self, evidence: Evidence) -> None:
-        self._log.append(evidence)
+        log = self._log
+        log.append(evidence)
+        if self._newest is None or evidence.time > self._newest:
+            self._newest = evidence.time
+        cutoff = evidence_cutoff(self._newest, self._now(), self.evidence_max_age)
+        while log and log[0].time < cutoff:  # the oldest first, as the other backends prune
+            log.popleft()
 
     def add_deferred(self, rule: RuleKey, url: str) -> None:
         self._deferred.setdefault(rule, {})[url] = None
@@ -123,7 +138,7 @@ class MemoryStorage(Storage):
     def drop_evidence(self, url: str) -> int:
         kept = [e for e in self._log if url not in (e.url, e.target)]
         removed = len(self._log) - len(kept)
-        self._log = kept
+        self._log = deque(kept)
         return removed
 
     def counts(self) -> dict[str, int]:
@@ -208,4 +223,4 @@ class MemoryStore(EquivalenceStore):
     """A store in memory (:class:`MemoryStorage`)."""
 
     def __init__(self, policy: LearningPolicy | None = None, *, clock: Callable[[], float] = time.time) -> None:
-        super().__init__(MemoryStorage(), policy, clock=clock)
+        super().__init__(MemoryStorage(now=clock), policy, clock=clock)

@@ -36,8 +36,10 @@ every ``sync_interval`` seconds when the store is used) and forget or re-read
 those entries, so an alias one process dropped is dropped everywhere.
 
 The evidence log is pruned at commits: at most ``evidence_max`` entries
-(:data:`EVIDENCE_MAX`) and none older than ``evidence_max_age`` seconds
-(:data:`EVIDENCE_MAX_AGE`), the oldest first.
+(:data:`EVIDENCE_MAX`) and none more than ``evidence_max_age`` seconds
+(:data:`EVIDENCE_MAX_AGE`) older than the newest entry the store ever held
+(``meta`` key ``evidence_newest``; :func:`._storage.evidence_cutoff`), the
+oldest first.
 
 The schema version is ``PRAGMA user_version``; a store of an older version
 is migrated when opened (once: version 3 stored no case keys, they are
@@ -124,6 +126,7 @@ class SQLiteStorage(LayeredStorage):
                 isolation_level=None, check_same_thread=False, timeout=10.0, uri=self.read_only,
             )
             self._db.execute("PRAGMA busy_timeout = 10000")  # opening waits for a concurrent first open
+            self._check_identity(create)  # before WAL mode is set: that writes the file's header
             if self.read_only:
                 logger.warning("%s is read-only here: it is read, and nothing learned is stored", self.path)
             else:
@@ -178,6 +181,21 @@ class SQLiteStorage(LayeredStorage):
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
+
+    def _check_identity(self, create: bool) -> None:
+        """Refuse, before anything is written, a file that is not a store: another application's
+        database (tables but no schema version), or an empty file when none is to be made."""
+        db = self._connection()
+        version, tables = db.execute(  # one statement: one snapshot (another process may be making the schema)
+            "SELECT (SELECT user_version FROM pragma_user_version),"
+            " (SELECT count(*) FROM sqlite_master WHERE type = 'table')"
+        ).fetchone()
+        if version:
+            return
+        if tables:
+            raise StoreError(f"{self.path}: not a scrapy-iri store (tables but no schema version)")
+        if not create and self.path.stat().st_size == 0:
+            raise StoreError(f"{self.path}: an empty file, not a store")
 
     def _check_version(self, version: int) -> None:
         if version > SCHEMA_VERSION:
@@ -261,6 +279,22 @@ class SQLiteStorage(LayeredStorage):
             if now - self._warned_lock >= 60.0:
                 self._warned_lock = now
                 logger.warning("%s: %s; keeping %d writes for the next attempt", self.path, exc, self.pending)
+
+    def writable(self, wait: float) -> bool:
+        """Whether this process gets the file's write lock within ``wait`` seconds (taken and given back
+        at once): ``False`` while another process holds a write transaction open."""
+        db = self._connection()
+        db.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("ROLLBACK")
+            return True
+        except sqlite3.OperationalError as exc:
+            if not locked(exc):
+                raise StoreError(f"{self.path}: {exc}") from exc
+            return False
+        finally:
+            db.execute(f"PRAGMA busy_timeout = {int(self.lock_wait * 1000)}")
 
     def close(self) -> None:
         """Commit (waiting up to ``close_wait`` seconds for a locked file) and close."""
@@ -363,9 +397,14 @@ class SQLiteStorage(LayeredStorage):
         return changed
 
     def _save_filter(self) -> None:
-        """Write the filter to the file with the change it is up to date with (other processes start from it)."""
+        """Write the filter to the file with the change it is up to date with (other processes start from it);
+        nothing when the file's is the one this process read and nothing changed since (a reader)."""
         try:
             db = self._connection()
+            if self.filter_saved_at is not None:
+                (latest,) = db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()
+                if latest == self.filter_saved_at:
+                    return
             with transaction(db):  # nobody commits meanwhile: the filter takes in every change up to the last
                 known = max(self._change_id, self._filter_change_id)  # what it took in already
                 (low,) = db.execute("SELECT min(id) FROM change").fetchone()
@@ -379,6 +418,7 @@ class SQLiteStorage(LayeredStorage):
                 (change_id,) = db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()
                 self._filter_change_id = change_id
                 self.port.save_filter(self._filter, change_id)
+            self.filter_saved_at = change_id
         except sqlite3.OperationalError as exc:  # locked or read-only: the next process builds its own
             logger.info("%s: the alias filter was not saved: %s", self.path, exc)
 

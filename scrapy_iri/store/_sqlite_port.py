@@ -28,7 +28,7 @@ from ._sqlite_schema import (
     evidence_of,
     transaction,
 )
-from ._storage import EVIDENCE_MAX, EVIDENCE_MAX_AGE
+from ._storage import EVIDENCE_MAX, EVIDENCE_MAX_AGE, evidence_cutoff
 
 #: entries of the change log kept for processes that fell behind (they reload otherwise)
 CHANGES_MAX = 100_000
@@ -305,7 +305,7 @@ class SQLitePort(StoragePort):
                 [*changes.changes, *(("r", origin) for origin in origins)],
             )
             self.commits += 1
-            self._prune(db)
+            self._prune(db, max((e.time for e in changes.evidence), default=None))
         return fresh
 
     def _merged(self, write: RuleWrite, on_disk: RuleRecord | None) -> RuleRecord:
@@ -313,7 +313,11 @@ class SQLitePort(StoragePort):
         assert write.record is not None
         image, key = write.record, write.record.key
         disk = on_disk if on_disk is not None else RuleRecord(key)
-        disk.expire(self.policy(), self.clock())
+        # expired at the time of the writer's newest count (an archive learned late counts at its
+        # captures' times, as the writer did), never later than now: as the Redis store merges
+        now = self.clock()
+        at = max(image.last_support, image.last_against)
+        disk.expire(self.policy(), at if 0 < at <= now else now)
         newer_support = image if image.last_support >= disk.last_support else disk
         newer_against = image if image.last_against >= disk.last_against else disk
         firsts = [t for t in (image.first_seen, disk.first_seen) if t]
@@ -328,23 +332,48 @@ class SQLitePort(StoragePort):
             newer_against.counterexample or image.counterexample or disk.counterexample,
         )
 
-    def _prune(self, db: sqlite3.Connection) -> None:
-        """Keep the evidence log and the change log within their caps."""
+    def _prune(self, db: sqlite3.Connection, written: float | None) -> None:
+        """Keep the evidence log and the change log within their caps (``written``: the newest time
+        of the evidence this commit added)."""
         # two queries: SQLite answers min() and max() alone from the index's ends, together by a scan
         (low,) = db.execute("SELECT min(id) FROM evidence").fetchone()
         (high,) = db.execute("SELECT max(id) FROM evidence").fetchone()
         if high is not None and high - low + 1 > self.evidence_max:
             db.execute("DELETE FROM evidence WHERE id <= ?", (high - self.evidence_max,))
-        # by age at every commit: the oldest entry first, so this stops at once when nothing is old
-        cutoff = self.clock() - self.evidence_max_age
+        # by age at every commit, before the newest entry ever held: the oldest entry first, so this
+        # stops at once when nothing is old
+        newest = self._evidence_newest(db, written)
+        if newest is None:
+            return self._prune_changes(db, self.clock())
+        cutoff = evidence_cutoff(newest, self.clock(), self.evidence_max_age)
         first = db.execute("SELECT id FROM evidence WHERE time >= ? ORDER BY id LIMIT 1", (cutoff,)).fetchone()
         db.execute("DELETE FROM evidence WHERE id < ?", (first[0] if first else (high or 0) + 1,))
+        self._prune_changes(db, min(newest, self.clock()))
+
+    def _evidence_newest(self, db: sqlite3.Connection, written: float | None) -> float | None:
+        """The newest evidence time the store ever held, ``written`` included (kept in ``meta``; a
+        store written without it reads its evidence once)."""
+        row = db.execute("SELECT value FROM meta WHERE key = 'evidence_newest'").fetchone()
+        if row is not None:
+            newest: float | None = float(row[0])
+        else:
+            (newest,) = db.execute("SELECT max(time) FROM evidence").fetchone()
+        if written is not None and (newest is None or written > newest):
+            newest = written
+        if newest is not None and (row is None or newest != float(row[0])):
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('evidence_newest', ?)", (repr(newest),))
+        return newest
+
+    def _prune_changes(self, db: sqlite3.Connection, learned: float) -> None:
+        """Every 64 commits: the change log, the answered sources and the rule records past use at
+        ``learned``, the store's newest learning time (an archive learned late keeps what still
+        counted when its captures were made)."""
         if self.commits % 64 == 1:
             db.execute("DELETE FROM change WHERE id <= (SELECT max(id) FROM change) - ?", (CHANGES_MAX,))
             db.execute("DELETE FROM answered WHERE time < ?", (self.clock() - self.answered_horizon,))
             # rule records whose every count is older than the TTL mean nothing any more (a record
             # expires them when next counted): gone, so an origin keeps only what still counts
-            stale = self.clock() - self.policy().rule_ttl
+            stale = learned - self.policy().rule_ttl
             db.execute(
                 "DELETE FROM rule WHERE (support = 0 OR last_support < ?) AND (against = 0 OR last_against < ?)",
                 (stale, stale),

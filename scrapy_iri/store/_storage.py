@@ -28,8 +28,18 @@ from ._rules import BLOCK, LearningPolicy, RuleKey, RuleRecord, alias_case_key
 DEFAULT_CACHE_SIZE = 65_536
 #: evidence entries a store keeps (the oldest go first)
 EVIDENCE_MAX = 1_000_000
-#: seconds an evidence entry is kept (90 days)
+#: seconds an evidence entry is kept before the newest one (90 days)
 EVIDENCE_MAX_AGE = 90 * 86400.0
+
+
+def evidence_cutoff(newest: float, now: float, max_age: float) -> float:
+    """The time before which evidence entries are pruned: ``max_age`` before the newest entry the
+    store holds (a date in the future counts as ``now``).
+
+    The store's own time, not the clock's: an archive learned years after its captures keeps the
+    evidence of what it taught, and a crawl (its entries dated now) prunes as the clock goes.
+    """
+    return min(newest, now) - max_age
 
 MISSING: Any = object()
 

@@ -77,8 +77,9 @@ key                                type    content
 ``NS:store:fanin:<target>``        set     sources redirected to target (at most the sink cap)
 ``NS:store:sinks``                 zset    targets with two sources or more, scored with their number
 ``NS:store:evidence``              list    JSON ``[time, url, status, target, [context], note, location]``,
-                                           newest last (at most ``evidence_max``, none older than
-                                           ``evidence_max_age``)
+                                           newest last (at most ``evidence_max``, none more than
+                                           ``evidence_max_age`` older than the newest ever held)
+``NS:store:evidence_newest``       string  the time of the newest evidence entry the store ever held
 ``NS:store:deferreds``             set     rules with deferred URLs
 ``NS:store:deferred:<rule>``       set     URLs merged away by the rule
 ``NS:store:batch:<id>``            string  marks a batch as applied (expires after 10 minutes)

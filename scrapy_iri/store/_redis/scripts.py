@@ -160,7 +160,16 @@ end
 for first = 1, #b.e, 1000 do redis.call('RPUSH', p .. 'evidence', unpack(b.e, first, math.min(first + 999, #b.e))) end
 if #b.e > 0 then
   redis.call('LTRIM', p .. 'evidence', -tonumber(ARGV[6]), -1)
-  local oldest = now - tonumber(ARGV[9])
+  -- by age before the newest entry ever held (a date in the future counts as now); a store
+  -- written without that key takes its newest entry's time
+  local newest = tonumber(redis.call('GET', p .. 'evidence_newest') or '')
+  if not newest then newest = tonumber(string.match(redis.call('LINDEX', p .. 'evidence', -1), '^%[([^,]+),')) end
+  for _, e in ipairs(b.e) do
+    local t = tonumber(string.match(e, '^%[([^,]+),'))
+    if t and t > newest then newest = t end
+  end
+  redis.call('SET', p .. 'evidence_newest', string.format('%.17g', newest))
+  local oldest = math.min(newest, now) - tonumber(ARGV[9])
   while true do  -- by age too (oldest first: each entry is looked at once more than it is kept)
     local first = redis.call('LINDEX', p .. 'evidence', 0)
     if not first or cjson.decode(first)[1] >= oldest then break end
@@ -291,10 +300,14 @@ return {fanins, rules}
 #: counts. The origins are visited in turn (a cursor over the origins set, kept in Redis), a few per
 #: call: each call is short. As in the SQLite store, no change is logged: a process that holds such a
 #: record keeps it (a count added to it starts it afresh, as on Redis), the others no longer read it.
+#: "Older" is before the newest evidence entry's time (never after now), as the evidence log is pruned.
 #: ARGV: prefix, now, rule TTL, origins per call. Returns the number of records dropped.
 COMPACT = """
 local p = ARGV[1]
 local now, ttl = tonumber(ARGV[2]), tonumber(ARGV[3])
+-- past use at the store's newest learning time (an archive learned late keeps what still counted)
+local newest = tonumber(redis.call('GET', p .. 'evidence_newest') or '')
+if newest and newest < now then now = newest end
 local scan = redis.call('SSCAN', p .. 'origins', redis.call('GET', p .. 'compacted') or '0', 'COUNT', ARGV[4])
 redis.call('SET', p .. 'compacted', scan[1])
 local dropped = 0

@@ -342,7 +342,7 @@ class RedisStorage(LayeredStorage):
         def run() -> None:
             k = self.keys
             keys = [k.epoch, k.version, k.changes, k.history, k.aliases, k.cases, k.case_aliases, k.alias_case, k.sinks]
-            keys += [k.store + "answered", k.store + "compacted", k.origins, k.fanins, k.evidence, k.deferreds, k.filter, k.filter_state]
+            keys += [k.store + "answered", k.store + "compacted", k.origins, k.fanins, k.evidence, k.store + "evidence_newest", k.deferreds, k.filter, k.filter_state]
             # sub-keys by the sets that list them, not by a SCAN pattern: a namespace may
             # extend another one's key names ("a" vs "a:store:rules:x"), never its sets
             for members, key_of in ((k.origins, k.rules), (k.fanins, k.fanin), (k.deferreds, k.deferred)):
