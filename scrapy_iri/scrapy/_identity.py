@@ -121,6 +121,19 @@ def protocol_mergeable(request: Request) -> bool:
     return not listed or _REDIRECTS.isdisjoint(listed)
 
 
+def component_request(request: Request) -> bool:
+    """Whether a component downloads this request for itself (``robots.txt``, media files), not for the spider.
+
+    Scrapy marks those with ``callback=NO_CALLBACK`` and sends them past the
+    scheduler and its dupefilter. Dropping one as a duplicate fails its
+    component: Scrapy's robots.txt middleware then obeys no rules for that
+    host, so such a request is never dropped and makes no later one a duplicate.
+    """
+    from scrapy.http.request import NO_CALLBACK
+
+    return request.callback is NO_CALLBACK
+
+
 def protocol_rewritable(request: Request) -> bool:
     """Whether the protocol rung may send this request to its representative instead of its URL."""
     meta = request.meta

@@ -1,0 +1,82 @@
+"""Spiders of tests/install/test_user_features.py, written as users write them (copied into the user's project)."""
+
+import json
+
+import scrapy
+from scrapy.linkextractors import LinkExtractor
+from scrapy.spiders import CrawlSpider, Rule, SitemapSpider
+
+
+class Recorder:
+    def __init__(self, start="", out="", allowed="", **kwargs):
+        super().__init__(**kwargs)
+        self.start_urls = start.split()
+        if allowed:
+            self.allowed_domains = allowed.split()
+        self.out = out
+        self.parsed = []
+
+    def closed(self, reason):
+        with open(self.out, "w", encoding="utf-8") as f:
+            json.dump({"parsed": self.parsed, "stats": self.crawler.stats.get_stats()}, f, default=str)
+
+
+class HrefSpider(Recorder, scrapy.Spider):
+    """The tutorial's spider: ``response.follow`` on every ``href``."""
+
+    name = "features_href"
+
+    def parse(self, response):
+        self.parsed.append(response.url)
+        if isinstance(response, scrapy.http.TextResponse):
+            yield from response.follow_all(css="a", callback=self.parse)
+
+
+class MapSpider(Recorder, SitemapSpider):
+    """``SitemapSpider`` from ``robots.txt`` or sitemap URLs, alternate links followed."""
+
+    name = "features_sitemap"
+    sitemap_alternate_links = True
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.sitemap_urls = self.start_urls
+
+    def parse(self, response):
+        self.parsed.append(response.url)
+
+
+class RewritingRulesSpider(Recorder, CrawlSpider):
+    """``CrawlSpider`` whose rules rewrite links (``process_links``) and requests (``process_request``)."""
+
+    name = "features_rules"
+    rules = (
+        Rule(LinkExtractor(restrict_css=".nav", tags=("a", "area", "link"), canonicalize=True), callback="parse_item", follow=True,
+             process_links="drop_session"),
+        Rule(LinkExtractor(allow=r"/list/", unique=False), callback="parse_item", follow=True, process_request="tag_request"),
+    )
+
+    def drop_session(self, links):
+        for link in links:
+            link.url = link.url.replace(";jsessionid=1", "")
+        return links
+
+    def tag_request(self, request, response):
+        return request.replace(url=request.url.replace("/list/old/", "/list/"), meta={**request.meta, "tagged": True})
+
+    def parse_start_url(self, response):
+        self.parsed.append(response.url)
+        return []
+
+    def parse_item(self, response):
+        self.parsed.append(response.url)
+
+
+class ItemSpider(Recorder, scrapy.Spider):
+    """Items that carry the page's links as scraped, exported as a feed."""
+
+    name = "features_items"
+
+    def parse(self, response):
+        self.parsed.append(response.url)
+        yield {"url": response.url, "links": response.css("a::attr(href)").getall(), "title": response.css("title::text").get()}
