@@ -46,6 +46,7 @@ from w3lib.url import safe_url_string
 
 from ._links import base_url, link_uri, page_values
 from ._pending import Pending, pending_links, scrapy_forms
+from ._sitemaps import feed_values
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable
@@ -76,29 +77,39 @@ _SCAN_TAGS = frozenset({"a", "area", "link", "iframe", "frame"})
 _SCAN_ATTRS = ("href", "src")
 
 
-def scan(response: Response, look: bool = False) -> Pending:
+def scan(response: Response, look: bool = False, alternates: bool = False, max_size: int = 0) -> Pending:
     """The pending links of a response whose links no extractor remembered (see module doc).
 
     The page is read once, when its text holds a suspect form or when
     ``look`` says a request shows one. Only the links whose value Scrapy may
     rewrite are mapped, and the others that may end at the same URL (the
-    same last segment).
+    same last segment). A sitemap or a ``robots.txt`` gives its URL values
+    (:mod:`._sitemaps`; ``alternates``: also a sitemap's alternate links;
+    ``max_size``: the limit of a gunzipped sitemap, as ``DOWNLOAD_MAXSIZE``).
     """
     pending = pending_links.get(response)
     if pending is None:
         pending = pending_links[response] = Pending(scanned=True)
+        feed = feed_values(response, alternates, max_size)
+        if feed is not None:
+            pending.read = True
+            _map(pending, [(value, "") for value in feed], response.url, response.url, "utf-8")
+            return pending
         look = look or (isinstance(response, TextResponse) and _REWRITTEN.search(response.text) is not None)
     if pending.read or not pending.scanned or not look or not isinstance(response, TextResponse):
         return pending
     pending.read = True
     encoding = response.encoding
-    base = base_url(response)
-    scrapy_base = get_base_url(response)
-    values = page_values(response, _SCAN_TAGS, _SCAN_ATTRS)
+    _map(pending, page_values(response, _SCAN_TAGS, _SCAN_ATTRS), base_url(response), get_base_url(response), encoding)
+    return pending
+
+
+def _map(pending: Pending, values: list[tuple[str, str]], base: str, scrapy_base: str, encoding: str) -> None:
+    """Remember the ``(raw value, text)`` links whose URI Scrapy would rewrite, under each URL it makes of them."""
     odd_base = not base.isascii() or safe_url_string(base, encoding) != scrapy_base
     suspects = {i for i, (value, _) in enumerate(values) if odd_base or _SUSPECT.search(value.strip())}
     if not suspects:
-        return pending
+        return
     mapped: dict[int, tuple[str, set[str]]] = {}
 
     def map_link(i: int, value: str, stripped: str) -> None:
@@ -130,7 +141,6 @@ def scan(response: Response, look: bool = False) -> Pending:
         if any(url != form for url, _ in entries):
             for url, text in first.get(form, []) + entries:
                 pending.add(form, url, text)
-    return pending
 
 
 class VerbatimLinkMiddleware(BaseSpiderMiddleware):
@@ -159,7 +169,13 @@ class VerbatimLinkMiddleware(BaseSpiderMiddleware):
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
         if response is None:
             return request
-        pending = scan(response, look="%27" in request.url.partition("?")[2])
+        spider = self.crawler.spider
+        pending = scan(
+            response,
+            look="%27" in request.url.partition("?")[2],
+            alternates=bool(getattr(spider, "sitemap_alternate_links", False)),
+            max_size=getattr(spider, "download_maxsize", self.crawler.settings.getint("DOWNLOAD_MAXSIZE")),
+        )
         if not pending.by_form:
             return request
         if request.meta.get("verbatim_url"):

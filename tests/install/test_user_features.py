@@ -10,6 +10,7 @@ scheme rung and at the add-on's default, the protocol rung.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -24,8 +25,9 @@ def _check(process, result, web: FeatureWeb, truth: dict[str, int]) -> None:
     fetched = web.fetched()
     tail = process.stderr[-4000:]
     assert process.returncode == 0, tail
-    assert {url: n for url, n in fetched.items() if truth.get(url) != n} == {}, tail
-    assert {url: n for url, n in truth.items() if fetched.get(url) != n} == {}, tail
+    extra = {url: n for url, n in fetched.items() if truth.get(url) != n}
+    missing = {url: fetched.get(url, 0) for url, n in truth.items() if fetched.get(url) != n}
+    assert (extra, missing) == ({}, {}), f"fetched, not in truth: {extra}; truth, not fetched so: {missing}\n{tail}"
     assert result["stats"].get("log_count/ERROR", 0) == 0, tail
     assert "Traceback" not in process.stderr, tail
 
@@ -87,3 +89,76 @@ def test_robots_txt_is_obeyed_for_idn_hosts_ports_redirects_and_encoded_rules(us
     robots_web.counts = +robots_web.counts
     _check(process, result, robots_web, ROBOTS_TRUTH)
     assert result["stats"].get("robotstxt/forbidden", 0) >= 10
+
+
+# -- SitemapSpider: robots.txt Sitemap lines -> a sitemap index -> sitemaps (one gzipped) listing IRIs
+
+
+def _urlset(*entries: str) -> str:
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+            ' xmlns:xhtml="http://www.w3.org/1999/xhtml">' + "".join(entries) + "</urlset>")
+
+
+def _url(loc: str, *alternates: str) -> str:
+    links = "".join(f'<xhtml:link rel="alternate" hreflang="x{i}" href="{href}"/>' for i, href in enumerate(alternates))
+    return f"<url><loc>{loc}</loc>{links}</url>"
+
+
+def _gzip(text: str) -> bytes:
+    import gzip
+
+    return gzip.compress(text.encode("utf-8"))
+
+
+FASS = "http://xn--fa-hia.example"  # faß.example (IDNA2008); IDNA2003 maps it to fass.example, another host
+XML = "application/xml"
+SITEMAP_WEB = {
+    f"{BUECHER}/robots.txt": Answer(200, "User-agent: *\nDisallow: /privat/\nSitemap: http://bücher.example/index.xml\n"
+                                         "sitemap: /relative.xml\n", content_type="text/plain"),
+    f"{BUECHER}/index.xml": Answer(200, '<?xml version="1.0" encoding="UTF-8"?><sitemapindex xmlns="http://www.sitemaps.org/'
+                                        'schemas/sitemap/0.9"><sitemap><loc>http://bücher.example/s1.xml</loc></sitemap>'
+                                        "<sitemap><loc>http://faß.example/s2.xml.gz</loc></sitemap></sitemapindex>",
+                                   content_type=XML),
+    f"{BUECHER}/relative.xml": Answer(200, _urlset(_url("http://bücher.example/r")), content_type=XML),
+    f"{BUECHER}/s1.xml": Answer(200, _urlset(
+        _url("http://bücher.example/straße?a=1&amp;b=2", "http://bücher.example/de/straße?a=1&amp;b=2"),
+        _url("http://bücher.example/%7Ea"), _url("HTTP://BÜCHER.example:80/~a"),  # one page, three forms
+        _url("http://bücher.example/e?"), _url("http://bücher.example/e"),
+        _url("http://bücher.example/privat/x"),  # robots.txt says no
+        _url("http://bücher.example/q?b=2&amp;a=1"),
+    ), content_type=XML),
+    f"{FASS}/s2.xml.gz": Answer(200, _gzip(_urlset(_url("http://faß.example/", "http://faß.example/en/"))),
+                                content_type="application/octet-stream"),
+    f"{BUECHER}/r": page(), f"{BUECHER}/stra%C3%9Fe?a=1&b=2": page(), f"{BUECHER}/de/stra%C3%9Fe?a=1&b=2": page(),
+    f"{BUECHER}/~a": page(), f"{BUECHER}/%7Ea": page(), f"{BUECHER}/e?": page(), f"{BUECHER}/e": page(),
+    f"{BUECHER}/q?b=2&a=1": page(), f"{FASS}/": page(), f"{FASS}/en/": page(),
+}
+SITEMAP_TRUTH = {
+    f"{BUECHER}/robots.txt": 2,  # once for the robots.txt middleware, once as the spider's first sitemap
+    f"{BUECHER}/index.xml": 1, f"{BUECHER}/relative.xml": 1, f"{BUECHER}/s1.xml": 1, f"{FASS}/robots.txt": 1,
+    f"{FASS}/s2.xml.gz": 1, f"{BUECHER}/r": 1, f"{BUECHER}/stra%C3%9Fe?a=1&b=2": 1, f"{BUECHER}/de/stra%C3%9Fe?a=1&b=2": 1,
+    f"{BUECHER}/e?": 1, f"{BUECHER}/e": 1, f"{BUECHER}/q?b=2&a=1": 1, f"{FASS}/": 1, f"{FASS}/en/": 1,
+}
+
+
+@pytest.fixture
+def sitemap_web() -> Iterator[FeatureWeb]:
+    web = FeatureWeb(dict(SITEMAP_WEB))
+    try:
+        yield web
+    finally:
+        web.close()
+
+
+@pytest.mark.parametrize("rung", RUNGS)
+def test_sitemap_spider_fetches_each_listed_iri_once_at_its_own_host(user_env, sitemap_web, rung, tmp_path):
+    process, result = user_env.crawl(
+        "features_sitemap", "http://bücher.example/robots.txt", tmp_path, env=sitemap_web.proxy_env(), IRI_RUNG=rung, **QUICK,
+    )
+    fetched = sitemap_web.fetched()
+    # /~a, /%7Ea and //BÜCHER.example:80/~a are one page: whichever form comes first is fetched, once
+    tilde = {url: n for url, n in fetched.items() if url.lower().endswith(("/~a", "/%7ea"))}
+    assert sum(tilde.values()) == 1, (tilde, process.stderr[-3000:])
+    sitemap_web.counts = +Counter({k: v for k, v in sitemap_web.counts.items() if k[1] not in tilde})
+    _check(process, result, sitemap_web, SITEMAP_TRUTH)
+    assert len(result["parsed"]) == 9  # the pages: the sitemaps and robots.txt go to SitemapSpider itself
