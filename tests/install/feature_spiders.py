@@ -22,14 +22,27 @@ class Recorder:
 
 
 class HrefSpider(Recorder, scrapy.Spider):
-    """The tutorial's spider: ``response.follow`` on every ``href``."""
+    """The tutorial's spider: ``response.follow`` on every ``href``, a link's ``data-priority`` as its priority.
+
+    ``again``: URLs requested once more with ``dont_filter=True`` from the start page.
+    """
 
     name = "features_href"
 
+    def __init__(self, again="", **kwargs):
+        super().__init__(**kwargs)
+        self.again = again.split()
+
     def parse(self, response):
         self.parsed.append(response.url)
-        if isinstance(response, scrapy.http.TextResponse):
-            yield from response.follow_all(css="a", callback=self.parse)
+        if not isinstance(response, scrapy.http.TextResponse):
+            return
+        for anchor in response.css("a"):
+            priority = int(anchor.attrib.get("data-priority", 0))
+            yield response.follow(anchor, callback=self.parse, priority=priority)
+        if response.url in self.start_urls:
+            for url in self.again:
+                yield scrapy.Request(url, callback=self.parse, dont_filter=True, priority=-5)
 
 
 class MapSpider(Recorder, SitemapSpider):

@@ -162,3 +162,56 @@ def test_sitemap_spider_fetches_each_listed_iri_once_at_its_own_host(user_env, s
     sitemap_web.counts = +Counter({k: v for k, v in sitemap_web.counts.items() if k[1] not in tilde})
     _check(process, result, sitemap_web, SITEMAP_TRUTH)
     assert len(result["parsed"]) == 9  # the pages: the sitemaps and robots.txt go to SitemapSpider itself
+
+
+# -- HTTPCACHE_ENABLED, DEPTH_LIMIT, DUPEFILTER_DEBUG, dont_filter, priorities, AUTOTHROTTLE_ENABLED
+
+SHOP = "http://xn--lden-loa.example"  # läden.example
+KNOBS_WEB = {
+    f"{SHOP}/": page('/a" data-priority="5', "/%61", "/old", "/B", "/d1", "/e?", "/e", "http://LÄDEN.example:80/a"),
+    f"{SHOP}/a": page("/", "/b"), f"{SHOP}/b": page("/a"), f"{SHOP}/B": page("/b"),
+    f"{SHOP}/old": moved("/new"), f"{SHOP}/new": page("/old"),
+    f"{SHOP}/d1": page("/d2"), f"{SHOP}/d2": page("/d3"), f"{SHOP}/d3": page("/d4"), f"{SHOP}/d4": page(),
+    f"{SHOP}/e?": page(), f"{SHOP}/e": page(),
+}
+#: DEPTH_LIMIT = 2: /d3 (depth 3) is never requested; /a once more (``again``, dont_filter); / again (linked back)
+KNOBS_TRUTH = {
+    f"{SHOP}/robots.txt": 1, f"{SHOP}/": 2, f"{SHOP}/a": 2, f"{SHOP}/b": 1, f"{SHOP}/B": 1, f"{SHOP}/old": 1,
+    f"{SHOP}/new": 1, f"{SHOP}/d1": 1, f"{SHOP}/d2": 1, f"{SHOP}/e?": 1, f"{SHOP}/e": 1,
+}
+KNOBS = {"DEPTH_LIMIT": "2", "DUPEFILTER_DEBUG": "True", "AUTOTHROTTLE_ENABLED": "True", "AUTOTHROTTLE_START_DELAY": "0",
+         "AUTOTHROTTLE_MAX_DELAY": "0.5", "HTTPCACHE_ENABLED": "True", "LOG_LEVEL": "DEBUG"}
+
+
+@pytest.fixture
+def knobs_web() -> Iterator[FeatureWeb]:
+    web = FeatureWeb(dict(KNOBS_WEB))
+    try:
+        yield web
+    finally:
+        web.close()
+
+
+@pytest.mark.parametrize("rung", RUNGS)
+def test_http_cache_depth_limit_dont_filter_and_autothrottle_and_a_recrawl_from_the_cache(user_env, knobs_web, rung, tmp_path):
+    """The first crawl fills Scrapy's HTTP cache; the site then turns /old into a page; the recrawl is served from
+    the cache (its 301 included) and asks the site nothing; a crawl without the cache fetches the changed /old."""
+    settings = {**QUICK, **KNOBS, "IRI_RUNG": rung, "HTTPCACHE_DIR": str(tmp_path / "cache"),
+                "IRI_STORE": f"sqlite:///{tmp_path / 'store.sqlite'}"}
+    crawl = dict(start=f"{SHOP}/", tmp=tmp_path, env=knobs_web.proxy_env(), again=f"{SHOP}/a")
+    process, first = user_env.crawl("features_href", **crawl, **settings)
+    # / and /a are requested twice (dont_filter); the second request may find the first one's answer in the cache
+    hits = first["stats"].get("httpcache/hit", 0)
+    fetched = knobs_web.fetched()
+    assert fetched.get(f"{SHOP}/", 0) + fetched.get(f"{SHOP}/a", 0) + hits == 4, (fetched, hits)
+    _check(process, first, knobs_web, {**KNOBS_TRUTH, f"{SHOP}/": fetched.get(f"{SHOP}/"), f"{SHOP}/a": fetched.get(f"{SHOP}/a")})
+    assert "Filtered duplicate request" in process.stderr and "dupefilter/filtered" in first["stats"]
+    assert first["stats"].get("request_depth_max") == 2
+    knobs_web.reset({**KNOBS_WEB, f"{SHOP}/old": page("/only-on-old"), f"{SHOP}/only-on-old": page()})
+    process, second = user_env.crawl("features_href", **crawl, **settings)
+    _check(process, second, knobs_web, {})
+    assert sorted(second["parsed"]) == sorted(first["parsed"])
+    assert second["stats"].get("httpcache/hit", 0) >= len(KNOBS_TRUTH)
+    process, third = user_env.crawl("features_href", **crawl, **{**settings, "HTTPCACHE_ENABLED": "False"})
+    changed = {url: n for url, n in KNOBS_TRUTH.items() if url != f"{SHOP}/new"}  # nothing links /new now
+    _check(process, third, knobs_web, {**changed, f"{SHOP}/only-on-old": 1})
