@@ -6,6 +6,8 @@ import scrapy
 from scrapy.linkextractors import LinkExtractor
 from scrapy.spiders import CrawlSpider, Rule, SitemapSpider
 
+from scrapy_iri import IRILinkExtractor
+
 
 class Recorder:
     def __init__(self, start="", out="", allowed="", **kwargs):
@@ -59,23 +61,27 @@ class MapSpider(Recorder, SitemapSpider):
         self.parsed.append(response.url)
 
 
+def _rules(extractor):
+    return (
+        Rule(extractor(restrict_css=(".nav", "head"), tags=("a", "area", "link"), canonicalize=True), callback="parse_item",
+             follow=True, process_links="drop_session"),
+        Rule(extractor(allow=r"/list/", unique=False), callback="parse_item", follow=True, process_request="move_list"),
+    )
+
+
 class RewritingRulesSpider(Recorder, CrawlSpider):
     """``CrawlSpider`` whose rules rewrite links (``process_links``) and requests (``process_request``)."""
 
     name = "features_rules"
-    rules = (
-        Rule(LinkExtractor(restrict_css=".nav", tags=("a", "area", "link"), canonicalize=True), callback="parse_item", follow=True,
-             process_links="drop_session"),
-        Rule(LinkExtractor(allow=r"/list/", unique=False), callback="parse_item", follow=True, process_request="tag_request"),
-    )
+    rules = _rules(LinkExtractor)
 
     def drop_session(self, links):
         for link in links:
             link.url = link.url.replace(";jsessionid=1", "")
         return links
 
-    def tag_request(self, request, response):
-        return request.replace(url=request.url.replace("/list/old/", "/list/"), meta={**request.meta, "tagged": True})
+    def move_list(self, request, response):
+        return request.replace(url=request.url.replace("/list/old/", "/list/"))
 
     def parse_start_url(self, response):
         self.parsed.append(response.url)
@@ -83,6 +89,13 @@ class RewritingRulesSpider(Recorder, CrawlSpider):
 
     def parse_item(self, response):
         self.parsed.append(response.url)
+
+
+class IRIRewritingRulesSpider(RewritingRulesSpider):
+    """The same with scrapy-iri's drop-in extractor."""
+
+    name = "features_irirules"
+    rules = _rules(IRILinkExtractor)
 
 
 class ItemSpider(Recorder, scrapy.Spider):
