@@ -117,8 +117,8 @@ def protocol_mergeable(request: Request) -> bool:
     meta = request.meta
     if request.method not in ("GET", "HEAD") or meta.get("dont_redirect") or meta.get("handle_httpstatus_all"):
         return False
-    listed = meta.get("handle_httpstatus_list")
-    return not listed or _REDIRECTS.isdisjoint(listed)
+    listed = meta.get("handle_httpstatus_list")  # any container: ``scrapy fetch`` and ``shell`` set a SequenceExclude
+    return not listed or not any(status in listed for status in _REDIRECTS)
 
 
 def component_request(request: Request) -> bool:

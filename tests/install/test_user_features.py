@@ -261,3 +261,52 @@ def test_crawl_spider_rules_that_rewrite_links_and_requests(user_env, rules_web,
     if spider == "features_rules":  # Scrapy's canonicalize=True sorts the query: /b?y=2&x=1 is never requested
         del truth[f"{CAFE}/b?y=2&x=1"]
     _check(process, result, rules_web, truth)
+
+
+# -- scrapy fetch, scrapy shell -c, scrapy parse with the add-on
+
+COMMANDS_WEB = {
+    f"{BUECHER}/robots.txt": Answer(200, "User-agent: *\nDisallow: /privat/\n", content_type="text/plain"),
+    f"{BUECHER}/": page("/e?", "/e", "/old", "http://faß.example/", head="<title>home</title>"),
+    f"{BUECHER}/old": moved("/e"), f"{BUECHER}/e": "<html><title>page e</title></html>",
+    f"{BUECHER}/e?": "<html><title>page e?</title></html>", f"{FASS}/": "<html><title>fass</title></html>",
+}
+
+
+@pytest.fixture
+def commands_web() -> Iterator[FeatureWeb]:
+    web = FeatureWeb(dict(COMMANDS_WEB))
+    try:
+        yield web
+    finally:
+        web.close()
+
+
+def _command(user_env, web: FeatureWeb, *args: str):
+    from userenv import clean_env, run
+
+    process = run([user_env.bin("scrapy"), *args], cwd=user_env.project, env={**clean_env(), **web.proxy_env()})
+    assert process.returncode == 0, process.stderr[-3000:]
+    assert "Traceback" not in process.stderr and " ERROR: " not in process.stderr, process.stderr[-3000:]
+    return process
+
+
+@pytest.mark.parametrize("rung", RUNGS)
+def test_scrapy_fetch_shell_and_parse_commands(user_env, commands_web, rung):
+    """The commands' requests pass the add-on's components (``fetch`` and ``shell`` let Scrapy follow redirects
+    with a ``handle_httpstatus_list`` that is no list: a ``SequenceExclude`` of the 3xx statuses)."""
+    setting = f"IRI_RUNG={rung}"
+    fetched = _command(user_env, commands_web, "fetch", "-s", setting, "--nolog", "http://bücher.example/")
+    assert "<title>home</title>" in fetched.stdout
+    moved_ = _command(user_env, commands_web, "fetch", "-s", setting, "--nolog", "--no-redirect", "http://bücher.example/old")
+    assert moved_.stdout.strip() == ""  # the 301's empty body, not the page it points to
+    shell = _command(user_env, commands_web, "shell", "-s", setting, "--nolog", "-c",
+                     "(response.status, response.url, response.css('title::text').get())", "http://bücher.example/old")
+    assert shell.stdout.strip() == f"(200, '{BUECHER}/e', 'page e')"
+    parsed = _command(user_env, commands_web, "parse", "-s", setting, "--nolog", "--spider=features_href", "-c", "parse",
+                      "--depth", "2", "http://bücher.example/")
+    assert "Requests" in parsed.stdout
+    # depth 2 follows the links through the add-on's spider middleware: /e? and faß.example (IDNA2008) each once
+    assert {url: n for url, n in commands_web.fetched().items() if not url.endswith("/robots.txt")} == {
+        f"{BUECHER}/": 2, f"{BUECHER}/old": 3, f"{BUECHER}/e": 2, f"{BUECHER}/e?": 1, f"{FASS}/": 1,
+    }
