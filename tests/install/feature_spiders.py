@@ -105,4 +105,6 @@ class ItemSpider(Recorder, scrapy.Spider):
 
     def parse(self, response):
         self.parsed.append(response.url)
-        yield {"url": response.url, "links": response.css("a::attr(href)").getall(), "title": response.css("title::text").get()}
+        links = response.css("a::attr(href)").getall()
+        yield {"url": response.url, "links": links, "title": response.css("title::text").get(), "home": links[0]}
+        yield from response.follow_all(css="a.next", callback=self.parse)

@@ -310,3 +310,62 @@ def test_scrapy_fetch_shell_and_parse_commands(user_env, commands_web, rung):
     assert {url: n for url, n in commands_web.fetched().items() if not url.endswith("/robots.txt")} == {
         f"{BUECHER}/": 2, f"{BUECHER}/old": 3, f"{BUECHER}/e": 2, f"{BUECHER}/e?": 1, f"{FASS}/": 1,
     }
+
+
+# -- feed exports (JSON Lines, CSV) of items with IRIs, through the URL pipeline
+
+ITEMS_WEB = {
+    f"{BUECHER}/": '<html><head><meta charset=utf-8><title>Bücher – Startseite</title></head><body>'
+                   '<a href="http://bücher.example/straße?q=grüße#oben">1</a> <a href="HTTP://BÜCHER.example:80/%7Eich">2</a>'
+                   '<a href="http://a.example/x?b=2&amp;a=1">3</a> <a href="http://faß.example/">4</a>'
+                   '<a href="http://[::1/">5</a> <a class="next" href="http://bücher.example/old">next</a></body></html>',
+    f"{BUECHER}/old": moved("/neu"),
+    f"{BUECHER}/neu": '<html><head><meta charset=utf-8><title>Neu</title></head><body><a href="http://bücher.example/e?">e?</a>'
+                      '</body></html>',
+}
+#: the pipeline's canonical forms at the scheme rung (3987bis: UTF-8 percent-encoding, IDNA2008 A-labels,
+#: the default port dropped, %7E decoded, the empty query kept); "http://[::1/" is no IRI: kept as scraped
+ITEM_LINKS = {
+    f"{BUECHER}/": [
+        f"{BUECHER}/stra%C3%9Fe?q=gr%C3%BC%C3%9Fe#oben", f"{BUECHER}/~ich", "http://a.example/x?b=2&a=1", f"{FASS}/",
+        "http://[::1/", f"{BUECHER}/old",
+    ],
+    f"{BUECHER}/neu": [f"{BUECHER}/e?"],
+}
+
+
+@pytest.fixture
+def items_web() -> Iterator[FeatureWeb]:
+    web = FeatureWeb(dict(ITEMS_WEB))
+    try:
+        yield web
+    finally:
+        web.close()
+
+
+@pytest.mark.parametrize(("rung", "encoding"), [("scheme", "utf-8"), ("protocol", None)])
+def test_feed_exports_of_items_with_iris_through_the_url_pipeline(user_env, items_web, rung, encoding, tmp_path):
+    import csv
+    import json
+
+    # startproject's FEED_EXPORT_ENCODING is utf-8; None (Scrapy's default) escapes non-ASCII in JSON, CSV is utf-8
+    feeds = {str(tmp_path / "items.jsonl"): {"format": "jsonlines", "encoding": encoding},
+             str(tmp_path / "items.csv"): {"format": "csv", "encoding": encoding}}
+    settings = {"FEEDS": json.dumps(feeds), "IRI_URL_FIELDS": "url,links,home", "IRI_URL_KEEP_ORIGINAL": "True",
+                "IRI_URL_RUNG": "scheme", "IRI_RUNG": rung, **QUICK}
+    process, result = user_env.crawl("features_items", "http://bücher.example/", tmp_path, env=items_web.proxy_env(), **settings)
+    _check(process, result, items_web, {f"{BUECHER}/robots.txt": 1, f"{BUECHER}/": 1, f"{BUECHER}/old": 1, f"{BUECHER}/neu": 1})
+    lines = (tmp_path / "items.jsonl").read_text(encoding="utf-8").splitlines()
+    if not encoding:  # JSON escapes every non-ASCII character
+        assert all(line.isascii() for line in lines)
+    items = {item["url"]: item for item in map(json.loads, lines)}
+    assert {url: item["links"] for url, item in items.items()} == ITEM_LINKS
+    assert items[f"{BUECHER}/"]["title"] == "Bücher – Startseite"
+    assert items[f"{BUECHER}/"]["links_original"][0] == "http://bücher.example/straße?q=grüße#oben"
+    assert items[f"{BUECHER}/"]["home"] == ITEM_LINKS[f"{BUECHER}/"][0]
+    with (tmp_path / "items.csv").open(encoding="utf-8", newline="") as f:
+        rows = {row["url"]: row for row in csv.DictReader(f)}
+    assert {url: row["links"] for url, row in rows.items()} == {url: ",".join(links) for url, links in ITEM_LINKS.items()}
+    assert rows[f"{BUECHER}/"]["title"] == "Bücher – Startseite" and rows[f"{BUECHER}/"]["url_original"] == f"{BUECHER}/"
+    assert result["stats"].get("iri/pipeline/invalid") == 1  # "http://[::1/", logged as a warning, item kept
+    assert result["stats"].get("item_scraped_count") == 2
