@@ -108,3 +108,16 @@ class ItemSpider(Recorder, scrapy.Spider):
         links = response.css("a::attr(href)").getall()
         yield {"url": response.url, "links": links, "title": response.css("title::text").get(), "home": links[0]}
         yield from response.follow_all(css="a.next", callback=self.parse)
+
+
+class FilesSpider(HrefSpider):
+    """Follows every link; each page's ``data-file`` links become an item's ``file_urls`` (``FilesPipeline``)."""
+
+    name = "features_files"
+
+    def parse(self, response):
+        yield from super().parse(response)
+        if isinstance(response, scrapy.http.TextResponse):
+            files = [response.urljoin(href) for href in response.css("a[data-file]::attr(href)").getall()]
+            if files:
+                yield {"page": response.url, "file_urls": files}

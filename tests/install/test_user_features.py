@@ -379,3 +379,41 @@ def test_feed_exports_of_items_with_iris_through_the_url_pipeline(user_env, item
     assert rows[f"{BUECHER}/"]["title"] == "Bücher – Startseite" and rows[f"{BUECHER}/"]["url_original"] == f"{BUECHER}/"
     assert result["stats"].get("iri/pipeline/invalid") == 1  # "http://[::1/", logged as a warning, item kept
     assert result["stats"].get("item_scraped_count") == 2
+
+
+# -- FilesPipeline: a media request for a URL the spider fetched already
+
+
+FILES_WEB = {
+    f"{BUECHER}/": page('/a.txt" data-priority="9', "/p"),
+    f"{BUECHER}/p": page('/a.txt" data-file="1', '/b.txt" data-file="1'),
+    f"{BUECHER}/a.txt": Answer(200, "a", content_type="text/plain"), f"{BUECHER}/b.txt": Answer(200, "b", content_type="text/plain"),
+}
+
+
+@pytest.fixture
+def files_web() -> Iterator[FeatureWeb]:
+    web = FeatureWeb(dict(FILES_WEB))
+    try:
+        yield web
+    finally:
+        web.close()
+
+
+@pytest.mark.parametrize("rung", RUNGS)
+def test_files_pipeline_downloads_a_file_the_spider_fetched_already(user_env, files_web, rung, tmp_path):
+    """One request at a time, /a.txt first: the FilesPipeline's request for it comes after the spider's."""
+    import json
+
+    feeds = {str(tmp_path / "items.jsonl"): {"format": "jsonlines"}}
+    process, result = user_env.crawl(
+        "features_files", "http://bücher.example/", tmp_path, env=files_web.proxy_env(), IRI_RUNG=rung,
+        ITEM_PIPELINES=json.dumps({"scrapy.pipelines.files.FilesPipeline": 1}), FILES_STORE=str(tmp_path / "files"),
+        FEEDS=json.dumps(feeds), DOWNLOAD_DELAY="0", CONCURRENT_REQUESTS="1",
+    )
+    truth = {f"{BUECHER}/robots.txt": 1, f"{BUECHER}/": 1, f"{BUECHER}/p": 1, f"{BUECHER}/a.txt": 2, f"{BUECHER}/b.txt": 2}
+    _check(process, result, files_web, truth)
+    items = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [sorted((f["url"], f["status"]) for f in item["files"]) for item in items] == [
+        [(f"{BUECHER}/a.txt", "downloaded"), (f"{BUECHER}/b.txt", "downloaded")]
+    ], process.stderr[-3000:]
