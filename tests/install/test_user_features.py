@@ -162,16 +162,21 @@ def sitemap_web() -> Iterator[FeatureWeb]:
 
 @pytest.mark.parametrize("rung", RUNGS)
 def test_sitemap_spider_fetches_each_listed_iri_once_at_its_own_host(user_env, sitemap_web, rung, tmp_path):
-    process, result = user_env.crawl(
-        "features_sitemap", "http://bücher.example/robots.txt", tmp_path, env=sitemap_web.proxy_env(), IRI_RUNG=rung, **QUICK,
-    )
-    fetched = sitemap_web.fetched()
-    # /~a, /%7Ea and //BÜCHER.example:80/~a are one page: whichever form comes first is fetched, once
-    tilde = {url: n for url, n in fetched.items() if url.lower().endswith(("/~a", "/%7ea"))}
-    assert sum(tilde.values()) == 1, (tilde, process.stderr[-3000:])
-    sitemap_web.counts = +Counter({k: v for k, v in sitemap_web.counts.items() if k[1] not in tilde})
-    _check(process, result, sitemap_web, SITEMAP_TRUTH)
-    assert len(result["parsed"]) == 9  # the pages: the sitemaps and robots.txt go to SitemapSpider itself
+    """Crawled twice on one store, cold then warm."""
+    store = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    for _crawl in ("cold", "warm"):
+        sitemap_web.reset()
+        process, result = user_env.crawl(
+            "features_sitemap", "http://bücher.example/robots.txt", tmp_path, env=sitemap_web.proxy_env(), IRI_RUNG=rung,
+            IRI_STORE=store, **QUICK,
+        )
+        fetched = sitemap_web.fetched()
+        # /~a, /%7Ea and //BÜCHER.example:80/~a are one page: whichever form comes first is fetched, once
+        tilde = {url: n for url, n in fetched.items() if url.lower().endswith(("/~a", "/%7ea"))}
+        assert sum(tilde.values()) == 1, (tilde, process.stderr[-3000:])
+        sitemap_web.counts = +Counter({k: v for k, v in sitemap_web.counts.items() if k[1] not in tilde})
+        _check(process, result, sitemap_web, SITEMAP_TRUTH)
+        assert len(result["parsed"]) == 9  # the pages: the sitemaps and robots.txt go to SitemapSpider itself
 
 
 # -- HTTPCACHE_ENABLED, DEPTH_LIMIT, DUPEFILTER_DEBUG, dont_filter, priorities, AUTOTHROTTLE_ENABLED
