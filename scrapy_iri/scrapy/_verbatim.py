@@ -166,16 +166,20 @@ class VerbatimLinkMiddleware(BaseSpiderMiddleware):
         self.crawler.stats.inc_value(STAT, len(out))
         return out
 
+    _feeds: tuple[bool, int] | None = None
+
+    def _feed_options(self) -> tuple[bool, int]:
+        """How the spider reads sitemaps: alternate links followed, the gunzipped size limit (once per crawl)."""
+        spider = self.crawler.spider
+        maxsize = getattr(spider, "download_maxsize", self.crawler.settings.getint("DOWNLOAD_MAXSIZE"))
+        self._feeds = (bool(getattr(spider, "sitemap_alternate_links", False)), maxsize)
+        return self._feeds
+
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
         if response is None:
             return request
-        spider = self.crawler.spider
-        pending = scan(
-            response,
-            look="%27" in request.url.partition("?")[2],
-            alternates=bool(getattr(spider, "sitemap_alternate_links", False)),
-            max_size=getattr(spider, "download_maxsize", self.crawler.settings.getint("DOWNLOAD_MAXSIZE")),
-        )
+        feeds = self._feeds or self._feed_options()
+        pending = scan(response, look="%27" in request.url.partition("?")[2], alternates=feeds[0], max_size=feeds[1])
         if not pending.by_form:
             return request
         if request.meta.get("verbatim_url"):
