@@ -38,9 +38,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request
+from scrapy import Request, Spider
 from scrapy.http import TextResponse
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+from scrapy.spiders import SitemapSpider
 from scrapy.utils.response import get_base_url
 from w3lib.url import safe_url_string
 
@@ -101,6 +102,32 @@ def scan(response: Response, look: bool = False, alternates: bool = False, max_s
     pending.read = True
     encoding = response.encoding
     _map(pending, page_values(response, _SCAN_TAGS, _SCAN_ATTRS), base_url(response), get_base_url(response), encoding)
+    return pending
+
+
+#: the base of start URLs, which are absolute (``Request`` refuses others): never a URL of the crawl
+_START_BASE = "http://start.invalid/"
+
+
+def start_pending(spider: Spider | None) -> Pending:
+    """The start URLs Scrapy's own ``start()`` requests (``start_urls``; a ``SitemapSpider``'s ``sitemap_urls``).
+
+    Only when the spider keeps Scrapy's ``start()`` and defines no
+    ``start_requests()``: a spider's own start requests are its own. Lists
+    and tuples only: an iterator given as ``start_urls`` is left to the spider.
+    """
+    pending = Pending()
+    cls = type(spider)
+    if spider is None or getattr(cls, "start_requests", None) is not None:
+        return pending
+    if cls.start is Spider.start:
+        urls = getattr(spider, "start_urls", ())
+    elif cls.start is SitemapSpider.start:
+        urls = getattr(spider, "sitemap_urls", ())
+    else:
+        return pending
+    if isinstance(urls, (list, tuple)):
+        _map(pending, [(url, "") for url in urls if isinstance(url, str)], _START_BASE, _START_BASE, "utf-8")
     return pending
 
 
@@ -175,9 +202,23 @@ class VerbatimLinkMiddleware(BaseSpiderMiddleware):
         self._feeds = (bool(getattr(spider, "sitemap_alternate_links", False)), maxsize)
         return self._feeds
 
+    _start: Pending | None = None
+
+    def _start_request(self, request: Request) -> Request:
+        """A start request made from an IRI of the spider's start URLs gets that IRI's URI."""
+        if self._start is None:
+            self._start = start_pending(self.crawler.spider)
+        if not self._start.by_form or request.meta.get("verbatim_url"):
+            return request
+        url = self._start.take(request.url, None)
+        if url is None or url == request.url:
+            return request
+        self.crawler.stats.inc_value(STAT)
+        return request.replace(url=url, meta={**request.meta, "verbatim_url": True})
+
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
         if response is None:
-            return request
+            return self._start_request(request)
         feeds = self._feeds or self._feed_options()
         pending = scan(response, look="%27" in request.url.partition("?")[2], alternates=feeds[0], max_size=feeds[1])
         if not pending.by_form:

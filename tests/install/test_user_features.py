@@ -143,12 +143,14 @@ SITEMAP_WEB = {
     f"{BUECHER}/r": page(), f"{BUECHER}/stra%C3%9Fe?a=1&b=2": page(), f"{BUECHER}/de/stra%C3%9Fe?a=1&b=2": page(),
     f"{BUECHER}/~a": page(), f"{BUECHER}/%7Ea": page(), f"{BUECHER}/e?": page(), f"{BUECHER}/e": page(),
     f"{BUECHER}/q?b=2&a=1": page(), f"{FASS}/": page(), f"{FASS}/en/": page(),
+    f"{FASS}/extra.xml": Answer(200, _urlset(_url(f"{FASS}/x")), content_type=XML), f"{FASS}/x": page(),
 }
 SITEMAP_TRUTH = {
     f"{BUECHER}/robots.txt": 2,  # once for the robots.txt middleware, once as the spider's first sitemap
     f"{BUECHER}/index.xml": 1, f"{BUECHER}/relative.xml": 1, f"{BUECHER}/s1.xml": 1, f"{FASS}/robots.txt": 1,
     f"{FASS}/s2.xml.gz": 1, f"{BUECHER}/r": 1, f"{BUECHER}/stra%C3%9Fe?a=1&b=2": 1, f"{BUECHER}/de/stra%C3%9Fe?a=1&b=2": 1,
     f"{BUECHER}/e?": 1, f"{BUECHER}/e": 1, f"{BUECHER}/q?b=2&a=1": 1, f"{FASS}/": 1, f"{FASS}/en/": 1,
+    f"{FASS}/extra.xml": 1, f"{FASS}/x": 1,  # sitemap_urls may be IRIs too
 }
 
 
@@ -168,7 +170,7 @@ def test_sitemap_spider_fetches_each_listed_iri_once_at_its_own_host(user_env, s
     for _crawl in ("cold", "warm"):
         sitemap_web.reset()
         process, result = user_env.crawl(
-            "features_sitemap", "http://bücher.example/robots.txt", tmp_path, env=sitemap_web.proxy_env(), IRI_RUNG=rung,
+            "features_sitemap", "http://bücher.example/robots.txt http://faß.example/extra.xml", tmp_path, env=sitemap_web.proxy_env(), IRI_RUNG=rung,
             IRI_STORE=store, allowed="bücher.example faß.example", **QUICK,
         )
         fetched = sitemap_web.fetched()
@@ -177,7 +179,7 @@ def test_sitemap_spider_fetches_each_listed_iri_once_at_its_own_host(user_env, s
         assert sum(tilde.values()) == 1, (tilde, process.stderr[-3000:])
         sitemap_web.counts = +Counter({k: v for k, v in sitemap_web.counts.items() if k[1] not in tilde})
         _check(process, result, sitemap_web, SITEMAP_TRUTH)
-        assert len(result["parsed"]) == 9  # the pages: the sitemaps and robots.txt go to SitemapSpider itself
+        assert len(result["parsed"]) == 10  # the pages: the sitemaps and robots.txt go to SitemapSpider itself
 
 
 # -- HTTPCACHE_ENABLED, DEPTH_LIMIT, DUPEFILTER_DEBUG, dont_filter, priorities, AUTOTHROTTLE_ENABLED

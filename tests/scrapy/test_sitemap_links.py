@@ -74,3 +74,56 @@ def test_a_sitemap_without_odd_values_is_not_parsed_again_and_other_xml_is_read_
     page = HtmlResponse("http://site.test/d/", body='<a href="/e?">e?</a>'.encode(), encoding="utf-8")
     assert mw.get_processed_request(page.follow("/e?"), page).url == "http://site.test/e?"
     assert mw.get_processed_request(page.follow("http://site.test/x"), feed).url == "http://site.test/x"
+
+
+# -- start URLs: Scrapy's start() makes a plain Request of each
+
+
+def started(spider_cls: type, **settings) -> list[str]:
+    import asyncio
+
+    crawler = get_crawler(spider_cls, {"ADDONS": {"scrapy_iri.Addon": 0}, "IRI_RUNG": "scheme", **settings})
+    crawler.spider = spider = spider_cls.from_crawler(crawler)
+    mw = VerbatimLinkMiddleware.from_crawler(crawler)
+
+    async def run() -> list[str]:
+        return [r.url async for r in mw.process_start(spider.start())]
+
+    return asyncio.run(run())
+
+
+def test_start_urls_and_sitemap_urls_written_as_iris():
+    from scrapy import Spider
+
+    class Start(Spider):
+        name = "start"
+        start_urls = ["http://faß.example/", "http://site.test/e?", "http://site.test/e", "http://site.test/a", "http://b%C3%BCcher.example/"]
+
+    class Map(SitemapSpider):
+        name = "map"
+        sitemap_urls = ["http://faß.example/robots.txt"]
+
+    assert sorted(started(Start)) == sorted([
+        "http://xn--fa-hia.example/", "http://site.test/e?", "http://site.test/e", "http://site.test/a",
+        "http://xn--bcher-kva.example/",
+    ])
+    assert started(Map) == ["http://xn--fa-hia.example/robots.txt"]
+
+
+def test_a_spider_with_its_own_start_keeps_its_requests():
+    from scrapy import Spider
+
+    class Own(Spider):
+        name = "own"
+        start_urls = ["http://faß.example/", "http://site.test/e?"]
+
+        async def start(self):
+            yield Request("http://fass.example/")
+            yield Request("http://site.test/e")
+
+    class Iterator(Spider):
+        name = "iterator"
+        start_urls = iter(["http://faß.example/"])
+
+    assert started(Own) == ["http://fass.example/", "http://site.test/e"]
+    assert started(Iterator) == ["http://fass.example/"]
