@@ -31,6 +31,11 @@ link may have had ``'``), the middleware reads the page's ``a``, ``area``,
 Scrapy would rewrite, under every URL Scrapy makes of the raw value. There,
 a link whose URI is the rewritten URL itself comes first, so a spider that
 follows only that one gets what Scrapy would give it.
+
+A sitemap or a ``robots.txt`` that yields requests (``SitemapSpider``) gives
+its URL values instead of page links (:mod:`._sitemaps`), and the start
+requests of a spider that keeps Scrapy's ``start()`` are matched with its
+``start_urls`` (``sitemap_urls``) the same way (:func:`start_pending`).
 """
 
 from __future__ import annotations

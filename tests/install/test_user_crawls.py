@@ -1,9 +1,9 @@
 """scrapy-iri as a new user meets it: a wheel, a fresh venv without extras, ``scrapy startproject``.
 
-One venv per test session (pip's cache keeps the install short): the wheel
-built from this checkout, installed with its dependencies only. The project
-gets the README's one line (``ADDONS``) and two spiders written the way
-Scrapy's tutorial writes them: one with ``response.follow(link)``, one a
+One venv per test session (:mod:`userenv`; pip's cache keeps the install
+short): the wheel built from this checkout, installed with its dependencies
+only. The project gets the README's one line (``ADDONS``) and the spiders of
+``user_spiders.py``, written the way Scrapy's tutorial writes them; among them one with ``response.follow(link)``, one a
 ``CrawlSpider`` with ``Rule(IRILinkExtractor())``. Each is crawled with
 ``scrapy crawl`` against ``python -m http.server`` (its 301s to the slash
 form of directories) and against the simulated web. Every crawl: every
@@ -14,16 +14,12 @@ no traceback.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
-import textwrap
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -32,7 +28,6 @@ from scrapy_iri import canonicalize
 from hostile_site import TRUTH
 from simweb import SimulatedWeb, demo_sites
 from userenv import clean_env, run
-
 
 
 def test_install_has_no_extras_and_the_core_does_not_import_scrapy(user_env):
