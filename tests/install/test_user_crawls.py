@@ -3,8 +3,9 @@
 One venv per test session (:mod:`userenv`; pip's cache keeps the install
 short): the wheel built from this checkout, installed with its dependencies
 only. The project gets the README's one line (``ADDONS``) and the spiders of
-``user_spiders.py``, written the way Scrapy's tutorial writes them; among them one with ``response.follow(link)``, one a
-``CrawlSpider`` with ``Rule(IRILinkExtractor())``. Each is crawled with
+``user_spiders.py``, written the way Scrapy's tutorial writes them; among
+them one with ``response.follow(link)``, one a ``CrawlSpider`` with
+``Rule(IRILinkExtractor())``. Each is crawled with
 ``scrapy crawl`` against ``python -m http.server`` (its 301s to the slash
 form of directories) and against the simulated web. Every crawl: every
 resource fetched exactly once (``/e?`` and ``/e`` both), no ERROR logged,
