@@ -25,6 +25,8 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from scrapy.http.request import NO_CALLBACK
+
 from scrapy_iri import IRIError, Rung, canonicalize
 from scrapy_iri.store._forms import SchemeForm
 
@@ -129,8 +131,6 @@ def component_request(request: Request) -> bool:
     component: Scrapy's robots.txt middleware then obeys no rules for that
     host, so such a request is never dropped and makes no later one a duplicate.
     """
-    from scrapy.http.request import NO_CALLBACK
-
     return request.callback is NO_CALLBACK
 
 
