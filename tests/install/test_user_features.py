@@ -408,16 +408,20 @@ def files_web() -> Iterator[FeatureWeb]:
         web.close()
 
 
-@pytest.mark.parametrize("rung", RUNGS)
-def test_files_pipeline_downloads_a_file_the_spider_fetched_already(user_env, files_web, rung, tmp_path):
-    """One request at a time, /a.txt first: the FilesPipeline's request for it comes after the spider's."""
+@pytest.mark.parametrize(("rung", "redirects"), [("scheme", "True"), ("protocol", "False"), ("protocol", "True")])
+def test_files_pipeline_downloads_a_file_the_spider_fetched_already(user_env, files_web, rung, redirects, tmp_path):
+    """One request at a time, /a.txt first: the FilesPipeline's request for it comes after the spider's.
+
+    ``MEDIA_ALLOW_REDIRECTS`` gives media requests a ``handle_httpstatus_list`` that is a ``SequenceExclude``;
+    without it they handle every status themselves.
+    """
     import json
 
     feeds = {str(tmp_path / "items.jsonl"): {"format": "jsonlines"}}
     process, result = user_env.crawl(
         "features_files", "http://bücher.example/", tmp_path, env=files_web.proxy_env(), IRI_RUNG=rung,
         ITEM_PIPELINES=json.dumps({"scrapy.pipelines.files.FilesPipeline": 1}), FILES_STORE=str(tmp_path / "files"),
-        FEEDS=json.dumps(feeds), DOWNLOAD_DELAY="0", CONCURRENT_REQUESTS="1",
+        FEEDS=json.dumps(feeds), DOWNLOAD_DELAY="0", CONCURRENT_REQUESTS="1", MEDIA_ALLOW_REDIRECTS=redirects,
     )
     truth = {f"{BUECHER}/robots.txt": 1, f"{BUECHER}/": 1, f"{BUECHER}/p": 1, f"{BUECHER}/a.txt": 2, f"{BUECHER}/b.txt": 2}
     _check(process, result, files_web, truth)
