@@ -25,6 +25,8 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from scrapy.http.request import NO_CALLBACK
+
 from scrapy_iri import IRIError, Rung, canonicalize
 from scrapy_iri.store._forms import SchemeForm
 
@@ -117,8 +119,19 @@ def protocol_mergeable(request: Request) -> bool:
     meta = request.meta
     if request.method not in ("GET", "HEAD") or meta.get("dont_redirect") or meta.get("handle_httpstatus_all"):
         return False
-    listed = meta.get("handle_httpstatus_list")
-    return not listed or _REDIRECTS.isdisjoint(listed)
+    listed = meta.get("handle_httpstatus_list")  # any container: ``scrapy fetch`` and ``shell`` set a SequenceExclude
+    return not listed or not any(status in listed for status in _REDIRECTS)
+
+
+def component_request(request: Request) -> bool:
+    """Whether a component downloads this request for itself (``robots.txt``, media files), not for the spider.
+
+    Scrapy marks those with ``callback=NO_CALLBACK`` and sends them past the
+    scheduler and its dupefilter. Dropping one as a duplicate fails its
+    component: Scrapy's robots.txt middleware then obeys no rules for that
+    host, so such a request is never dropped and makes no later one a duplicate.
+    """
+    return request.callback is NO_CALLBACK
 
 
 def protocol_rewritable(request: Request) -> bool:

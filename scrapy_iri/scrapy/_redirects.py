@@ -62,6 +62,7 @@ from ._identity import (
     META_IDENTITY,
     RequestIdentities,
     RequestIdentity,
+    component_request,
     protocol_mergeable,
     protocol_rewritable,
 )
@@ -233,7 +234,7 @@ class RedirectLearningMiddleware:
         flight = request.meta.get(_FLIGHT)
         identity = self.identities.of(request)
         if isinstance(flight, Flight) and flight.action:
-            if not flight.dont_filter:  # a dont_filter request makes no later one a duplicate, as in Scrapy
+            if not flight.dont_filter and not component_request(request):  # makes no later one a duplicate, as in Scrapy
                 self.fetched.add(identity.sent_form or request.url)
             return None  # planned already (a rewritten request, a check, a retry)
         if identity.form is None:  # an invalid URL: compared as given, never merged
@@ -246,7 +247,7 @@ class RedirectLearningMiddleware:
         now = self.store.resolve(identity.form)
         decision = plan(identity.form, filed_as, now, self._verifies)
         fetches = decision.target if decision.target is not None else identity.form
-        if fetches in self.fetched and not dont_filter:
+        if fetches in self.fetched and not dont_filter and not component_request(request):
             self._drop_fetched(request, identity.form, filed_as, fetches)
         if now.held is not None:  # what is fetched asks the server about an alias again
             self.stats.inc_value("iri/verify")
@@ -289,7 +290,7 @@ class RedirectLearningMiddleware:
 
     def _send(self, request: Request, identity: RequestIdentity, flight: Flight) -> None:
         request.meta[_FLIGHT] = flight
-        if identity.form is not None and not flight.dont_filter:
+        if identity.form is not None and not flight.dont_filter and not component_request(request):
             self.fetched.add(identity.form)
 
     def _verifies(self, form: str, rule: RuleKey) -> bool:

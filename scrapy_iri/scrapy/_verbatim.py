@@ -31,6 +31,11 @@ link may have had ``'``), the middleware reads the page's ``a``, ``area``,
 Scrapy would rewrite, under every URL Scrapy makes of the raw value. There,
 a link whose URI is the rewritten URL itself comes first, so a spider that
 follows only that one gets what Scrapy would give it.
+
+A sitemap or a ``robots.txt`` that yields requests (``SitemapSpider``) gives
+its URL values instead of page links (:mod:`._sitemaps`), and the start
+requests of a spider that keeps Scrapy's ``start()`` are matched with its
+``start_urls`` (``sitemap_urls``) the same way (:func:`start_pending`).
 """
 
 from __future__ import annotations
@@ -38,14 +43,16 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request
+from scrapy import Request, Spider
 from scrapy.http import TextResponse
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
+from scrapy.spiders import SitemapSpider
 from scrapy.utils.response import get_base_url
 from w3lib.url import safe_url_string
 
 from ._links import base_url, link_uri, page_values
 from ._pending import Pending, pending_links, scrapy_forms
+from ._sitemaps import feed_values
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable
@@ -76,29 +83,65 @@ _SCAN_TAGS = frozenset({"a", "area", "link", "iframe", "frame"})
 _SCAN_ATTRS = ("href", "src")
 
 
-def scan(response: Response, look: bool = False) -> Pending:
+def scan(response: Response, look: bool = False, alternates: bool = False, max_size: int = 0) -> Pending:
     """The pending links of a response whose links no extractor remembered (see module doc).
 
     The page is read once, when its text holds a suspect form or when
     ``look`` says a request shows one. Only the links whose value Scrapy may
     rewrite are mapped, and the others that may end at the same URL (the
-    same last segment).
+    same last segment). A sitemap or a ``robots.txt`` gives its URL values
+    (:mod:`._sitemaps`; ``alternates``: also a sitemap's alternate links;
+    ``max_size``: the limit of a gunzipped sitemap, as ``DOWNLOAD_MAXSIZE``).
     """
     pending = pending_links.get(response)
     if pending is None:
         pending = pending_links[response] = Pending(scanned=True)
+        feed = feed_values(response, alternates, max_size)
+        if feed is not None:
+            pending.read = True
+            _map(pending, [(value, "") for value in feed], response.url, response.url, "utf-8")
+            return pending
         look = look or (isinstance(response, TextResponse) and _REWRITTEN.search(response.text) is not None)
     if pending.read or not pending.scanned or not look or not isinstance(response, TextResponse):
         return pending
     pending.read = True
     encoding = response.encoding
-    base = base_url(response)
-    scrapy_base = get_base_url(response)
-    values = page_values(response, _SCAN_TAGS, _SCAN_ATTRS)
+    _map(pending, page_values(response, _SCAN_TAGS, _SCAN_ATTRS), base_url(response), get_base_url(response), encoding)
+    return pending
+
+
+#: the base of start URLs, which are absolute (``Request`` refuses others): never a URL of the crawl
+_START_BASE = "http://start.invalid/"
+
+
+def start_pending(spider: Spider | None) -> Pending:
+    """The start URLs Scrapy's own ``start()`` requests (``start_urls``; a ``SitemapSpider``'s ``sitemap_urls``).
+
+    Only when the spider keeps Scrapy's ``start()`` and defines no
+    ``start_requests()``: a spider's own start requests are its own. Lists
+    and tuples only: an iterator given as ``start_urls`` is left to the spider.
+    """
+    pending = Pending()
+    cls = type(spider)
+    if spider is None or getattr(cls, "start_requests", None) is not None:
+        return pending
+    if cls.start is Spider.start:
+        urls = getattr(spider, "start_urls", ())
+    elif cls.start is SitemapSpider.start:
+        urls = getattr(spider, "sitemap_urls", ())
+    else:
+        return pending
+    if isinstance(urls, (list, tuple)):
+        _map(pending, [(url, "") for url in urls if isinstance(url, str)], _START_BASE, _START_BASE, "utf-8")
+    return pending
+
+
+def _map(pending: Pending, values: list[tuple[str, str]], base: str, scrapy_base: str, encoding: str) -> None:
+    """Remember the ``(raw value, text)`` links whose URI Scrapy would rewrite, under each URL it makes of them."""
     odd_base = not base.isascii() or safe_url_string(base, encoding) != scrapy_base
     suspects = {i for i, (value, _) in enumerate(values) if odd_base or _SUSPECT.search(value.strip())}
     if not suspects:
-        return pending
+        return
     mapped: dict[int, tuple[str, set[str]]] = {}
 
     def map_link(i: int, value: str, stripped: str) -> None:
@@ -130,7 +173,6 @@ def scan(response: Response, look: bool = False) -> Pending:
         if any(url != form for url, _ in entries):
             for url, text in first.get(form, []) + entries:
                 pending.add(form, url, text)
-    return pending
 
 
 class VerbatimLinkMiddleware(BaseSpiderMiddleware):
@@ -156,10 +198,34 @@ class VerbatimLinkMiddleware(BaseSpiderMiddleware):
         self.crawler.stats.inc_value(STAT, len(out))
         return out
 
+    _feeds: tuple[bool, int] | None = None
+
+    def _feed_options(self) -> tuple[bool, int]:
+        """How the spider reads sitemaps: alternate links followed, the gunzipped size limit (once per crawl)."""
+        spider = self.crawler.spider
+        maxsize = getattr(spider, "download_maxsize", self.crawler.settings.getint("DOWNLOAD_MAXSIZE"))
+        self._feeds = (bool(getattr(spider, "sitemap_alternate_links", False)), maxsize)
+        return self._feeds
+
+    _start: Pending | None = None
+
+    def _start_request(self, request: Request) -> Request:
+        """A start request made from an IRI of the spider's start URLs gets that IRI's URI."""
+        if self._start is None:
+            self._start = start_pending(self.crawler.spider)
+        if not self._start.by_form or request.meta.get("verbatim_url"):
+            return request
+        url = self._start.take(request.url, None)
+        if url is None or url == request.url:
+            return request
+        self.crawler.stats.inc_value(STAT)
+        return request.replace(url=url, meta={**request.meta, "verbatim_url": True})
+
     def get_processed_request(self, request: Request, response: Response | None) -> Request | None:
         if response is None:
-            return request
-        pending = scan(response, look="%27" in request.url.partition("?")[2])
+            return self._start_request(request)
+        feeds = self._feeds or self._feed_options()
+        pending = scan(response, look="%27" in request.url.partition("?")[2], alternates=feeds[0], max_size=feeds[1])
         if not pending.by_form:
             return request
         if request.meta.get("verbatim_url"):

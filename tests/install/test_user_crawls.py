@@ -1,10 +1,11 @@
 """scrapy-iri as a new user meets it: a wheel, a fresh venv without extras, ``scrapy startproject``.
 
-One venv per test session (pip's cache keeps the install short): the wheel
-built from this checkout, installed with its dependencies only. The project
-gets the README's one line (``ADDONS``) and two spiders written the way
-Scrapy's tutorial writes them: one with ``response.follow(link)``, one a
-``CrawlSpider`` with ``Rule(IRILinkExtractor())``. Each is crawled with
+One venv per test session (:mod:`userenv`; pip's cache keeps the install
+short): the wheel built from this checkout, installed with its dependencies
+only. The project gets the README's one line (``ADDONS``) and the spiders of
+``user_spiders.py``, written the way Scrapy's tutorial writes them; among
+them one with ``response.follow(link)``, one a ``CrawlSpider`` with
+``Rule(IRILinkExtractor())``. Each is crawled with
 ``scrapy crawl`` against ``python -m http.server`` (its 301s to the slash
 form of directories) and against the simulated web. Every crawl: every
 resource fetched exactly once (``/e?`` and ``/e`` both), no ERROR logged,
@@ -14,199 +15,27 @@ no traceback.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
-import textwrap
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from scrapy_iri import canonicalize
-from offline import build_failed
 from hostile_site import TRUTH
 from simweb import SimulatedWeb, demo_sites
-
-REPO = Path(__file__).resolve().parents[2]
-README_LINE = 'ADDONS = {"scrapy_iri.Addon": 0}'
-
-SPIDERS = '''
-import json
-import os
-import signal
-
-import scrapy
-from scrapy.http import FormRequest
-from scrapy.linkextractors import LinkExtractor
-from scrapy.spiders import CrawlSpider, Rule
-
-from scrapy_iri import IRILinkExtractor
-
-
-class Recorder:
-    def __init__(self, start="", out="", stop_after="0", allowed="", **kwargs):
-        super().__init__(**kwargs)
-        self.start_urls = start.split()
-        if allowed:
-            self.allowed_domains = allowed.split()
-        self.out = out
-        self.parsed = []
-        self.stop_after = int(stop_after)
-
-    def record(self, response):
-        """Note the page; after ``stop_after`` pages, stop as a user does: Ctrl-C (SIGINT)."""
-        self.parsed.append(response.url)
-        if len(self.parsed) == self.stop_after:
-            os.kill(os.getpid(), signal.SIGINT)
-
-    def forms(self, response):
-        for number in range(len(response.css("form"))):
-            yield FormRequest.from_response(response, formnumber=number, callback=self.parse_form)
-
-    def parse_form(self, response):
-        self.record(response)
-
-    def closed(self, reason):
-        with open(self.out, "w", encoding="utf-8") as f:
-            json.dump({"parsed": self.parsed, "stats": self.crawler.stats.get_stats()}, f, default=str)
-
-
-class FollowSpider(Recorder, scrapy.Spider):
-    name = "follow"
-
-    def parse(self, response):
-        self.parsed.append(response.url)
-        if isinstance(response, scrapy.http.TextResponse):
-            for link in IRILinkExtractor().extract_links(response):
-                yield response.follow(link, callback=self.parse)
-
-
-class RulesSpider(Recorder, CrawlSpider):
-    name = "rules"
-    rules = (Rule(IRILinkExtractor(), callback="parse_item", follow=True),)
-
-    def parse_start_url(self, response):
-        self.parsed.append(response.url)
-        return []
-
-    def parse_item(self, response):
-        self.parsed.append(response.url)
-
-
-class HrefSpider(Recorder, scrapy.Spider):
-    """The tutorial's spider: ``response.follow`` on the raw ``href`` values, forms posted."""
-
-    name = "href"
-
-    def parse(self, response):
-        self.record(response)
-        if not isinstance(response, scrapy.http.TextResponse):
-            return
-        for href in response.css("a::attr(href)").getall():
-            if not href.startswith(("mailto:", "javascript:")):  # Scrapy cannot request them
-                yield response.follow(href, callback=self.parse)
-        yield from self.forms(response)
-
-
-class RedirectsSpider(Recorder, scrapy.Spider):
-    """Requests that handle redirects themselves: each gets the redirect, whatever the store learned."""
-
-    name = "redirects"
-
-    async def start(self):
-        for url in self.start_urls:
-            yield scrapy.Request(url, meta={"dont_redirect": True, "handle_httpstatus_list": [301, 308]}, dont_filter=True)
-            yield scrapy.Request(url, meta={"handle_httpstatus_all": True}, dont_filter=True)
-            yield scrapy.Request(url, meta={"handle_httpstatus_list": [301, 308]}, callback=self.parse)
-
-    def parse(self, response):
-        self.parsed.append(f"{response.status} {response.url}")
-
-
-class ScrapyRulesSpider(Recorder, CrawlSpider):
-    """``CrawlSpider`` with Scrapy's own ``LinkExtractor``."""
-
-    name = "scrapyrules"
-    rules = (Rule(LinkExtractor(), callback="parse_item", follow=True),)
-
-    def parse_start_url(self, response):
-        self.record(response)
-        return []
-
-    def parse_item(self, response):
-        self.record(response)
-        yield from self.forms(response)
-'''
-
-
-def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kwargs)
-
-
-@dataclass
-class UserEnv:
-    venv: Path
-    project: Path
-
-    def bin(self, name: str) -> str:
-        return str(self.venv / "bin" / name)
-
-    def crawl(self, spider: str, start: str, tmp: Path, env: dict[str, str] | None = None, **settings: str):
-        """``scrapy crawl``; lowercase keywords are spider arguments (``-a``), the others settings (``-s``)."""
-        out = tmp / f"{spider}.json"
-        cmd = [self.bin("scrapy"), "crawl", spider, "-a", f"start={start}", "-a", f"out={out}"]
-        for name in [name for name in settings if name.islower()]:
-            cmd += ["-a", f"{name}={settings.pop(name)}"]
-        for name, value in {"TELNETCONSOLE_ENABLED": "False", "REMOTE_CONTROL_ENABLED": "False", "LOG_LEVEL": "INFO", **settings}.items():
-            cmd += ["-s", f"{name}={value}"]
-        process = _run(cmd, cwd=self.project, env={**_clean_env(), **(env or {})})
-        result = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
-        return process, result
-
-
-def _clean_env() -> dict[str, str]:
-    """The environment without this checkout on the path and without proxies."""
-    skip = {"PYTHONPATH", "VIRTUAL_ENV", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY"}
-    return {k: v for k, v in os.environ.items() if k not in skip}
-
-
-@pytest.fixture(scope="session")
-def user_env(tmp_path_factory: pytest.TempPathFactory) -> UserEnv:
-    root = tmp_path_factory.mktemp("user")
-    wheels = root / "wheels"
-    source = root / "scrapy-iri"  # a copy: building writes build/ and *.egg-info next to the sources
-    shutil.copytree(REPO / "scrapy_iri", source / "scrapy_iri", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, source / name)
-    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(source)])
-    if built.returncode != 0:
-        build_failed("cannot build the wheel", built.stderr)
-    venv = root / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)]).check_returncode()
-    wheel = next(wheels.glob("scrapy_iri-*.whl"))
-    installed = _run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], env=_clean_env())
-    if installed.returncode != 0:
-        build_failed("pip install of the wheel failed", installed.stderr)
-    created = _run([str(venv / "bin" / "scrapy"), "startproject", "userproj"], cwd=root, env=_clean_env())
-    assert created.returncode == 0, created.stderr
-    project = root / "userproj"
-    settings = project / "userproj" / "settings.py"
-    settings.write_text(settings.read_text(encoding="utf-8") + f"\n{README_LINE}\n", encoding="utf-8")
-    (project / "userproj" / "spiders" / "users.py").write_text(SPIDERS, encoding="utf-8")
-    return UserEnv(venv, project)
+from userenv import clean_env, run
 
 
 def test_install_has_no_extras_and_the_core_does_not_import_scrapy(user_env):
     check = "import sys, scrapy_iri; scrapy_iri.canonicalize('http://a/'); print('scrapy' in sys.modules)"
-    process = _run([user_env.bin("python"), "-c", check], env=_clean_env())
+    process = run([user_env.bin("python"), "-c", check], env=clean_env())
     assert process.stdout.strip() == "False", process.stderr
-    listed = _run([user_env.bin("pip"), "list", "--format=freeze"], env=_clean_env()).stdout.lower()
+    listed = run([user_env.bin("pip"), "list", "--format=freeze"], env=clean_env()).stdout.lower()
     assert "publicsuffixlist==" in listed and "scrapy==" in listed
     assert "redis==" not in listed  # an extra, not installed
 
