@@ -348,9 +348,10 @@ class RedirectLearningMiddleware:
         if not pending:
             return
         here = identity.sent_form
-        landed = self.store.representative(here) if here is not None else None
         for filed_as in pending:
-            if filed_as in (here, landed) or self.store.representative(filed_as) in (here, landed):
+            # Only what was fetched here counts: where the store would send ``here`` (a
+            # prediction that an error or a redirect not followed did not confirm) was not fetched.
+            if filed_as == here or self.store.representative(filed_as) == here:
                 continue
             self._fetch_filing(request, filed_as)
 

@@ -685,13 +685,18 @@ class EquivalenceStore(BulkLearning):
         context = context | ({USERINFO} if has_userinfo(u) else frozenset())
         now = self.clock()
         notes = [note] if note else []
+        # What the server said about this URL's case is read before its alias ends: a
+        # case-only redirect it stated (``/D-4`` -> ``/d-4``) declared the other spelling,
+        # and a document here now contradicts that declaration; it declares nothing.
+        covering = list(predictions(u, self.storage.case_target))
+        case_known = self.storage.case_target(case_key(u)) is not None
         if self._end_alias(u, outcome):
             notes.append("alias dropped: answered for itself")
         self.storage.answered(u)
         records = self.storage.rules_at(origin_of(u))
         known = False
         judged = []
-        for prediction in predictions(u, self.storage.case_target):
+        for prediction in covering:
             record = records.get(prediction.key)
             known = known or (record is not None and record.support > 0)
             judged.append((prediction.key, Verdict.AGAINST))
@@ -699,7 +704,7 @@ class EquivalenceStore(BulkLearning):
             self._count_all(origin_of(u), judged, now, f"{u} answered {status}", outcome)
         if known or outcome.dropped_alias:
             self.storage.add_evidence(Evidence(now, u, status, None, frozenset(context), "; ".join(notes)))
-        if not context and self._declares_case(u, now):
+        if not context and not case_known and self._declares_case(u, now):
             self.storage.set_declared_case(case_key(u), u)
         return outcome
 

@@ -1,0 +1,109 @@
+"""The classes of failure the flipping webs found (``test_protocol_fuzz.py``), each pinned down small.
+
+* A document at a spelling the server once redirected by case
+  (``/D-4`` -301-> ``/d-4``, then ``/D-4`` a page of its own: the server
+  became case-sensitive) contradicts the declared case; it must not declare
+  itself the case of the path, which would merge ``/d-4`` into ``/D-4``
+  (flipping web seed 9, phase 1: ``/d-4`` lost).
+* A request filed under a rule's prediction and fetched as it is (verified)
+  whose answer is an error (404: neutral for the rule) did not fetch what it
+  was filed under, even though the store still sends it there; that filing
+  is fetched on its own (flipping web seed 14, phase 2: ``/d-2`` lost, and
+  the pages only it linked).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fixtures.stores import Clock
+
+from scrapy_iri.store import LearningPolicy, MemoryStore, RuleStatus
+
+pytest.importorskip("simweb")
+from simweb import Moves, SimulatedWeb, Site  # noqa: E402
+from simweb.crawl import run_crawl  # noqa: E402
+
+ADDON = {"ADDONS": {"scrapy_iri.Addon": 0}}
+H = "http://h.example"
+
+
+def test_a_page_at_a_spelling_once_redirected_by_case_declares_nothing() -> None:
+    """Three case-only redirects make ``lowercase-path`` and ``declared-case`` rules under ``/``;
+    then ``/D-3`` answers a page: both rules fall, and ``/d-3`` stays itself."""
+    store = MemoryStore(LearningPolicy(), clock=Clock())
+    for k in (1, 2, 3):
+        store.record_redirect(f"{H}/D-{k}", 301, f"{H}/d-{k}")
+    assert store.representative(f"{H}/D-3") == f"{H}/d-3"
+    outcome = store.record_response(f"{H}/D-3", 200)
+    assert store.representative(f"{H}/d-3") == f"{H}/d-3"
+    assert store.representative(f"{H}/D-3") == f"{H}/D-3"
+    statuses = {record.key.kind: store.rule_status(record) for record in store.rules()}
+    assert statuses.get("declared-case") is RuleStatus.SUSPENDED
+    assert statuses.get("lowercase-path") is RuleStatus.SUSPENDED
+    assert {str(rule.kind) for rule in outcome.contradicted} >= {"declared-case", "lowercase-path"}
+    assert not [e for e in store.export() if e["type"] == "case"]
+
+
+def case_flip_site(phase: int) -> Site:
+    """Phase 0: ``/D-k`` -301-> ``/d-k`` (case-insensitive); phase 1: ``/D-4`` is a page of its own."""
+    site = Site("flip.example", schemes=("http",))
+    site.page("flip:home", "/", "/D-1", "/D-2", "/D-3", "/D-4", "/more")
+    site.page("flip:more", "/more", "/old")
+    for k in (1, 2, 3, 4):
+        site.page(f"flip:{k}", f"/d-{k}", "/")
+    site.policies.append(Moves({"/old": "/d-4"}))
+    if phase == 0:
+        site.policies.append(Moves({f"/D-{k}": f"/d-{k}" for k in (1, 2, 3, 4)}, label="case"))
+    else:
+        site.policies.append(Moves({f"/D-{k}": f"/d-{k}" for k in (1, 2, 3)}, label="case"))
+        site.page("flip:D-4", "/D-4", "/")
+    return site
+
+
+def test_a_server_that_became_case_sensitive_loses_no_page(tmp_path: Path) -> None:
+    settings = {
+        **ADDON,
+        "IRI_STORE": f"sqlite:///{tmp_path / 'store.db'}",
+        "IRI_VERIFY_SHARE": 1.0,
+        "CONCURRENT_REQUESTS": 1,
+        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+    }
+    for phase in (0, 1):
+        with SimulatedWeb([case_flip_site(phase)]) as web:
+            result = run_crawl(web, settings=settings)
+            assert result.returncode == 0, result.log[-3000:]
+            assert result.stat("log_count/ERROR") == 0, result.log[-3000:]
+            assert web.resource_ids() - result.resource_ids == set(), phase
+            assert all(n == 1 for rid, n in result.counts["resources"].items() if not rid.endswith(":home")), result.counts["resources"]
+
+
+def slash_404_site() -> Site:
+    """``/d-k/`` -301-> ``/d-k`` for k = 1..3 (a ``remove-slash`` rule); ``/d-9/`` answers 404, ``/d-9`` is a page."""
+    site = Site("gone.example", schemes=("http",))
+    site.policies.append(Moves({f"/d-{k}/": f"/d-{k}" for k in (1, 2, 3)}))
+    site.page("gone:home", "/", "/d-1/", "/d-2/", "/d-3/", "/next")
+    for k in (1, 2, 3):
+        site.page(f"gone:{k}", f"/d-{k}", "/")
+    site.page("gone:next", "/next", "/d-9/", "/last")
+    site.page("gone:last", "/last", "/d-9")
+    site.page("gone:9", "/d-9", "/")
+    return site
+
+
+def test_a_verified_prediction_that_answers_404_fetches_its_filing(tmp_path: Path) -> None:
+    settings = {
+        **ADDON,
+        "IRI_STORE": f"sqlite:///{tmp_path / 'store.db'}",
+        "IRI_VERIFY_SHARE": 1.0,
+        "CONCURRENT_REQUESTS": 1,
+        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+    }
+    with SimulatedWeb([slash_404_site()]) as web:
+        result = run_crawl(web, settings=settings)
+        assert result.returncode == 0, result.log[-3000:]
+        assert result.stat("iri/learned/rule") >= 1, result.log[-3000:]
+        assert web.resource_ids() - result.resource_ids == set()
+        assert all(n == 1 for rid, n in result.counts["resources"].items() if not rid.endswith(":home")), result.counts["resources"]
+        assert result.stat("iri/filings_fetched") >= 1
