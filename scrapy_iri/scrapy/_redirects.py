@@ -66,7 +66,7 @@ from ._identity import (
     protocol_rewritable,
 )
 from ._location import redirect_target
-from ._plan import REWRITE, SEND, VERIFY, Flight, alias_checked, plan, verification_share, verifies_by_hash
+from ._plan import REWRITE, SEND, VERIFY, Flight, Plan, alias_checked, plan, verification_share, verifies_by_hash
 from ._settings import IRISettings
 
 if TYPE_CHECKING:
@@ -202,6 +202,10 @@ class RedirectLearningMiddleware:
         self.rewrite = settings.rewrite
         self.identities = identities
         self.held: dict[str, Request] = {}
+        #: target scheme form -> URLs held because a rule merged them into it, and that rule
+        self.merged_into: dict[str, dict[str, RuleKey]] = {}
+        #: scheme forms that answered 404 or 410 in this crawl: what a rule merges into them is checked
+        self.gone: set[str] = set()
         #: scheme forms fetched as they are, or on their way to the downloader: never twice
         self.fetched: set[str] = set()
         #: scheme forms this middleware scheduled itself (filings, re-scheduled requests): scheduled once
@@ -245,9 +249,11 @@ class RedirectLearningMiddleware:
         filed_as = identity.representative or identity.form
         now = self.store.resolve(identity.form)
         decision = plan(identity.form, filed_as, now, self._verifies)
+        if decision.action == REWRITE and decision.rules and decision.target in self.gone:
+            decision = Plan(VERIFY, rules=decision.rules[:1])  # a prediction into a page that is gone is checked
         fetches = decision.target if decision.target is not None else identity.form
         if fetches in self.fetched and not dont_filter:
-            self._drop_fetched(request, identity.form, filed_as, fetches)
+            self._drop_fetched(request, identity.form, filed_as, fetches, decision.rules)
         if now.held is not None:  # what is fetched asks the server about an alias again
             self.stats.inc_value("iri/verify")
             self.stats.inc_value("iri/alias/checked")
@@ -261,7 +267,7 @@ class RedirectLearningMiddleware:
         assert decision.target is not None
         self.stats.inc_value("iri/rewritten")
         if decision.rules:
-            self._hold(request, decision.rules)
+            self._hold(request, decision.rules, decision.target)
         if decision.orphan is not None and self.store.representative(decision.orphan) != decision.target:
             self._fetch_filing(request, decision.orphan)
         rules = tuple(str(rule) for rule in decision.rules)
@@ -275,15 +281,23 @@ class RedirectLearningMiddleware:
         meta.pop(META_IDENTITY, None)
         return request.replace(url=decision.target, dont_filter=dont_filter, meta=meta)
 
-    def _drop_fetched(self, request: Request, form: str, filed_as: str, fetches: str) -> NoReturn:
+    def _drop_fetched(
+        self, request: Request, form: str, filed_as: str, fetches: str, rules: tuple[RuleKey, ...]
+    ) -> NoReturn:
         """Drop a request for a URL this crawl fetched already as it is (by a request filed under another identity).
 
         The dupefilter could not tell: the earlier request was filed under
         what a rule or an alias predicted, and that merge fell since. What
-        this request was filed under is fetched if nothing fetched it.
+        this request was filed under is fetched if nothing fetched it; a
+        request a rule merged is kept, as the dupefilter's duplicates are.
         """
+        if rules:
+            self._hold(request, rules, fetches)
         if filed_as not in (form, fetches) and self.store.representative(filed_as) != fetches:
             self._fetch_filing(request, filed_as)
+        identity = request.meta.get(META_IDENTITY)
+        if isinstance(identity, RequestIdentity) and identity.url == request.url and identity.filings:
+            self._honor_chain_filings(request, identity, fetches)
         self.stats.inc_value("iri/filtered/fetched")
         raise IgnoreRequest(f"fetched already in this crawl: {fetches}")
 
@@ -331,6 +345,9 @@ class RedirectLearningMiddleware:
                 self.stats.inc_value("iri/verified")
         if flight is not None and flight.action == REWRITE and flight.rules and status in _SUSPICIOUS:
             self._check_original(request, flight, RuleKey.parse(flight.rules[0]))
+        if status in _SUSPICIOUS and form is not None:
+            self.gone.add(form)
+            self._check_merged_into(form)
         for rule in (*outcome.contradicted, *outcome.ended):
             self._reschedule(rule)
 
@@ -398,8 +415,8 @@ class RedirectLearningMiddleware:
         carried = rewritten.meta.get(META_IDENTITY)  # the original's, sent as its representative (filed there)
         original_form = carried.form if isinstance(carried, RequestIdentity) and carried.rewritten_to else None
         key = original_form or scheme_form(original) or original
-        if key in self.fetched:
-            return  # fetched as it is already (re-scheduled when its rule fell, or checked)
+        if key in self.fetched or key in self.queued:
+            return  # fetched as it is already, or on its way (re-scheduled when its rule fell, or checked)
         meta = {k: v for k, v in rewritten.meta.items() if k not in (META_REWRITTEN_FROM, META_IDENTITY)}
         meta.update({_FLIGHT: Flight(flight.dont_filter, VERIFY, (str(rule),)), "dont_redirect": True})
         self.stats.inc_value("iri/verify")
@@ -423,17 +440,63 @@ class RedirectLearningMiddleware:
             crawl.dropped = self.request_dropped
 
     def request_dropped(self, request: Request, spider: Spider | None = None) -> None:
-        """A duplicate the dupefilter dropped: keep it if a rule made it one."""
+        """A duplicate the dupefilter dropped: keep it if a rule made it one; honour its chain's filings."""
         identity = request.meta.get(META_IDENTITY)
-        if isinstance(identity, RequestIdentity) and identity.url == request.url and identity.rules:
-            self._hold(request, tuple(RuleKey.parse(rule) for rule in identity.rules))
+        if not isinstance(identity, RequestIdentity) or identity.url != request.url:
+            return
+        if identity.rules:
+            self._hold(request, tuple(RuleKey.parse(rule) for rule in identity.rules), identity.representative)
+        if identity.filings:
+            self._honor_chain_filings(request, identity, identity.representative or identity.form)
 
-    def _hold(self, request: Request, rules: tuple[RuleKey, ...]) -> None:
+    def _honor_chain_filings(self, request: Request, identity: RequestIdentity, handled: str | None) -> None:
+        """A redirect hop is dropped (another request has its identity): its chain ends here.
+
+        The earlier hops of the chain were filed under representatives that
+        were not their own URL, and the dupefilter drops later links to them
+        as seen; the request that owns ``handled`` fetches that one only, so
+        each other filing nothing fetched is fetched on its own.
+        """
+        for filed_as in identity.filings:
+            if filed_as == handled or self.store.representative(filed_as) == handled:
+                continue
+            self._fetch_filing(request, filed_as)
+
+    def _hold(self, request: Request, rules: tuple[RuleKey, ...], target: str | None) -> None:
         self.store.defer(request.url, rules)
         if request.url not in self.held:
             self.stats.inc_value("iri/deferred")
             if len(self.held) < HELD_MAX:
                 self.held[request.url] = request
+                if target is not None:
+                    self.merged_into.setdefault(target, {})[request.url] = rules[0]
+                    if target in self.gone:
+                        self._check_merged_into(target)
+
+    def _check_merged_into(self, target: str) -> None:
+        """``target`` is gone (404, 410): fetch, as they are, the URLs a rule merged into it.
+
+        Nothing contradicts the rule yet (an error is neutral evidence), so
+        what it merged would stay merged into a page that does not exist;
+        each original is fetched once, as a check of the rule's prediction.
+        """
+        for url, rule in self.merged_into.pop(target, {}).items():
+            held = self.held.get(url)
+            carried = held.meta.get(META_IDENTITY) if held is not None else None
+            form = carried.form if isinstance(carried, RequestIdentity) and carried.url == url else scheme_form(url)
+            key = form or url
+            if key in self.fetched or key in self.queued:
+                continue
+            self.queued.add(key)
+            flight = Flight(held.dont_filter if held is not None else False, VERIFY, (str(rule),))
+            if held is not None:
+                drop = (_FLIGHT, META_REWRITTEN_FROM, META_IDENTITY)
+                meta = {k: v for k, v in held.meta.items() if k not in drop}
+                request = held.replace(dont_filter=True, meta={**meta, _FLIGHT: flight})
+            else:
+                request = Request(url, dont_filter=True, meta={_FLIGHT: flight})
+            self.stats.inc_value("iri/verify")
+            self._crawl(request)
 
     def _reschedule(self, rule: RuleKey) -> None:
         """Schedule again what ``rule`` merged away (its own callback, or the spider's default)."""

@@ -34,8 +34,10 @@ CONCURRENCIES = (1, 4, 16)
 SHARES = (0.0, 0.01, 1.0)
 MIN_OBSERVATIONS = (1, 3)
 STORES = ("sqlite", "redis")
-#: the seeds of the normal suite
-SEEDS = (0, 1)
+#: the seeds of the normal suite: each lost pages before the fix of its class (18: a dropped
+#: hop's chain; 20: a rule into a gone page); 9 (a declared case) and 14 (a 404 that kept its
+#: filing) did too: their classes are pinned down small in test_protocol_fuzz_regressions.py
+SEEDS = (18, 20)
 
 
 def draw_settings(seed: int) -> dict[str, Any]:

@@ -10,6 +10,13 @@
   was filed under, even though the store still sends it there; that filing
   is fetched on its own (flipping web seed 14, phase 2: ``/d-2`` lost, and
   the pages only it linked).
+* A redirect hop dropped as the duplicate of another request ends its chain
+  there: what its earlier hops were filed under (a rule's prediction that
+  the server no longer makes) is fetched on its own (seed 18, phase 2).
+* A request a rule merges into a page that answered 404 or 410 in this crawl
+  (before or after the merge) is fetched as it is: the error is neutral for
+  the rule, which would otherwise keep it merged into nothing (seed 20,
+  phase 1, where a slash convention flipped: ``/d-2`` lost).
 """
 
 from __future__ import annotations
@@ -107,3 +114,39 @@ def test_a_verified_prediction_that_answers_404_fetches_its_filing(tmp_path: Pat
         assert web.resource_ids() - result.resource_ids == set()
         assert all(n == 1 for rid, n in result.counts["resources"].items() if not rid.endswith(":home")), result.counts["resources"]
         assert result.stat("iri/filings_fetched") >= 1
+
+
+def gone_target_site() -> Site:
+    """``/d-k`` -301-> ``/d-k/`` for k = 1..3 (an ``add-slash`` rule); ``/d-9/`` answers 404 before
+    ``/d-9``, a page, is linked (twice) and merged into it by the rule."""
+    site = Site("twin404.example", schemes=("http",))
+    site.policies.append(Moves({f"/d-{k}": f"/d-{k}/" for k in (1, 2, 3)}))
+    site.page("twin404:home", "/", "/d-1", "/d-2", "/d-3", "/next")
+    for k in (1, 2, 3):
+        site.page(f"twin404:{k}", f"/d-{k}/", "/")
+    site.page("twin404:next", "/next", "/d-9/", "/last")
+    site.page("twin404:last", "/last", "/d-9", "/more")
+    site.page("twin404:more", "/more", "/d-9")
+    site.page("twin404:9", "/d-9", "/")
+    return site
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0])
+def test_what_a_rule_merges_into_a_page_that_is_gone_is_fetched(tmp_path: Path, share: float) -> None:
+    settings = {
+        **ADDON,
+        "IRI_STORE": f"sqlite:///{tmp_path / 'store.db'}",
+        "IRI_VERIFY_SHARE": share,
+        "IRI_VERIFY_ADAPTIVE": False,
+        "CONCURRENT_REQUESTS": 1,
+        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+    }
+    with SimulatedWeb([gone_target_site()]) as web:
+        result = run_crawl(web, settings=settings)
+        assert result.returncode == 0, result.log[-3000:]
+        assert result.stat("log_count/ERROR") == 0, result.log[-3000:]
+        assert result.stat("iri/learned/rule") >= 1, result.log[-3000:]
+        assert web.resource_ids() - result.resource_ids == set()
+        fetched = result.counts["resources"]
+        assert all(n == 1 for rid, n in fetched.items() if not rid.endswith(":home")), fetched
+        assert result.counts["urls"].get("http://twin404.example/d-9/") == 1  # the gone page is not asked twice
