@@ -418,7 +418,8 @@ class RedirectLearningMiddleware:
         if key in self.fetched or key in self.queued:
             return  # fetched as it is already, or on its way (re-scheduled when its rule fell, or checked)
         meta = {k: v for k, v in rewritten.meta.items() if k not in (META_REWRITTEN_FROM, META_IDENTITY)}
-        meta.update({_FLIGHT: Flight(flight.dont_filter, VERIFY, (str(rule),)), "dont_redirect": True})
+        # its redirects are followed: where the server sends it now is a page the rule would lose
+        meta[_FLIGHT] = Flight(flight.dont_filter, VERIFY, (str(rule),))
         self.stats.inc_value("iri/verify")
         self.fetched.add(key)
         self._crawl(rewritten.replace(url=original, dont_filter=True, meta=meta))

@@ -17,6 +17,10 @@
   (before or after the merge) is fetched as it is: the error is neutral for
   the rule, which would otherwise keep it merged into nothing (seed 20,
   phase 1, where a slash convention flipped: ``/d-2`` lost).
+* A rule-rewritten request that lands on 404 has its original fetched as a
+  check; where the original redirects now is followed, not ignored (seed
+  107, phase 1: ``https://www.H/d-2`` rewritten to ``https://H/d-2/``, 404;
+  the original's 301 to ``https://H/d-2`` was dropped with the page).
 """
 
 from __future__ import annotations
@@ -150,3 +154,35 @@ def test_what_a_rule_merges_into_a_page_that_is_gone_is_fetched(tmp_path: Path, 
         fetched = result.counts["resources"]
         assert all(n == 1 for rid, n in fetched.items() if not rid.endswith(":home")), fetched
         assert result.counts["urls"].get("http://twin404.example/d-9/") == 1  # the gone page is not asked twice
+
+
+def moved_elsewhere_site() -> Site:
+    """``/d-k`` -301-> ``/d-k/`` for k = 1..3 (an ``add-slash`` rule); ``/d-9`` -301-> ``/page-9``, the
+    only way to that page; ``/d-9/`` answers 404."""
+    site = Site("elsewhere.example", schemes=("http",))
+    site.policies.append(Moves({**{f"/d-{k}": f"/d-{k}/" for k in (1, 2, 3)}, "/d-9": "/page-9"}))
+    site.page("elsewhere:home", "/", "/d-1", "/d-2", "/d-3", "/next")
+    for k in (1, 2, 3):
+        site.page(f"elsewhere:{k}", f"/d-{k}/", "/")
+    site.page("elsewhere:next", "/next", "/d-9")
+    site.page("elsewhere:9", "/page-9", "/")
+    return site
+
+
+def test_the_check_of_a_rewrite_that_lands_on_404_follows_the_original_s_redirect(tmp_path: Path) -> None:
+    settings = {
+        **ADDON,
+        "IRI_STORE": f"sqlite:///{tmp_path / 'store.db'}",
+        "IRI_VERIFY_SHARE": 0,
+        "IRI_VERIFY_ADAPTIVE": False,
+        "CONCURRENT_REQUESTS": 1,
+        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+    }
+    with SimulatedWeb([moved_elsewhere_site()]) as web:
+        result = run_crawl(web, settings=settings)
+        assert result.returncode == 0, result.log[-3000:]
+        assert result.stat("log_count/ERROR") == 0, result.log[-3000:]
+        assert result.stat("iri/rewritten") >= 1 and result.stat("iri/contradicted") == 1, result.log[-3000:]
+        assert web.resource_ids() - result.resource_ids == set()
+        fetched = result.counts["resources"]
+        assert all(n == 1 for rid, n in fetched.items() if not rid.endswith(":home")), fetched
