@@ -307,10 +307,18 @@ class RedirectLearningMiddleware:
             self.fetched.add(identity.form)
 
     def _verifies(self, form: str, rule: RuleKey) -> bool:
-        """Whether this prediction is checked by fetching the original (see :func:`._plan.verification_share`)."""
+        """Whether this prediction is checked by fetching the original (see :func:`._plan.verification_share`).
+
+        A rule that has not held in this crawl yet (learned in an earlier
+        one: no confirmations here) has every prediction checked, whatever
+        the share.
+        """
+        confirmations = self.store.confirmations(rule)
+        if not confirmations:
+            return True
         if not self.verify_adaptive:
             return verifies(form, self.verify_share)
-        return verifies(form, verification_share(self.store.confirmations(rule), self.verify_share))
+        return verifies(form, verification_share(confirmations, self.verify_share))
 
     # -- after download: learn ---------------------------------------------------
 

@@ -21,6 +21,11 @@
   check; where the original redirects now is followed, not ignored (seed
   107, phase 1: ``https://www.H/d-2`` rewritten to ``https://H/d-2/``, 404;
   the original's 301 to ``https://H/d-2`` was dropped with the page).
+* A rule is evidence about the days it was seen: confirmations from
+  earlier crawls earn it no trust in this one until it holds here once, so
+  its first predictions are checked (seed 123, phase 2: a host that became
+  case-sensitive, ``/D-1`` and ``/D-3`` pages of their own merged into
+  ``/d-1`` and ``/d-3`` by a case rule trusted from two earlier crawls).
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from pathlib import Path
 import pytest
 from fixtures.stores import Clock
 
-from scrapy_iri.store import LearningPolicy, MemoryStore, RuleStatus
+from scrapy_iri.scrapy._plan import verification_share
+from scrapy_iri.store import EquivalenceStore, LearningPolicy, MemoryStore, RuleKey, RuleStatus
 
 pytest.importorskip("simweb")
 from simweb import Moves, SimulatedWeb, Site  # noqa: E402
@@ -186,3 +192,62 @@ def test_the_check_of_a_rewrite_that_lands_on_404_follows_the_original_s_redirec
         assert web.resource_ids() - result.resource_ids == set()
         fetched = result.counts["resources"]
         assert all(n == 1 for rid, n in fetched.items() if not rid.endswith(":home")), fetched
+
+
+def test_a_rule_of_an_earlier_crawl_is_checked_until_it_holds_in_this_one() -> None:
+    """Ten case redirects in one crawl: trusted there (share 3/10); the next crawl checks every
+    prediction until one holds; one confirmation there restores the trust it had."""
+    clock = Clock()
+    first = MemoryStore(LearningPolicy(), clock=clock)
+    for k in range(1, 11):
+        first.record_redirect(f"{H}/D-{k}", 301, f"{H}/d-{k}")
+    rule = RuleKey(H, "lowercase-path", "/")
+    assert first.confirmations(rule) >= 10
+    assert verification_share(first.confirmations(rule), 0.0) <= 0.3
+    clock.advance(86400)
+    later = EquivalenceStore(first.storage, LearningPolicy(), clock=clock)  # the next crawl, same storage
+    assert later.representative(f"{H}/D-20") == f"{H}/d-20"  # still in force
+    assert later.confirmations(rule) == 0 and verification_share(later.confirmations(rule), 0.0) == 1.0
+    later.record_response(f"{H}/D-20", 404)  # an error confirms nothing
+    assert later.confirmations(rule) == 0
+    later.record_redirect(f"{H}/D-21", 301, f"{H}/d-21")
+    assert later.confirmations(rule) >= 11
+
+
+def turned_case_sensitive_site(phase: int) -> Site:
+    """Phase 0: ``/D-k`` -301-> ``/d-k`` for k = 1..30 (a case rule under ``/``, trusted: checked for
+    3/30 of its predictions); phase 1: the server is case-sensitive, and ``/D-50``, never seen before,
+    is a page next to ``/d-50``."""
+    site = Site("sensitive.example", schemes=("http",))
+    for k in (*range(1, 31), 50):
+        site.page(f"sensitive:{k}", f"/d-{k}", "/")
+    if phase == 0:
+        site.page("sensitive:home", "/", *(f"/D-{k}" for k in range(1, 31)))
+        site.policies.append(Moves({f"/D-{k}": f"/d-{k}" for k in range(1, 31)}))
+    else:
+        site.page("sensitive:home", "/", "/D-50", "/d-50")
+        site.page("sensitive:D-50", "/D-50", "/")
+    return site
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_a_case_rule_of_an_earlier_crawl_is_checked_before_it_merges(tmp_path: Path, adaptive: bool) -> None:
+    settings = {
+        **ADDON,
+        "IRI_STORE": f"sqlite:///{tmp_path / 'store.db'}",
+        "IRI_VERIFY_SHARE": 0,
+        "IRI_VERIFY_ADAPTIVE": adaptive,
+        "CONCURRENT_REQUESTS": 1,
+        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+    }
+    for phase in (0, 1):
+        with SimulatedWeb([turned_case_sensitive_site(phase)]) as web:
+            result = run_crawl(web, settings=settings)
+            assert result.returncode == 0, result.log[-3000:]
+            assert result.stat("log_count/ERROR") == 0, result.log[-3000:]
+            if phase == 0:
+                assert result.stat("iri/learned/rule") >= 1, result.log[-3000:]
+                continue
+            assert web.resource_ids() - result.resource_ids == set()
+            fetched = result.counts["resources"]
+            assert all(n == 1 for rid, n in fetched.items() if not rid.endswith(":home")), fetched
