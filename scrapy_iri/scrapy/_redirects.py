@@ -36,7 +36,10 @@ store (``IRI_STORE``) with the dupefilter and:
   memory. When a rule is contradicted those requests are scheduled again:
   a wrong rule costs fetches, never pages. A rule-rewritten request that
   lands on 404/410, or cannot be downloaded at all, has its original fetched
-  to check the rule.
+  to check the rule (its redirects followed), and so has every request a
+  rule merges into a URL that answered 404/410 in this crawl;
+* checks every prediction of a rule learned in an earlier crawl until the
+  rule holds once in this one, whatever the verification share.
 
 Stats: ``iri/learned/exact``, ``iri/learned/rule``, ``iri/rewritten``,
 ``iri/verified``, ``iri/contradicted``, and ``iri/verify`` (verification
