@@ -36,7 +36,10 @@ store (``IRI_STORE``) with the dupefilter and:
   memory. When a rule is contradicted those requests are scheduled again:
   a wrong rule costs fetches, never pages. A rule-rewritten request that
   lands on 404/410, or cannot be downloaded at all, has its original fetched
-  to check the rule.
+  to check the rule (its redirects followed), and so has every request a
+  rule merges into a URL that answered 404/410 in this crawl;
+* checks every prediction of a rule learned in an earlier crawl until the
+  rule holds once in this one, whatever the verification share.
 
 Stats: ``iri/learned/exact``, ``iri/learned/rule``, ``iri/rewritten``,
 ``iri/verified``, ``iri/contradicted``, and ``iri/verify`` (verification
@@ -67,7 +70,7 @@ from ._identity import (
     protocol_rewritable,
 )
 from ._location import redirect_target
-from ._plan import REWRITE, SEND, VERIFY, Flight, alias_checked, plan, verification_share, verifies_by_hash
+from ._plan import REWRITE, SEND, VERIFY, Flight, Plan, alias_checked, plan, verification_share, verifies_by_hash
 from ._settings import IRISettings
 
 if TYPE_CHECKING:
@@ -203,6 +206,10 @@ class RedirectLearningMiddleware:
         self.rewrite = settings.rewrite
         self.identities = identities
         self.held: dict[str, Request] = {}
+        #: target scheme form -> URLs held because a rule merged them into it, and that rule
+        self.merged_into: dict[str, dict[str, RuleKey]] = {}
+        #: scheme forms that answered 404 or 410 in this crawl: what a rule merges into them is checked
+        self.gone: set[str] = set()
         #: scheme forms fetched as they are, or on their way to the downloader: never twice
         self.fetched: set[str] = set()
         #: scheme forms this middleware scheduled itself (filings, re-scheduled requests): scheduled once
@@ -246,9 +253,11 @@ class RedirectLearningMiddleware:
         filed_as = identity.representative or identity.form
         now = self.store.resolve(identity.form)
         decision = plan(identity.form, filed_as, now, self._verifies)
+        if decision.action == REWRITE and decision.rules and decision.target in self.gone:
+            decision = Plan(VERIFY, rules=decision.rules[:1])  # a prediction into a page that is gone is checked
         fetches = decision.target if decision.target is not None else identity.form
         if fetches in self.fetched and not dont_filter and not component_request(request):
-            self._drop_fetched(request, identity.form, filed_as, fetches)
+            self._drop_fetched(request, identity.form, filed_as, fetches, decision.rules)
         if now.held is not None:  # what is fetched asks the server about an alias again
             self.stats.inc_value("iri/verify")
             self.stats.inc_value("iri/alias/checked")
@@ -262,7 +271,7 @@ class RedirectLearningMiddleware:
         assert decision.target is not None
         self.stats.inc_value("iri/rewritten")
         if decision.rules:
-            self._hold(request, decision.rules)
+            self._hold(request, decision.rules, decision.target)
         if decision.orphan is not None and self.store.representative(decision.orphan) != decision.target:
             self._fetch_filing(request, decision.orphan)
         rules = tuple(str(rule) for rule in decision.rules)
@@ -276,15 +285,23 @@ class RedirectLearningMiddleware:
         meta.pop(META_IDENTITY, None)
         return request.replace(url=decision.target, dont_filter=dont_filter, meta=meta)
 
-    def _drop_fetched(self, request: Request, form: str, filed_as: str, fetches: str) -> NoReturn:
+    def _drop_fetched(
+        self, request: Request, form: str, filed_as: str, fetches: str, rules: tuple[RuleKey, ...]
+    ) -> NoReturn:
         """Drop a request for a URL this crawl fetched already as it is (by a request filed under another identity).
 
         The dupefilter could not tell: the earlier request was filed under
         what a rule or an alias predicted, and that merge fell since. What
-        this request was filed under is fetched if nothing fetched it.
+        this request was filed under is fetched if nothing fetched it; a
+        request a rule merged is kept, as the dupefilter's duplicates are.
         """
+        if rules:
+            self._hold(request, rules, fetches)
         if filed_as not in (form, fetches) and self.store.representative(filed_as) != fetches:
             self._fetch_filing(request, filed_as)
+        identity = request.meta.get(META_IDENTITY)
+        if isinstance(identity, RequestIdentity) and identity.url == request.url and identity.filings:
+            self._honor_chain_filings(request, identity, fetches)
         self.stats.inc_value("iri/filtered/fetched")
         raise IgnoreRequest(f"fetched already in this crawl: {fetches}")
 
@@ -294,10 +311,18 @@ class RedirectLearningMiddleware:
             self.fetched.add(identity.form)
 
     def _verifies(self, form: str, rule: RuleKey) -> bool:
-        """Whether this prediction is checked by fetching the original (see :func:`._plan.verification_share`)."""
+        """Whether this prediction is checked by fetching the original (see :func:`._plan.verification_share`).
+
+        A rule that has not held in this crawl yet (learned in an earlier
+        one: no confirmations here) has every prediction checked, whatever
+        the share.
+        """
+        confirmations = self.store.confirmations(rule)
+        if not confirmations:
+            return True
         if not self.verify_adaptive:
             return verifies(form, self.verify_share)
-        return verifies(form, verification_share(self.store.confirmations(rule), self.verify_share))
+        return verifies(form, verification_share(confirmations, self.verify_share))
 
     # -- after download: learn ---------------------------------------------------
 
@@ -332,6 +357,9 @@ class RedirectLearningMiddleware:
                 self.stats.inc_value("iri/verified")
         if flight is not None and flight.action == REWRITE and flight.rules and status in _SUSPICIOUS:
             self._check_original(request, flight, RuleKey.parse(flight.rules[0]))
+        if status in _SUSPICIOUS and form is not None:
+            self.gone.add(form)
+            self._check_merged_into(form)
         for rule in (*outcome.contradicted, *outcome.ended):
             self._reschedule(rule)
 
@@ -349,9 +377,10 @@ class RedirectLearningMiddleware:
         if not pending:
             return
         here = identity.sent_form
-        landed = self.store.representative(here) if here is not None else None
         for filed_as in pending:
-            if filed_as in (here, landed) or self.store.representative(filed_as) in (here, landed):
+            # Only what was fetched here counts: where the store would send ``here`` (a
+            # prediction that an error or a redirect not followed did not confirm) was not fetched.
+            if filed_as == here or self.store.representative(filed_as) == here:
                 continue
             self._fetch_filing(request, filed_as)
 
@@ -398,10 +427,11 @@ class RedirectLearningMiddleware:
         carried = rewritten.meta.get(META_IDENTITY)  # the original's, sent as its representative (filed there)
         original_form = carried.form if isinstance(carried, RequestIdentity) and carried.rewritten_to else None
         key = original_form or scheme_form(original) or original
-        if key in self.fetched:
-            return  # fetched as it is already (re-scheduled when its rule fell, or checked)
+        if key in self.fetched or key in self.queued:
+            return  # fetched as it is already, or on its way (re-scheduled when its rule fell, or checked)
         meta = {k: v for k, v in rewritten.meta.items() if k not in (META_REWRITTEN_FROM, META_IDENTITY)}
-        meta.update({_FLIGHT: Flight(flight.dont_filter, VERIFY, (str(rule),)), "dont_redirect": True})
+        # its redirects are followed: where the server sends it now is a page the rule would lose
+        meta[_FLIGHT] = Flight(flight.dont_filter, VERIFY, (str(rule),))
         self.stats.inc_value("iri/verify")
         self.fetched.add(key)
         self._crawl(rewritten.replace(url=original, dont_filter=True, meta=meta))
@@ -423,17 +453,63 @@ class RedirectLearningMiddleware:
             crawl.dropped = self.request_dropped
 
     def request_dropped(self, request: Request, spider: Spider | None = None) -> None:
-        """A duplicate the dupefilter dropped: keep it if a rule made it one."""
+        """A duplicate the dupefilter dropped: keep it if a rule made it one; honour its chain's filings."""
         identity = request.meta.get(META_IDENTITY)
-        if isinstance(identity, RequestIdentity) and identity.url == request.url and identity.rules:
-            self._hold(request, tuple(RuleKey.parse(rule) for rule in identity.rules))
+        if not isinstance(identity, RequestIdentity) or identity.url != request.url:
+            return
+        if identity.rules:
+            self._hold(request, tuple(RuleKey.parse(rule) for rule in identity.rules), identity.representative)
+        if identity.filings:
+            self._honor_chain_filings(request, identity, identity.representative or identity.form)
 
-    def _hold(self, request: Request, rules: tuple[RuleKey, ...]) -> None:
+    def _honor_chain_filings(self, request: Request, identity: RequestIdentity, handled: str | None) -> None:
+        """A redirect hop is dropped (another request has its identity): its chain ends here.
+
+        The earlier hops of the chain were filed under representatives that
+        were not their own URL, and the dupefilter drops later links to them
+        as seen; the request that owns ``handled`` fetches that one only, so
+        each other filing nothing fetched is fetched on its own.
+        """
+        for filed_as in identity.filings:
+            if filed_as == handled or self.store.representative(filed_as) == handled:
+                continue
+            self._fetch_filing(request, filed_as)
+
+    def _hold(self, request: Request, rules: tuple[RuleKey, ...], target: str | None) -> None:
         self.store.defer(request.url, rules)
         if request.url not in self.held:
             self.stats.inc_value("iri/deferred")
             if len(self.held) < HELD_MAX:
                 self.held[request.url] = request
+                if target is not None:
+                    self.merged_into.setdefault(target, {})[request.url] = rules[0]
+                    if target in self.gone:
+                        self._check_merged_into(target)
+
+    def _check_merged_into(self, target: str) -> None:
+        """``target`` is gone (404, 410): fetch, as they are, the URLs a rule merged into it.
+
+        Nothing contradicts the rule yet (an error is neutral evidence), so
+        what it merged would stay merged into a page that does not exist;
+        each original is fetched once, as a check of the rule's prediction.
+        """
+        for url, rule in self.merged_into.pop(target, {}).items():
+            held = self.held.get(url)
+            carried = held.meta.get(META_IDENTITY) if held is not None else None
+            form = carried.form if isinstance(carried, RequestIdentity) and carried.url == url else scheme_form(url)
+            key = form or url
+            if key in self.fetched or key in self.queued:
+                continue
+            self.queued.add(key)
+            flight = Flight(held.dont_filter if held is not None else False, VERIFY, (str(rule),))
+            if held is not None:
+                drop = (_FLIGHT, META_REWRITTEN_FROM, META_IDENTITY)
+                meta = {k: v for k, v in held.meta.items() if k not in drop}
+                request = held.replace(dont_filter=True, meta={**meta, _FLIGHT: flight})
+            else:
+                request = Request(url, dont_filter=True, meta={_FLIGHT: flight})
+            self.stats.inc_value("iri/verify")
+            self._crawl(request)
 
     def _reschedule(self, rule: RuleKey) -> None:
         """Schedule again what ``rule`` merged away (its own callback, or the spider's default)."""

@@ -685,21 +685,30 @@ class EquivalenceStore(BulkLearning):
         context = context | ({USERINFO} if has_userinfo(u) else frozenset())
         now = self.clock()
         notes = [note] if note else []
+        # What the server said about this URL's case is read before its alias ends: a
+        # case-only redirect it stated (``/D-4`` -> ``/d-4``) declared the other spelling,
+        # and a document here now contradicts that declaration; it declares nothing.
+        covering = list(predictions(u, self.storage.case_target))
+        declares_nothing = self.storage.case_target(case_key(u)) is not None
         if self._end_alias(u, outcome):
             notes.append("alias dropped: answered for itself")
         self.storage.answered(u)
         records = self.storage.rules_at(origin_of(u))
         known = False
         judged = []
-        for prediction in predictions(u, self.storage.case_target):
+        for prediction in covering:
             record = records.get(prediction.key)
-            known = known or (record is not None and record.support > 0)
+            supported = record is not None and record.support > 0
+            known = known or supported
+            # a directory whose server redirected case variants to lowercase answers a document
+            # at another case: that is no declaration, the server there is not what it was
+            declares_nothing = declares_nothing or (supported and prediction.key.kind == "lowercase-path")
             judged.append((prediction.key, Verdict.AGAINST))
         if judged:
             self._count_all(origin_of(u), judged, now, f"{u} answered {status}", outcome)
         if known or outcome.dropped_alias:
             self.storage.add_evidence(Evidence(now, u, status, None, frozenset(context), "; ".join(notes)))
-        if not context and self._declares_case(u, now):
+        if not context and not declares_nothing and self._declares_case(u, now):
             self.storage.set_declared_case(case_key(u), u)
         return outcome
 
@@ -881,10 +890,15 @@ class EquivalenceStore(BulkLearning):
 
         The confirmations its convention earned on the other sites, and the
         partner origins, where it held in this session (:meth:`prior_support`)
-        count too.
+        count too. A rule is evidence about the days it was seen: until this
+        session has seen it hold once (a support, a confirmed prediction), its
+        earlier confirmations earn it no trust here (0: every prediction is
+        checked), as an alias of an earlier crawl is checked.
         """
         record = self.storage.rules_at(key.origin).get(key)
         if record is None or record.status(self._judged(key), self.clock()) is not RuleStatus.ACTIVE:
+            return 0
+        if record.last_support < self.session_start:
             return 0
         return record.support + self.prior_support(key)
 

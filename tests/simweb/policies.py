@@ -320,3 +320,15 @@ class Stated(Policy):
         if answer is None:
             return None
         return Redirect(answer.status, answer.location, answer.headers + self.headers)
+
+
+@dataclass(frozen=True)
+class HttpRedirect(Policy):
+    """Every ``https`` request -> the same URL with ``http`` (a site that gave up TLS)."""
+
+    kind: ClassVar[str] = "http"
+
+    def redirect(self, ctx: Context) -> Redirect | None:
+        if ctx.scheme != "https":
+            return None
+        return self._to(f"http://{ctx.host}{ctx.target}")
