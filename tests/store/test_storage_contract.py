@@ -238,14 +238,18 @@ def test_dropping_a_case_only_alias_forgets_its_case(backend: Backend, store: Eq
     assert backend.reopen(store).storage.case_target(key) is None
 
 
-def test_a_document_at_a_former_case_only_alias_declares_its_own_case(backend: Backend, store: EquivalenceStore) -> None:
-    """The case-only 301 supported the declared-case rule of ``/docs/`` once (no counterexample):
-    a clean 200 at its source then drops the alias and declares the source's own case."""
+def test_a_document_at_a_former_case_only_alias_declares_no_case(backend: Backend, store: EquivalenceStore) -> None:
+    """The case-only 301 said the server lowercased ``/Docs/A``; a clean 200 there now ends the alias and
+    says the server became case-sensitive: ``/docs/a`` may be a page of its own, so no case is declared
+    (declaring ``/Docs/A`` would merge ``/docs/a`` into it)."""
     store.record_redirect(f"{H}/Docs/A", 301, f"{H}/docs/a")
     key = case_key(f"{H}/docs/a")
     assert store.record_response(f"{H}/Docs/A", 200).dropped_alias
-    assert store.storage.case_target(key) == f"{H}/Docs/A"
-    assert backend.reopen(store).storage.declared_case(key) == f"{H}/Docs/A"
+    assert store.resolve(f"{H}/Docs/A").representative == f"{H}/Docs/A"
+    assert store.storage.case_target(key) is None
+    reopened = backend.reopen(store)
+    assert reopened.storage.declared_case(key) is None
+    assert reopened.resolve(f"{H}/docs/a").representative == f"{H}/docs/a"
 
 
 
