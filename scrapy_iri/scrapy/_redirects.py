@@ -458,9 +458,30 @@ class RedirectLearningMiddleware:
         if not isinstance(identity, RequestIdentity) or identity.url != request.url:
             return
         if identity.rules:
-            self._hold(request, tuple(RuleKey.parse(rule) for rule in identity.rules), identity.representative)
+            rules = tuple(RuleKey.parse(rule) for rule in identity.rules)
+            self._hold(request, rules, identity.representative)
+            if identity.form is not None and self._verifies(identity.form, rules[0]):
+                self._verify_dropped(request, identity.form, rules[0])
         if identity.filings:
             self._honor_chain_filings(request, identity, identity.representative or identity.form)
+
+    def _verify_dropped(self, request: Request, form: str, rule: RuleKey) -> None:
+        """Check a prediction the dupefilter merged before the downloader could verify it: fetch the original.
+
+        The dupefilter drops a request whose predicted target it has seen,
+        whatever the verification share; a prediction that would have been
+        verified (every one of a rule from an earlier crawl until it holds in
+        this one) is checked all the same, or a rule that no request reaching
+        the downloader tests would keep what it merged forever.
+        """
+        if form in self.fetched or form in self.queued:
+            return
+        self.queued.add(form)
+        drop = (_FLIGHT, META_REWRITTEN_FROM, META_IDENTITY)
+        meta = {k: v for k, v in request.meta.items() if k not in drop}
+        meta[_FLIGHT] = Flight(request.dont_filter, VERIFY, (str(rule),))
+        self.stats.inc_value("iri/verify")
+        self._crawl(request.replace(dont_filter=True, meta=meta))
 
     def _honor_chain_filings(self, request: Request, identity: RequestIdentity, handled: str | None) -> None:
         """A redirect hop is dropped (another request has its identity): its chain ends here.
