@@ -358,8 +358,7 @@ class RedirectLearningMiddleware:
         if flight is not None and flight.action == REWRITE and flight.rules and status in _SUSPICIOUS:
             self._check_original(request, flight, RuleKey.parse(flight.rules[0]))
         if status in _SUSPICIOUS and form is not None:
-            self.gone.add(form)
-            self._check_merged_into(form)
+            self._gone(form, request)
         for rule in (*outcome.contradicted, *outcome.ended):
             self._reschedule(rule)
 
@@ -464,6 +463,8 @@ class RedirectLearningMiddleware:
                 self._verify_dropped(request, identity.form, rules[0])
         if identity.filings:
             self._honor_chain_filings(request, identity, identity.representative or identity.form)
+        if (identity.representative or identity.form) in self.gone:
+            self._gone(identity.form, request)
 
     def _verify_dropped(self, request: Request, form: str, rule: RuleKey) -> None:
         """Check a prediction the dupefilter merged before the downloader could verify it: fetch the original.
@@ -506,6 +507,22 @@ class RedirectLearningMiddleware:
                     self.merged_into.setdefault(target, {})[request.url] = rules[0]
                     if target in self.gone:
                         self._check_merged_into(target)
+
+    def _gone(self, form: str | None, request: Request) -> None:
+        """``form`` answered 404 or 410, and so did every hop of the chain that led ``request`` there.
+
+        A URL that redirects to a page that is gone is gone too: what a rule
+        merges into any hop of the chain is checked as what it merges into
+        the last one is.
+        """
+        for hop in request.meta.get("redirect_urls", ()):
+            gone = scheme_form(hop)
+            if gone is not None and gone not in self.gone:
+                self.gone.add(gone)
+                self._check_merged_into(gone)
+        if form is not None:
+            self.gone.add(form)
+            self._check_merged_into(form)
 
     def _check_merged_into(self, target: str) -> None:
         """``target`` is gone (404, 410): fetch, as they are, the URLs a rule merged into it.
