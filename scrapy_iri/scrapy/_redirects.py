@@ -37,7 +37,11 @@ store (``IRI_STORE``) with the dupefilter and:
   a wrong rule costs fetches, never pages. A rule-rewritten request that
   lands on 404/410, or cannot be downloaded at all, has its original fetched
   to check the rule (its redirects followed), and so has every request a
-  rule merges into a URL that answered 404/410 in this crawl;
+  rule merges into a URL that answered 404/410 in this crawl, or into any
+  hop of a chain that ended there;
+* checks a prediction the dupefilter dropped as a duplicate of its target
+  when the downloader would have checked it (the verification share, or a
+  rule that has not held in this crawl yet), by fetching the original;
 * checks every prediction of a rule learned in an earlier crawl until the
   rule holds once in this one, whatever the verification share.
 
