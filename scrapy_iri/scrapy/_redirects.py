@@ -40,8 +40,7 @@ store (``IRI_STORE``) with the dupefilter and:
   rule merges into a URL that answered 404/410 in this crawl, or into any
   hop of a chain that ended there;
 * checks a prediction the dupefilter dropped as a duplicate of its target
-  when the downloader would have checked it (the verification share, or a
-  rule that has not held in this crawl yet), by fetching the original;
+  by a rule that has not held in this crawl yet, by fetching the original;
 * checks every prediction of a rule learned in an earlier crawl until the
   rule holds once in this one, whatever the verification share.
 
@@ -463,7 +462,7 @@ class RedirectLearningMiddleware:
         if identity.rules:
             rules = tuple(RuleKey.parse(rule) for rule in identity.rules)
             self._hold(request, rules, identity.representative)
-            if identity.form is not None and self._verifies(identity.form, rules[0]):
+            if identity.form is not None and not self.store.confirmations(rules[0]):
                 self._verify_dropped(request, identity.form, rules[0])
         if identity.filings:
             self._honor_chain_filings(request, identity, identity.representative or identity.form)
@@ -471,13 +470,15 @@ class RedirectLearningMiddleware:
             self._gone(identity.form, request)
 
     def _verify_dropped(self, request: Request, form: str, rule: RuleKey) -> None:
-        """Check a prediction the dupefilter merged before the downloader could verify it: fetch the original.
+        """Check a prediction the dupefilter merged by a rule that has not held in this crawl: fetch the original.
 
-        The dupefilter drops a request whose predicted target it has seen,
-        whatever the verification share; a prediction that would have been
-        verified (every one of a rule from an earlier crawl until it holds in
-        this one) is checked all the same, or a rule that no request reaching
-        the downloader tests would keep what it merged forever.
+        The dupefilter drops a request whose predicted target it has seen
+        before the downloader could check the prediction; a rule of an
+        earlier crawl whose every prediction lands on a seen target would
+        otherwise never be tested, and keep what it merged. Once the rule
+        holds in this crawl, its dropped predictions are only held, as the
+        verification share of the predictions that reach the downloader
+        stands for them.
         """
         if form in self.fetched or form in self.queued:
             return
