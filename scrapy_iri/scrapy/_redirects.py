@@ -217,6 +217,8 @@ class RedirectLearningMiddleware:
         self.fetched: set[str] = set()
         #: scheme forms this middleware scheduled itself (filings, re-scheduled requests): scheduled once
         self.queued: set[str] = set()
+        #: scheme forms the dupefilter dropped as predictions of rules that had not held in this crawl
+        self.unchecked: dict[str, tuple[Request, RuleKey]] = {}
         store.alias_check = self._alias_checked
 
     def _alias_checked(self, alias: Alias) -> bool:
@@ -462,8 +464,9 @@ class RedirectLearningMiddleware:
         if identity.rules:
             rules = tuple(RuleKey.parse(rule) for rule in identity.rules)
             self._hold(request, rules, identity.representative)
-            if identity.form is not None and not self.store.confirmations(rules[0]):
-                self._verify_dropped(request, identity.form, rules[0])
+            form = identity.form
+            if form is not None and form not in self.unchecked and not self.store.confirmations(rules[0]):
+                self.unchecked[form] = (request, rules[0])
         if identity.filings:
             self._honor_chain_filings(request, identity, identity.representative or identity.form)
         if (identity.representative or identity.form) in self.gone:
@@ -475,12 +478,13 @@ class RedirectLearningMiddleware:
         The dupefilter drops a request whose predicted target it has seen
         before the downloader could check the prediction; a rule of an
         earlier crawl whose every prediction lands on a seen target would
-        otherwise never be tested, and keep what it merged. Once the rule
-        holds in this crawl, its dropped predictions are only held, as the
-        verification share of the predictions that reach the downloader
-        stands for them.
+        otherwise never be tested, and keep what it merged. The check waits
+        until the crawl is idle (a link to the same URL that passed the
+        dupefilter has been fetched by then) and is skipped if the rule has
+        held meanwhile: the share of the predictions that reach the
+        downloader stands for the dropped ones.
         """
-        if form in self.fetched or form in self.queued:
+        if form in self.fetched or form in self.queued or self.store.confirmations(rule):
             return
         self.queued.add(form)
         drop = (_FLIGHT, META_REWRITTEN_FROM, META_IDENTITY)
@@ -584,8 +588,12 @@ class RedirectLearningMiddleware:
         engine.crawl(request)
 
     def spider_idle(self, spider: Spider | None = None) -> None:
-        """Commit what was learned while the crawl waits (a batch otherwise waits for the next write)."""
+        """Commit what was learned while the crawl waits (a batch otherwise waits for the next write);
+        check the dropped predictions of rules that have not held in this crawl."""
         self.store.flush()
+        unchecked, self.unchecked = self.unchecked, {}
+        for form, (request, rule) in unchecked.items():
+            self._verify_dropped(request, form, rule)
 
     def spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
         """Make what was learned durable (the store itself closes when the engine stops)."""
