@@ -37,7 +37,10 @@ store (``IRI_STORE``) with the dupefilter and:
   a wrong rule costs fetches, never pages. A rule-rewritten request that
   lands on 404/410, or cannot be downloaded at all, has its original fetched
   to check the rule (its redirects followed), and so has every request a
-  rule merges into a URL that answered 404/410 in this crawl;
+  rule merges into a URL that answered 404/410 in this crawl, or into any
+  hop of a chain that ended there;
+* checks a prediction the dupefilter dropped as a duplicate of its target
+  by a rule that has not held in this crawl yet, by fetching the original;
 * checks every prediction of a rule learned in an earlier crawl until the
   rule holds once in this one, whatever the verification share.
 
@@ -214,6 +217,8 @@ class RedirectLearningMiddleware:
         self.fetched: set[str] = set()
         #: scheme forms this middleware scheduled itself (filings, re-scheduled requests): scheduled once
         self.queued: set[str] = set()
+        #: scheme forms the dupefilter dropped as predictions of rules that had not held in this crawl
+        self.unchecked: dict[str, tuple[Request, RuleKey]] = {}
         store.alias_check = self._alias_checked
 
     def _alias_checked(self, alias: Alias) -> bool:
@@ -358,8 +363,7 @@ class RedirectLearningMiddleware:
         if flight is not None and flight.action == REWRITE and flight.rules and status in _SUSPICIOUS:
             self._check_original(request, flight, RuleKey.parse(flight.rules[0]))
         if status in _SUSPICIOUS and form is not None:
-            self.gone.add(form)
-            self._check_merged_into(form)
+            self._gone(form, request)
         for rule in (*outcome.contradicted, *outcome.ended):
             self._reschedule(rule)
 
@@ -458,9 +462,36 @@ class RedirectLearningMiddleware:
         if not isinstance(identity, RequestIdentity) or identity.url != request.url:
             return
         if identity.rules:
-            self._hold(request, tuple(RuleKey.parse(rule) for rule in identity.rules), identity.representative)
+            rules = tuple(RuleKey.parse(rule) for rule in identity.rules)
+            self._hold(request, rules, identity.representative)
+            form = identity.form
+            if form is not None and form not in self.unchecked and not self.store.confirmations(rules[0]):
+                self.unchecked[form] = (request, rules[0])
         if identity.filings:
             self._honor_chain_filings(request, identity, identity.representative or identity.form)
+        if (identity.representative or identity.form) in self.gone:
+            self._gone(identity.form, request)
+
+    def _verify_dropped(self, request: Request, form: str, rule: RuleKey) -> None:
+        """Check a prediction the dupefilter merged by a rule that has not held in this crawl: fetch the original.
+
+        The dupefilter drops a request whose predicted target it has seen
+        before the downloader could check the prediction; a rule of an
+        earlier crawl whose every prediction lands on a seen target would
+        otherwise never be tested, and keep what it merged. The check waits
+        until the crawl is idle (a link to the same URL that passed the
+        dupefilter has been fetched by then) and is skipped if the rule has
+        held meanwhile: the share of the predictions that reach the
+        downloader stands for the dropped ones.
+        """
+        if form in self.fetched or form in self.queued or self.store.confirmations(rule):
+            return
+        self.queued.add(form)
+        drop = (_FLIGHT, META_REWRITTEN_FROM, META_IDENTITY)
+        meta = {k: v for k, v in request.meta.items() if k not in drop}
+        meta[_FLIGHT] = Flight(request.dont_filter, VERIFY, (str(rule),))
+        self.stats.inc_value("iri/verify")
+        self._crawl(request.replace(dont_filter=True, meta=meta))
 
     def _honor_chain_filings(self, request: Request, identity: RequestIdentity, handled: str | None) -> None:
         """A redirect hop is dropped (another request has its identity): its chain ends here.
@@ -485,6 +516,22 @@ class RedirectLearningMiddleware:
                     self.merged_into.setdefault(target, {})[request.url] = rules[0]
                     if target in self.gone:
                         self._check_merged_into(target)
+
+    def _gone(self, form: str | None, request: Request) -> None:
+        """``form`` answered 404 or 410, and so did every hop of the chain that led ``request`` there.
+
+        A URL that redirects to a page that is gone is gone too: what a rule
+        merges into any hop of the chain is checked as what it merges into
+        the last one is.
+        """
+        for hop in request.meta.get("redirect_urls", ()):
+            gone = scheme_form(hop)
+            if gone is not None and gone not in self.gone:
+                self.gone.add(gone)
+                self._check_merged_into(gone)
+        if form is not None:
+            self.gone.add(form)
+            self._check_merged_into(form)
 
     def _check_merged_into(self, target: str) -> None:
         """``target`` is gone (404, 410): fetch, as they are, the URLs a rule merged into it.
@@ -541,8 +588,12 @@ class RedirectLearningMiddleware:
         engine.crawl(request)
 
     def spider_idle(self, spider: Spider | None = None) -> None:
-        """Commit what was learned while the crawl waits (a batch otherwise waits for the next write)."""
+        """Commit what was learned while the crawl waits (a batch otherwise waits for the next write);
+        check the dropped predictions of rules that have not held in this crawl."""
         self.store.flush()
+        unchecked, self.unchecked = self.unchecked, {}
+        for form, (request, rule) in unchecked.items():
+            self._verify_dropped(request, form, rule)
 
     def spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
         """Make what was learned durable (the store itself closes when the engine stops)."""

@@ -16,7 +16,9 @@
 * A request a rule merges into a page that answered 404 or 410 in this crawl
   (before or after the merge) is fetched as it is: the error is neutral for
   the rule, which would otherwise keep it merged into nothing (seed 20,
-  phase 1, where a slash convention flipped: ``/d-2`` lost).
+  phase 1, where a slash convention flipped: ``/d-2`` lost). A URL that
+  redirects to a page that is gone is gone too (seed 219: ``http://www.H/d-5/``
+  led to a 404 at ``https://H/d-5/``, and ``http://www.H/d-5`` was merged into it).
 * A rule-rewritten request that lands on 404 has its original fetched as a
   check; where the original redirects now is followed, not ignored (seed
   107, phase 1: ``https://www.H/d-2`` rewritten to ``https://H/d-2/``, 404;
@@ -26,6 +28,12 @@
   its first predictions are checked (seed 123, phase 2: a host that became
   case-sensitive, ``/D-1`` and ``/D-3`` pages of their own merged into
   ``/d-1`` and ``/d-3`` by a case rule trusted from two earlier crawls).
+  The dupefilter drops a link whose predicted target it has seen before the
+  downloader could check the prediction: a prediction that would be checked
+  is checked all the same, by fetching the dropped original (seed 214,
+  phase 1: ``/D-4/`` dropped as ``/d-4/`` by a case rule of phase 0 that
+  no link reaching the downloader tested; seed 219, phases 1 and 2:
+  ``http://www.H/d-5`` dropped as ``/d-5/`` by an ``add-slash`` rule).
 """
 
 from __future__ import annotations
@@ -126,11 +134,14 @@ def test_a_verified_prediction_that_answers_404_fetches_its_filing(tmp_path: Pat
         assert result.stat("iri/filings_fetched") >= 1
 
 
-def gone_target_site() -> Site:
-    """``/d-k`` -301-> ``/d-k/`` for k = 1..3 (an ``add-slash`` rule); ``/d-9/`` answers 404 before
-    ``/d-9``, a page, is linked (twice) and merged into it by the rule."""
+def gone_target_site(via: bool = False) -> Site:
+    """``/d-k`` -301-> ``/d-k/`` for k = 1..3 (an ``add-slash`` rule); ``/d-9/`` answers 404 (with
+    ``via``: 302 to ``/e-9``, which answers 404) before ``/d-9``, a page, is linked (twice) and
+    merged into it by the rule."""
     site = Site("twin404.example", schemes=("http",))
     site.policies.append(Moves({f"/d-{k}": f"/d-{k}/" for k in (1, 2, 3)}))
+    if via:
+        site.policies.append(Moves({"/d-9/": "/e-9"}, status=302, label="via"))
     site.page("twin404:home", "/", "/d-1", "/d-2", "/d-3", "/next")
     for k in (1, 2, 3):
         site.page(f"twin404:{k}", f"/d-{k}/", "/")
@@ -141,8 +152,9 @@ def gone_target_site() -> Site:
     return site
 
 
+@pytest.mark.parametrize("via", [False, True])
 @pytest.mark.parametrize("share", [0.0, 1.0])
-def test_what_a_rule_merges_into_a_page_that_is_gone_is_fetched(tmp_path: Path, share: float) -> None:
+def test_what_a_rule_merges_into_a_page_that_is_gone_is_fetched(tmp_path: Path, share: float, via: bool) -> None:
     settings = {
         **ADDON,
         "IRI_STORE": f"sqlite:///{tmp_path / 'store.db'}",
@@ -151,7 +163,7 @@ def test_what_a_rule_merges_into_a_page_that_is_gone_is_fetched(tmp_path: Path, 
         "CONCURRENT_REQUESTS": 1,
         "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
     }
-    with SimulatedWeb([gone_target_site()]) as web:
+    with SimulatedWeb([gone_target_site(via)]) as web:
         result = run_crawl(web, settings=settings)
         assert result.returncode == 0, result.log[-3000:]
         assert result.stat("log_count/ERROR") == 0, result.log[-3000:]
@@ -214,10 +226,10 @@ def test_a_rule_of_an_earlier_crawl_is_checked_until_it_holds_in_this_one() -> N
     assert later.confirmations(rule) >= 11
 
 
-def turned_case_sensitive_site(phase: int) -> Site:
+def turned_case_sensitive_site(phase: int, target_first: bool = False) -> Site:
     """Phase 0: ``/D-k`` -301-> ``/d-k`` for k = 1..30 (a case rule under ``/``, trusted: checked for
     3/30 of its predictions); phase 1: the server is case-sensitive, and ``/D-50``, never seen before,
-    is a page next to ``/d-50``."""
+    is a page next to ``/d-50`` (linked after it with ``target_first``)."""
     site = Site("sensitive.example", schemes=("http",))
     for k in (*range(1, 31), 50):
         site.page(f"sensitive:{k}", f"/d-{k}", "/")
@@ -225,13 +237,16 @@ def turned_case_sensitive_site(phase: int) -> Site:
         site.page("sensitive:home", "/", *(f"/D-{k}" for k in range(1, 31)))
         site.policies.append(Moves({f"/D-{k}": f"/d-{k}" for k in range(1, 31)}))
     else:
-        site.page("sensitive:home", "/", "/D-50", "/d-50")
+        site.page("sensitive:home", "/", *(("/d-50", "/D-50") if target_first else ("/D-50", "/d-50")))
         site.page("sensitive:D-50", "/D-50", "/")
     return site
 
 
+@pytest.mark.parametrize("target_first", [False, True])
 @pytest.mark.parametrize("adaptive", [False, True])
-def test_a_case_rule_of_an_earlier_crawl_is_checked_before_it_merges(tmp_path: Path, adaptive: bool) -> None:
+def test_a_case_rule_of_an_earlier_crawl_is_checked_before_it_merges(
+    tmp_path: Path, adaptive: bool, target_first: bool
+) -> None:
     settings = {
         **ADDON,
         "IRI_STORE": f"sqlite:///{tmp_path / 'store.db'}",
@@ -241,7 +256,7 @@ def test_a_case_rule_of_an_earlier_crawl_is_checked_before_it_merges(tmp_path: P
         "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
     }
     for phase in (0, 1):
-        with SimulatedWeb([turned_case_sensitive_site(phase)]) as web:
+        with SimulatedWeb([turned_case_sensitive_site(phase, target_first)]) as web:
             result = run_crawl(web, settings=settings)
             assert result.returncode == 0, result.log[-3000:]
             assert result.stat("log_count/ERROR") == 0, result.log[-3000:]
