@@ -153,3 +153,30 @@ def run_archive_cli(capsys, tmp_path, name: str, archive, *options: str) -> dict
     lines = [line.replace(str(bad), "BAD") for line in err.splitlines() if not line.startswith("scrapy-iri: graph: ")]
     return {"code": code, "err": lines, "out": out.read_bytes(), "aliases": aliases.read_bytes(),
             "bad": bad.read_bytes()}
+
+
+def assert_hostile_archives_as_local(engine: str, capsys, tmp_path, rung: str) -> None:
+    """``graph`` of the hostile archives on ``engine`` (two workers) writes what the local engine writes."""
+    from test_graph_hostile import hostile_directory
+
+    archives = hostile_directory(tmp_path)
+    options = ("--rung", rung, "--redirects", "edges")
+    local = run_archive_cli(capsys, tmp_path, "local", archives, *options)
+    other = run_archive_cli(capsys, tmp_path, engine, archives, *options, "--engine", engine, "--workers", "2")
+    assert local["code"] == other["code"] == 1
+    assert other == local
+    assert b"2 different Locations" in local["bad"] and b"WAT: no Envelope" in local["bad"]
+
+
+def assert_dedup_recrawl_as_local(engine: str, capsys, tmp_path, monkeypatch, wget_archive, dedup_archive) -> None:
+    """wget's crawl and its ``--warc-dedup`` recrawl in one file, cut in pieces of 50 kB, on ``engine``:
+    what the local engine writes, each revisit's record found in another piece."""
+    from scrapy_iri.graph import _split
+
+    monkeypatch.setattr(_split, "PIECE_BYTES", 50_000)
+    both = tmp_path / "both.warc.gz"
+    both.write_bytes(wget_archive.read_bytes() + dedup_archive.read_bytes())
+    local = run_archive_cli(capsys, tmp_path, "local", both, "--rung", "protocol")
+    other = run_archive_cli(capsys, tmp_path, engine, both, "--rung", "protocol", "--engine", engine, "--workers", "2")
+    assert local["code"] == other["code"] == 0
+    assert other == local

@@ -261,31 +261,14 @@ def test_cli_dask_reports_the_captures_it_cannot_learn_as_local(client, capsys, 
 @pytest.mark.parametrize("rung", ["scheme", "protocol"])
 def test_cli_dask_on_hostile_archives_equals_local_byte_for_byte(client, capsys, tmp_path, rung):
     """1 MB URIs and Locations, two Locations, HTTP/2, no bytes, a chunked body that lies, a WAT without Envelope."""
-    from _messy import run_archive_cli
-    from test_graph_hostile import hostile_directory
+    from _messy import assert_hostile_archives_as_local
 
-    archives = hostile_directory(tmp_path)
-    local = run_archive_cli(capsys, tmp_path, "local", archives, "--rung", rung, "--redirects", "edges")
-    on_dask = run_archive_cli(capsys, tmp_path, "dask", archives, "--rung", rung, "--redirects", "edges",
-                              "--engine", "dask", "--workers", "2")
-    assert local["code"] == on_dask["code"] == 1
-    assert on_dask == local
-    assert b"2 different Locations" in local["bad"] and b"WAT: no Envelope" in local["bad"]
+    assert_hostile_archives_as_local("dask", capsys, tmp_path, rung)
 
 
 def test_cli_dask_on_a_dedup_recrawl_cut_in_pieces_equals_local(client, capsys, tmp_path, monkeypatch,
-                                                                  wget_archive, dedup_archive):
-    """wget's crawl and its ``--warc-dedup`` recrawl in one file, cut in pieces of 50 kB: each revisit's
-    record is in another piece, found as the local engine finds it."""
-    from _messy import run_archive_cli
+                                                                wget_archive, dedup_archive):
+    """wget's crawl and its ``--warc-dedup`` recrawl cut in pieces: each revisit's record is in another piece."""
+    from _messy import assert_dedup_recrawl_as_local
 
-    from scrapy_iri.graph import _split
-
-    monkeypatch.setattr(_split, "PIECE_BYTES", 50_000)
-    both = tmp_path / "both.warc.gz"
-    both.write_bytes(wget_archive.read_bytes() + dedup_archive.read_bytes())
-    local = run_archive_cli(capsys, tmp_path, "local", both, "--rung", "protocol")
-    on_dask = run_archive_cli(capsys, tmp_path, "dask", both, "--rung", "protocol", "--engine", "dask",
-                              "--workers", "2")
-    assert local["code"] == on_dask["code"] == 0
-    assert on_dask == local
+    assert_dedup_recrawl_as_local("dask", capsys, tmp_path, monkeypatch, wget_archive, dedup_archive)
