@@ -20,11 +20,11 @@ import os
 import re
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from operator import attrgetter
+from itertools import chain, repeat
 from typing import Any
 
 from ..errors import GraphError, IRIError
@@ -487,7 +487,8 @@ def capture_files(names: list[str | CaptureFile]) -> list[CaptureFile]:
     """The archive and index files ``names`` name, in order, each checked once: a directory's files that
     are WARC, WAT, CDX or CDXJ (the others passed over), a glob's matches (one that is none of them is
     a bad record when read, as in ``graph``), a file. A file named that is none of them is a
-    :class:`GraphError`. Files already checked are kept as they are."""
+    :class:`GraphError`. Files already checked are kept as they are. A file named twice (again, through a
+    link, in a directory and a glob) is read once."""
     found: list[CaptureFile] = []
     for name in names:
         if isinstance(name, CaptureFile):
@@ -499,7 +500,14 @@ def capture_files(names: list[str | CaptureFile]) -> list[CaptureFile]:
             found.append(_checked(name))
         else:
             found.extend(CaptureFile(path, "") for path in archive_files(name))  # a glob's: checked when read
-    return found
+    seen: set[str] = set()
+    once = []
+    for file in found:
+        real = os.path.realpath(file.path)
+        if real not in seen:
+            seen.add(real)
+            once.append(file)
+    return once
 
 
 def file_captures(file: str | CaptureFile, reading: Reading) -> Iterator[Capture]:
@@ -551,25 +559,72 @@ def _in_date_order(files: Iterator[tuple[Any, FileReader]], reading: Reading,
                    on_read: Callable[[str, int, bool], Any] | None = None) -> Iterator[Capture]:
     """The captures of ``files`` (each with its reader) in date order: see :func:`ordered_captures`."""
     runs: list[list[Capture]] = []
+    kinds: list[str] = []
     collecting = gc.isenabled()
     if collecting:  # captures form no cycles: only the young objects are looked at, now and then
         gc.disable()
     try:
-        _read_runs(files, reading, on_read, runs, collecting)
+        _read_runs(files, reading, on_read, runs, kinds, collecting)
     finally:
         if collecting:
             gc.enable()
-    if all(a[-1].time <= b[0].time for a, b in zip(runs, runs[1:])):
-        for run in runs:
-            yield from run
+    if len(runs) == 1:
+        yield from runs[0]
         return
-    yield from heapq.merge(*runs, key=attrgetter("time"))
+    tagged = [zip(run, repeat(number)) for number, run in enumerate(runs)]
+    if all(a[-1].time <= b[0].time for a, b in zip(runs, runs[1:])):
+        yield from _once_each(chain.from_iterable(tagged), kinds)
+        return
+    yield from _once_each(heapq.merge(*tagged, key=lambda pair: pair[0].time), kinds)
+
+
+def _once_each(tagged: Iterable[tuple[Capture, int]], kinds: list[str]) -> Iterator[Capture]:
+    """The captures of several files (each tagged with its file's number) once each: a capture that files
+    of several kinds hold (the same URL, second, status and target: a crawl's WARCs and their CDX or CDXJ
+    index, side by side in one directory as wget writes them) is learned from one kind only, as evidence
+    counted twice would let a rule pass its threshold on half its observations. The files of one kind
+    add up (a crawl's WARCs, one after the other); of the kinds that hold a capture, the one that holds it
+    most often gives it, an archive before an index (an index drops the headers that give a capture
+    its context)."""
+    group: list[tuple[Capture, int]] = []
+    second = None
+    for pair in tagged:
+        now = int(pair[0].time)
+        if now != second:
+            yield from _group_once_each(group, kinds)
+            group, second = [], now
+        group.append(pair)
+    yield from _group_once_each(group, kinds)
+
+
+def _group_once_each(group: list[tuple[Capture, int]], kinds: list[str]) -> Iterator[Capture]:
+    """:func:`_once_each` for the captures of one second, in their order."""
+    if len({kinds[number] for _, number in group}) < 2:
+        for capture, _ in group:
+            yield capture
+        return
+    held: dict[tuple[str, int, str | None], dict[str, list[int]]] = {}
+    for place, (capture, number) in enumerate(group):
+        key = (capture.url, capture.status, capture.target)
+        held.setdefault(key, {}).setdefault(kinds[number], []).append(place)
+    kept: set[int] = set()
+    for by_kind in held.values():
+        most = max(map(len, by_kind.values()))
+        fullest = [kind for kind, places in by_kind.items() if len(places) == most]
+        kept.update(by_kind["warc" if "warc" in fullest else fullest[0]])
+    for place, (capture, _) in enumerate(group):
+        if place in kept:
+            yield capture
 
 
 def _read_runs(files: Iterator[tuple[Any, FileReader]], reading: Reading,
-               on_read: Callable[[str, int, bool], Any] | None, runs: list[list[Capture]], collect: bool) -> None:
+               on_read: Callable[[str, int, bool], Any] | None, runs: list[list[Capture]], kinds: list[str],
+               collect: bool) -> None:
     for file, read in files:
         path = file.path if isinstance(file, CaptureFile) else file
+        kind = "warc"
+        if isinstance(file, CaptureFile):
+            kind = file.kind or (_capture_file(file.path) or file).kind or "warc"
         reading.files += 1
         run: list[Capture] = []
         for capture in read(file, reading):
@@ -584,6 +639,7 @@ def _read_runs(files: Iterator[tuple[Any, FileReader]], reading: Reading,
         run = _by_date(run)
         if run:
             runs.append(run)
+            kinds.append(kind)
 
 
 def observations(names: list[str | CaptureFile], reading: Reading,

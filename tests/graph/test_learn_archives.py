@@ -133,3 +133,19 @@ def test_wgets_own_cdx_teaches_what_the_archive_teaches_but_the_locations_shown(
     got = store_state(learned("memory:", [cdx], end), end, urls)
     assert [{**e, "location": None} for e in got["evidence"]] == [{**e, "location": None} for e in found["evidence"]]
     assert {k: v for k, v in got.items() if k != "evidence"} == {k: v for k, v in found.items() if k != "evidence"}
+
+
+def test_an_archive_beside_its_indexes_teaches_each_capture_once(wget_archive, expected, tmp_path):
+    """wget writes its CDX beside the WARC; pywb keeps indexes beside archives. Learning the directory, a
+    glob of it, or the WARC with its CDX, a CDXJ and itself again through a link, learns each capture
+    once: evidence counted twice would carry a rule past its threshold on half its observations."""
+    end, urls, found = expected
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    warc = crawl / wget_archive.name
+    warc.symlink_to(wget_archive)
+    (crawl / "docs.cdx").symlink_to(wget_archive.with_suffix("").with_suffix(".cdx"))
+    cdxj_of(wget_archive, crawl / "docs.cdxj")
+    (tmp_path / "again.warc.gz").symlink_to(wget_archive)
+    for names in ([crawl], [crawl / "*"], [crawl / "docs.cdx", warc, crawl / "docs.cdxj", tmp_path / "again.warc.gz"]):
+        assert store_state(learned("memory:", names, end), end, urls) == found, names
