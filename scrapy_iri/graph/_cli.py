@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import errno
+import logging
+import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any, TextIO
 
 from .._cli import _rung, positive_number, whole_number
@@ -146,6 +150,24 @@ class _Progress:
             self.err.write("\n")
 
 
+@contextmanager
+def _py4j_unheard(err: TextIO) -> Iterator[None]:
+    """Py4J logs to the root logger, with a traceback, each call to the JVM that Ctrl-C breaks off: a
+    run on Spark shows the log as Python would, without Py4J's records."""
+    root = logging.getLogger()
+    if root.handlers:
+        yield
+        return
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(logging.Formatter(logging.BASIC_FORMAT))
+    handler.addFilter(lambda record: f"{os.sep}py4j{os.sep}" not in record.pathname and not record.name.startswith("py4j"))
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+
+
 def _isatty(stream: TextIO) -> bool:
     try:
         return stream.isatty()
@@ -241,28 +263,29 @@ def cmd_graph(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if args.engine != "local":  # every worker opens it from the URI: checked here first
                 store.close()
                 store = resolved
-        summary = normalize_graph_file(
-            args.input,
-            args.output,
-            rung,
-            fmt=args.format,
-            keep_fragment=args.keep_fragment,
-            lenient=not args.strict,
-            store=store,
-            cache_size=args.cache_size,
-            aliases=args.aliases,
-            bad_rows=args.bad_rows,
-            fail_fast=args.fail_fast,
-            form=args.form,
-            engine=args.engine,
-            workers=args.workers,
-            identity=args.identity_kernel,
-            redirects=args.redirects,
-            on_bad=on_bad,
-            on_stage=on_stage,
-            progress=progress,
-            stdout=out,
-        )
+        with _py4j_unheard(err) if args.engine == "spark" else nullcontext():
+            summary = normalize_graph_file(
+                args.input,
+                args.output,
+                rung,
+                fmt=args.format,
+                keep_fragment=args.keep_fragment,
+                lenient=not args.strict,
+                store=store,
+                cache_size=args.cache_size,
+                aliases=args.aliases,
+                bad_rows=args.bad_rows,
+                fail_fast=args.fail_fast,
+                form=args.form,
+                engine=args.engine,
+                workers=args.workers,
+                identity=args.identity_kernel,
+                redirects=args.redirects,
+                on_bad=on_bad,
+                on_stage=on_stage,
+                progress=progress,
+                stdout=out,
+            )
     except (GraphError, OSError, KeyboardInterrupt, *_store_errors(args)) as exc:
         if progress is not None:
             progress.clear()

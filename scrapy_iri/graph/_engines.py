@@ -20,12 +20,14 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import signal
 import tempfile
+import threading
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from operator import itemgetter
 from typing import Any, Protocol
 
@@ -38,6 +40,21 @@ _ABSENT = object()
 ENGINES = ("local", "dask", "spark")
 CHUNK_ROWS = 100_000  # rows read before their new values go to the engine
 PART_ROWS = 10_000  # rows looked at together, while fresh in the processor's cache
+
+
+@contextmanager
+def _deaf_to_ctrl_c() -> Iterator[None]:
+    """Processes started inside ignore SIGINT: Ctrl-C on a terminal reaches the whole process group, and
+    this process alone answers it (stops its workers, says it was interrupted), where each worker would
+    print a traceback of its own."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class _Dask:
@@ -66,7 +83,7 @@ class _Dask:
             "distributed.worker.profile.enabled": False,  # no sampling of the tasks' stacks every 10 ms
             "distributed.admin.tick.interval": "500ms",  # blocked event loops are looked for twice a second
         }
-        with dask.config.set(settings):
+        with dask.config.set(settings), _deaf_to_ctrl_c():
             self.cluster = LocalCluster(
                 n_workers=workers,
                 threads_per_worker=1,
