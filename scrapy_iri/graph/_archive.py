@@ -233,6 +233,10 @@ def target_uri(record: Record) -> str:
     return uri[1:-1] if uri.startswith("<") and uri.endswith(">") else uri
 
 
+# a file given as an archive (by name, or matched by a glob) that holds nothing: said, not passed over
+EMPTY = BadRecord("0", "an empty file: no WARC or WAT record")
+
+
 class ArchiveRows:
     """The link rows of archive files, the records they skip (counted), and how far the reading is."""
 
@@ -261,6 +265,8 @@ class ArchiveRows:
             for piece in self.pieces:
                 with open(piece.location, "rb") as file:
                     self.current, self.start = file, piece.start
+                    if piece.end == 0:
+                        yield from self._rows(piece.path, EMPTY)
                     for record in span_records(file, piece.start, piece.end):
                         yield from self._rows(piece.path, record)
                 self.done += piece.end - piece.start
@@ -269,6 +275,8 @@ class ArchiveRows:
         for path in self.files:
             with open(path, "rb") as file:
                 self.current = file
+                if not os.fstat(file.fileno()).st_size:
+                    yield from self._rows(path, EMPTY)
                 for record in records(file):
                     yield from self._rows(path, record)
             self.done += os.path.getsize(path)

@@ -49,7 +49,7 @@ def detect_format(name: str) -> str:
     suffix = name_suffix(name)
     if suffix in (".warc", ".wat"):
         return "warc"
-    if suffix in (".cdx", ".cdxj"):
+    if suffix in (".cdx", ".cdxj") or (suffix not in _SUFFIXES and _is_index(name)):
         raise GraphError(f"{name}: an index holds no links: learn from it with 'scrapy-iri store learn', "
                          "and give graph the WARC files")
     try:
@@ -57,6 +57,14 @@ def detect_format(name: str) -> str:
     except KeyError:
         choices = ",".join(FORMATS)
         raise GraphError(f"{name}: cannot tell the format from the name: use --format {{{choices}}}") from None
+
+
+def _is_index(name: str) -> bool:
+    """Whether ``name`` is a CDX or CDXJ index, by its content (as ``store learn`` knows one)."""
+    from ._learn import _capture_file
+
+    found = _capture_file(name)
+    return found is not None and found.kind in ("cdx", "cdxj")
 
 
 def _raw_text(row: tuple[Any, ...], problem: str) -> str:

@@ -130,3 +130,14 @@ def test_store_learn_of_the_directory_is_the_warcs_own(crawls, split):
         assert reading.bad == []
         states.append(store_state(store, end, urls))
     assert states[0]["aliases"] and states[0]["rules"] and states[0] == states[1]
+
+
+def test_dask_reads_the_split_crawl_as_the_local_engine_does(split, capsys, tmp_path):
+    pytest.importorskip("distributed")
+    from _messy import run_archive_cli
+
+    local = run_archive_cli(capsys, tmp_path, "local", split, "--rung", "protocol")
+    on_dask = run_archive_cli(capsys, tmp_path, "dask", split, "--rung", "protocol", "--engine", "dask",
+                              "--workers", "2")
+    assert local["code"] == on_dask["code"] == 0
+    assert on_dask == local

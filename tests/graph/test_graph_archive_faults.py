@@ -264,11 +264,16 @@ def test_captures_are_learned_in_date_order_with_their_context(tmp_path):
 def test_usage_errors_name_the_problem(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     (tmp_path / "i.cdx").write_text(" CDX a b a m s k r M V g u\n")
+    (tmp_path / "index").write_text(" CDX a b a m s k r M V g u\nhttp://a/ 20240101000000 http://a/ text/html 301"
+                                    " - http://b/ - - 0 a.warc.gz\n")
+    (tmp_path / "index-j").write_text('a,)/ 20240101000000 {"url": "http://a/", "status": "301", "redirect": "http://b/"}\n')
     cases = [
         ([str(tmp_path / "nope.warc.gz")], "no such file"),
         ([str(tmp_path / "*.nothing")], "no file matches it as a glob"),
         ([str(tmp_path / "empty")], "a directory without WARC or WAT files"),
         ([str(tmp_path / "i.cdx")], "an index holds no links"),
+        ([str(tmp_path / "index")], "an index holds no links"),  # known by its content, whatever its name
+        ([str(tmp_path / "index-j")], "an index holds no links"),
         (["-", "--format", "warc"], "cannot be read from stdin"),
     ]
     for args, message in cases:
@@ -286,3 +291,17 @@ def test_a_missing_parser_is_one_error_naming_the_extra(tmp_path, capsys, monkey
     code = main(["graph", str(archive), str(tmp_path / "out.csv")])
     err = capsys.readouterr().err
     assert code == 2 and "pip install 'scrapy-iri[archive]'" in err and "Traceback" not in err
+
+
+def test_an_empty_file_given_as_an_archive_is_a_bad_record(tmp_path, capsys):
+    """Named, or matched by a glob, an empty file is said, as a directory names its files that are not
+    archives: a bad record at offset 0, never read as an archive of nothing."""
+    archive = write(tmp_path / "a.warc.gz", [page("http://docs.test/", '<a href="/a">a</a>')])
+    (tmp_path / "b.warc.gz").write_bytes(b"")  # a crawl that died before writing its first record
+    for given in (tmp_path / "*.warc.gz", tmp_path / "b.warc.gz"):
+        code, err, bad, edges = run(capsys, tmp_path, given)
+        assert code == 1, err
+        assert [(row["file"], row["offset"], row["reason"]) for row in bad] == [
+            (str(tmp_path / "b.warc.gz"), "0", "an empty file: no WARC or WAT record")]
+        assert len(edges) == (1 if given.name.startswith("*") else 0)
+    assert archive.exists()
