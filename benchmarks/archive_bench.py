@@ -426,6 +426,23 @@ def write_index(path: str, index: str, kind: str) -> None:
         out.writelines(lines if kind == "cdx" else sorted(lines))
 
 
+def beside(count: int, directory: Path) -> dict[str, float]:
+    """CPU-s of putting in date order the captures of ``count`` redirect records: the WARC alone, and the WARC
+    with wget's CDX of it beside (each capture then held twice, and learned once)."""
+    from scrapy_iri.graph._learn import Reading, ordered_captures
+
+    warc, index = str(directory / "beside.warc.gz"), str(directory / "beside.cdx")
+    redirect_warc(warc, count)
+    write_index(warc, index, "cdx")
+    found = {}
+    for label, names in (("the WARC alone", [warc]), ("the WARC and its CDX", [warc, index])):
+        started = time.process_time()
+        captures = sum(1 for _ in ordered_captures(names, Reading()))
+        found[f"beside: {label}: CPU s"] = time.process_time() - started
+        found[f"beside: {label}: captures out"] = captures
+    return found
+
+
 def learn(count: int, redis: bool = False, hosts: int = 997, mix: str = "redirects") -> dict[str, float]:
     """``store learn`` on ``count`` synthetic response records (``mix``: 301s only, or ``realistic``)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -478,6 +495,8 @@ def main() -> int:
     parser.add_argument("--mix", choices=["redirects", "realistic"], default="redirects",
                         help="--learn: 301 records only, or a crawl's mix (requests, 200 pages, convention 301s, 302s)")
     parser.add_argument("--learn-wget", action="store_true", help="store learn on the wget-made archive")
+    parser.add_argument("--beside", type=int, default=0, metavar="N",
+                        help="ordering the captures of N redirect records, alone and with a CDX of them beside")
     parser.add_argument("--nodes", action="store_true")
     parser.add_argument("--engines", type=int, default=0, metavar="COPIES",
                         help="local, Dask and Spark on COPIES copies of the archive")
@@ -501,6 +520,8 @@ def main() -> int:
         figures.update(learn(args.learn, args.redis, args.hosts, args.mix))
     if args.learn_wget:
         figures.update(learn_figures(str(path), "wget python3-doc", args.redis))
+    if args.beside:
+        figures.update(beside(args.beside, args.dir))
     if args.nodes:
         figures.update(nodes(path))
     if args.engines:
