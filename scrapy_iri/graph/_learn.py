@@ -13,6 +13,7 @@ crawl with its safety.
 from __future__ import annotations
 
 import gc
+import gzip
 import heapq
 import json
 import lzma
@@ -584,8 +585,8 @@ def _once_each(tagged: Iterable[tuple[Capture, int]], kinds: list[str]) -> Itera
     index, side by side in one directory as wget writes them) is learned from one kind only, as evidence
     counted twice would let a rule pass its threshold on half its observations. The files of one kind
     add up (a crawl's WARCs, one after the other); of the kinds that hold a capture, the one that holds it
-    most often gives it, an archive before an index (an index drops the headers that give a capture
-    its context)."""
+    most often gives it: a WARC, else a WAT, before an index (an index drops the headers that give a
+    capture its context). A WARC and the WAT made of it are two kinds too."""
     group: list[tuple[Capture, int]] = []
     second = None
     for pair in tagged:
@@ -611,10 +612,27 @@ def _group_once_each(group: list[tuple[Capture, int]], kinds: list[str]) -> Iter
     for by_kind in held.values():
         most = max(map(len, by_kind.values()))
         fullest = [kind for kind, places in by_kind.items() if len(places) == most]
-        kept.update(by_kind["warc" if "warc" in fullest else fullest[0]])
+        kept.update(by_kind[next((kind for kind in ("warc", "wat") if kind in fullest), fullest[0])])
     for place, (capture, _) in enumerate(group):
         if place in kept:
             yield capture
+
+
+_WAT_RECORD = re.compile(rb'"WARC-Header-Metadata"|\r\nWARC-Type: *(?:response|revisit)\r\n', re.IGNORECASE)
+
+
+def _flavour(path: str) -> str:
+    """``wat`` for a WAT file (its first record past the warcinfo holds an ``Envelope`` of metadata, not a
+    response), else ``warc``."""
+    try:
+        with open(path, "rb") as f:
+            packed = f.read(2) == b"\x1f\x8b"
+            f.seek(0)
+            text = (gzip.GzipFile(fileobj=f) if packed else f).read(_SNIFF_BYTES)
+    except (OSError, EOFError, zlib.error):
+        text = b""
+    found = _WAT_RECORD.search(text)
+    return "wat" if found is not None and found.group().startswith(b'"') else "warc"
 
 
 def _read_runs(files: Iterator[tuple[Any, FileReader]], reading: Reading,
@@ -625,6 +643,8 @@ def _read_runs(files: Iterator[tuple[Any, FileReader]], reading: Reading,
         kind = "warc"
         if isinstance(file, CaptureFile):
             kind = file.kind or (_capture_file(file.path) or file).kind or "warc"
+        if kind == "warc":
+            kind = _flavour(path)
         reading.files += 1
         run: list[Capture] = []
         for capture in read(file, reading):

@@ -149,3 +149,42 @@ def test_an_archive_beside_its_indexes_teaches_each_capture_once(wget_archive, e
     (tmp_path / "again.warc.gz").symlink_to(wget_archive)
     for names in ([crawl], [crawl / "*"], [crawl / "docs.cdx", warc, crawl / "docs.cdxj", tmp_path / "again.warc.gz"]):
         assert store_state(learned("memory:", names, end), end, urls) == found, names
+
+
+def wat_of(warc: Path, out: Path) -> int:
+    """A WAT of ``warc``'s response records as Common Crawl lays one out: a warcinfo record, then for each
+    response a ``metadata`` record whose JSON ``Envelope`` holds its WARC headers, status and HTTP headers."""
+    import gzip
+
+    members = [b"WARC/1.0\r\nWARC-Type: warcinfo\r\nWARC-Date: 2024-03-01T00:00:00Z\r\nContent-Length: 0\r\n\r\n\r\n\r\n"]
+    with open(warc, "rb") as f:
+        for rec in records(f):
+            assert not isinstance(rec, BadRecord)
+            if rec.header("warc-type").lower() != "response":
+                continue
+            response = http_response(rec.block if rec.block is not None else rec.head)
+            assert not isinstance(response, str)
+            uri, date = target_uri(rec), rec.header("warc-date")
+            envelope = {"Format": "WARC", "WARC-Header-Metadata": {
+                "WARC-Type": "response", "WARC-Target-URI": uri, "WARC-Date": date},
+                "Payload-Metadata": {"HTTP-Response-Metadata": {
+                    "Response-Message": {"Version": "HTTP/1.1", "Status": str(response.status), "Reason": ""},
+                    "Headers": {name: values[-1] for name, values in response.headers.items()}}}}
+            block = json.dumps({"Container": {"Filename": warc.name}, "Envelope": envelope}).encode()
+            members.append(f"WARC/1.0\r\nWARC-Type: metadata\r\nWARC-Target-URI: {uri}\r\nWARC-Date: {date}\r\n"
+                           f"Content-Type: application/json\r\nContent-Length: {len(block)}\r\n\r\n".encode()
+                           + block + b"\r\n\r\n")
+    out.write_bytes(b"".join(gzip.compress(m) for m in members))
+    return len(members) - 1
+
+
+def test_a_warc_beside_the_wat_made_of_it_teaches_each_capture_once(wget_archive, expected, tmp_path):
+    """Common Crawl publishes each WARC with its WAT; both in one directory are two kinds of file holding
+    the same captures, learned once."""
+    end, urls, found = expected
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    (crawl / "docs.warc.gz").symlink_to(wget_archive)
+    assert wat_of(wget_archive, crawl / "docs.warc.wat.gz") == len(captures_in_date_order(wget_archive))
+    assert store_state(learned("memory:", [crawl / "docs.warc.wat.gz"], end), end, urls) == found  # a WAT alone
+    assert store_state(learned("memory:", [crawl], end), end, urls) == found
