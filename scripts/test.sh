@@ -30,6 +30,9 @@ command -v wget >/dev/null 2>&1 || missing+=(wget)
 [ -f /usr/share/doc/python3-doc/html/tutorial/index.html ] || missing+=(python3-doc)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# tests/graph/test_graph_apache.py: Debian's Apache (its stock modules) serving Debian's git documentation
+[ -x /usr/sbin/apache2 ] && [ -f /usr/lib/apache2/modules/mod_speling.so ] || missing+=(apache2)
+[ -f /usr/share/doc/git-doc/index.html ] || missing+=(git-doc)
 if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "installing ${missing[*]} (Debian packages) for the archive and real-server tests" >&2

@@ -23,8 +23,11 @@ SCRIPT = Path(sys.executable).parent / "scrapy-iri"
 def interrupted(command: list[str], cue: str, delay: float) -> tuple[int, str]:
     """Run ``command`` in a process group of its own, send the group SIGINT ``delay`` seconds after stderr
     shows ``cue``: (exit status, stderr)."""
+    # a shell starts a background job with SIGINT ignored, and the test may run as one: the command gets it
+    # as a terminal's foreground job does
     process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                               start_new_session=True)
+                               start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert process.stderr is not None
     seen = []
     try:
