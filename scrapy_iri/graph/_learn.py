@@ -572,47 +572,70 @@ def _in_date_order(files: Iterator[tuple[Any, FileReader]], reading: Reading,
     if len(runs) == 1:
         yield from runs[0]
         return
-    tagged = [zip(run, repeat(number)) for number, run in enumerate(runs)]
+    sources, preference = _sources(runs, kinds)
+    tagged = [zip(run, repeat(sources[number])) for number, run in enumerate(runs)]
     if all(a[-1].time <= b[0].time for a, b in zip(runs, runs[1:])):
-        yield from _once_each(chain.from_iterable(tagged), kinds)
+        yield from _once_each(chain.from_iterable(tagged), preference)
         return
-    yield from _once_each(heapq.merge(*tagged, key=lambda pair: pair[0].time), kinds)
+    yield from _once_each(heapq.merge(*tagged, key=lambda pair: pair[0].time), preference)
 
 
-def _once_each(tagged: Iterable[tuple[Capture, int]], kinds: list[str]) -> Iterator[Capture]:
-    """The captures of several files (each tagged with its file's number) once each: a capture that files
-    of several kinds hold (the same URL, second, status and target: a crawl's WARCs and their CDX or CDXJ
-    index, side by side in one directory as wget writes them) is learned from one kind only, as evidence
-    counted twice would let a rule pass its threshold on half its observations. The files of one kind
-    add up (a crawl's WARCs, one after the other); of the kinds that hold a capture, the one that holds it
-    most often gives it: a WARC, else a WAT, before an index (an index drops the headers that give a
-    capture its context). A WARC and the WAT made of it are two kinds too."""
+_RANK = {"warc": 0, "wat": 1}  # whose capture is kept: a WARC's, a WAT's, then an index's (no headers)
+
+
+def _sources(runs: list[list[Capture]], kinds: list[str]) -> tuple[list[int], list[tuple[int, int]]]:
+    """The source of each file's run, and each source's rank (lower: preferred). A source is files of
+    one kind that follow one another in time (a crawl's WARCs, in name order); a file of another kind,
+    or one whose captures overlap in time those of every source of its kind so far (an index of the
+    same crawl, a copy), starts a source of its own."""
+    sources: list[int] = []
+    preference: list[tuple[int, int]] = []
+    ends: list[tuple[str, float]] = []  # each source's kind and last capture's date
+    for run, kind in zip(runs, kinds):
+        found = next((n for n, (k, last) in enumerate(ends) if k == kind and last <= run[0].time), None)
+        if found is None:
+            found = len(ends)
+            ends.append((kind, run[-1].time))
+            preference.append((_RANK.get(kind, 2), found))
+        else:
+            ends[found] = (kind, run[-1].time)
+        sources.append(found)
+    return sources, preference
+
+
+def _once_each(tagged: Iterable[tuple[Capture, int]], preference: list[tuple[int, int]]) -> Iterator[Capture]:
+    """The captures of several sources (:func:`_sources`; each capture tagged with its source) once each:
+    a capture that several sources hold (the same URL, second, status and target: a crawl's WARCs and
+    their CDX or CDXJ index side by side in one directory as wget writes them, a WARC and the WAT made of
+    it, two indexes of one crawl, a copy) is learned from one source only, as evidence counted twice
+    would let a rule pass its threshold on half its observations: from the source that holds it most
+    often, a WARC before a WAT before an index (an index drops the headers that give a capture its
+    context). A source's own repeats are kept."""
     group: list[tuple[Capture, int]] = []
     second = None
     for pair in tagged:
         now = int(pair[0].time)
         if now != second:
-            yield from _group_once_each(group, kinds)
+            yield from _group_once_each(group, preference)
             group, second = [], now
         group.append(pair)
-    yield from _group_once_each(group, kinds)
+    yield from _group_once_each(group, preference)
 
 
-def _group_once_each(group: list[tuple[Capture, int]], kinds: list[str]) -> Iterator[Capture]:
+def _group_once_each(group: list[tuple[Capture, int]], preference: list[tuple[int, int]]) -> Iterator[Capture]:
     """:func:`_once_each` for the captures of one second, in their order."""
-    if len({kinds[number] for _, number in group}) < 2:
+    if len({source for _, source in group}) < 2:
         for capture, _ in group:
             yield capture
         return
-    held: dict[tuple[str, int, str | None], dict[str, list[int]]] = {}
-    for place, (capture, number) in enumerate(group):
+    held: dict[tuple[str, int, str | None], dict[int, list[int]]] = {}
+    for place, (capture, source) in enumerate(group):
         key = (capture.url, capture.status, capture.target)
-        held.setdefault(key, {}).setdefault(kinds[number], []).append(place)
+        held.setdefault(key, {}).setdefault(source, []).append(place)
     kept: set[int] = set()
-    for by_kind in held.values():
-        most = max(map(len, by_kind.values()))
-        fullest = [kind for kind, places in by_kind.items() if len(places) == most]
-        kept.update(by_kind[next((kind for kind in ("warc", "wat") if kind in fullest), fullest[0])])
+    for by_source in held.values():
+        chosen = min(by_source, key=lambda source: (-len(by_source[source]), preference[source]))
+        kept.update(by_source[chosen])
     for place, (capture, _) in enumerate(group):
         if place in kept:
             yield capture

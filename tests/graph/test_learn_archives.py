@@ -136,9 +136,10 @@ def test_wgets_own_cdx_teaches_what_the_archive_teaches_but_the_locations_shown(
 
 
 def test_an_archive_beside_its_indexes_teaches_each_capture_once(wget_archive, expected, tmp_path):
-    """wget writes its CDX beside the WARC; pywb keeps indexes beside archives. Learning the directory, a
-    glob of it, or the WARC with its CDX, a CDXJ and itself again through a link, learns each capture
-    once: evidence counted twice would carry a rule past its threshold on half its observations."""
+    """wget writes its CDX beside the WARC; pywb keeps indexes beside archives. Learning the directory (the
+    WARC, wget's CDX, a CDXJ with redirect targets and pywb's without), a glob of it, the WARC with its
+    indexes and itself again through a link, or the WARC and a copy of it, learns each capture once:
+    evidence counted twice would carry a rule past its threshold on half its observations."""
     end, urls, found = expected
     crawl = tmp_path / "crawl"
     crawl.mkdir()
@@ -146,8 +147,14 @@ def test_an_archive_beside_its_indexes_teaches_each_capture_once(wget_archive, e
     warc.symlink_to(wget_archive)
     (crawl / "docs.cdx").symlink_to(wget_archive.with_suffix("").with_suffix(".cdx"))
     cdxj_of(wget_archive, crawl / "docs.cdxj")
+    pywb = [json.loads(line.split(" ", 2)[2]) for line in (crawl / "docs.cdxj").read_text().splitlines()]
+    (crawl / "pywb.cdxj").write_text("".join(  # pywb's CDXJ keeps no redirect target: its 3xx lines are skipped
+        f"{line.split(' ', 2)[0]} {line.split(' ', 2)[1]} {json.dumps({k: v for k, v in data.items() if k != 'redirect'})}\n"
+        for line, data in zip((crawl / "docs.cdxj").read_text().splitlines(), pywb)))
     (tmp_path / "again.warc.gz").symlink_to(wget_archive)
-    for names in ([crawl], [crawl / "*"], [crawl / "docs.cdx", warc, crawl / "docs.cdxj", tmp_path / "again.warc.gz"]):
+    (tmp_path / "copy.warc.gz").write_bytes(wget_archive.read_bytes())
+    for names in ([crawl], [crawl / "*"], [crawl / "docs.cdx", warc, crawl / "docs.cdxj", tmp_path / "again.warc.gz"],
+                  [warc, tmp_path / "copy.warc.gz"]):
         assert store_state(learned("memory:", names, end), end, urls) == found, names
 
 
