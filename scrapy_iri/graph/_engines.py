@@ -57,6 +57,21 @@ def _deaf_to_ctrl_c() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+@contextmanager
+def _ctrl_c_held() -> Iterator[list[bool]]:
+    """A Ctrl-C inside is held until the block ends (the list it yields says whether one came): Spark's
+    JVM ignores SIGINT, and a start broken off before PySpark holds its process would leave it running."""
+    heard: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield heard
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: heard.append(True))
+    try:
+        yield heard
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class _Dask:
     def __init__(self, workers: int) -> None:
         try:
@@ -169,9 +184,13 @@ class _Spark:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                self.spark = active if active is not None else session(workers, **_quiet_spark())
+                with _ctrl_c_held() as interrupted:
+                    self.spark = active if active is not None else session(workers, **_quiet_spark())
             except Exception as exc:  # no Java, a JVM that did not start
                 raise GraphError(f"--engine spark: Spark did not start (is a Java runtime installed?): {exc}") from None
+        if interrupted:
+            self.close()
+            raise KeyboardInterrupt
 
     def run(self, function: Callable[..., Any], *args: Any) -> Any:
         """``function(*args)`` in a Python worker, as a Spark job of one task: a job for :meth:`wait`."""

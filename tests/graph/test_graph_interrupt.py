@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -37,8 +38,11 @@ def interrupted(command: list[str], cue: str, delay: float) -> tuple[int, str]:
                 time.sleep(delay)
                 os.killpg(process.pid, signal.SIGINT)
                 break
-        seen.append(process.stderr.read())
-        code = process.wait(120)
+        # a process left behind would hold stderr open: read the rest for a while, not until it ends
+        rest = threading.Thread(target=lambda: seen.append(process.stderr.read()), daemon=True)
+        rest.start()
+        rest.join(120)
+        code = process.wait(30)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
@@ -51,6 +55,7 @@ def interrupted(command: list[str], cue: str, delay: float) -> tuple[int, str]:
             break
         time.sleep(0.2)
     else:
+        os.killpg(process.pid, signal.SIGKILL)
         pytest.fail(f"processes of the interrupted run are left: {''.join(seen)}")
     return code, "".join(seen)
 
@@ -67,6 +72,7 @@ def many(wget_archive: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(("engine", "cue", "delay"), [
     ("dask", "reading, parsing and canonicalizing on dask", 0.5),
     ("dask", "learning the protocol rung", 0.5),
+    ("spark", "starting spark", 0.3),  # while the JVM starts, before PySpark holds its process
     ("spark", "starting spark", 2.5),  # while the session starts and the first calls to the JVM are made
 ])
 def test_ctrl_c_stops_the_engine_without_a_traceback(many, tmp_path, engine, cue, delay):
