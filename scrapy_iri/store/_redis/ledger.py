@@ -9,6 +9,8 @@ and the process that wrote those changes may be gone; so every process
 that writes appends them to a local file, the ledger, with the mark of each
 batch it applied:
 
+* ``{"i": id}``: the ledger's own id, its first line (Redis keeps, per
+  ledger id, the version its newest batch left, in ``NS:store:ledgers``);
 * ``{"m": [epoch, version, batch id]}``: a batch applied (Redis keeps the
   last marks, scored with their version, in ``NS:store:marks``);
 * ``{"a": [source, time]}``: an alias the batch ended;
@@ -21,7 +23,10 @@ batch it applied:
 A process that opens the store, and every sync after, checks that the
 newest mark of the ledger is still in Redis. When it is not (or the
 version went down, or the store's epoch changed under the ledger), Redis
-went back in time: the process says so in an error and writes the
+went back in time, unless the mark only aged out of the marks Redis keeps
+while Redis still holds, for this ledger's id, a version as new as the
+mark's (after a rollback, however many batches others wrote since, it
+holds an older one): the process says so in an error and writes the
 ledger's ends, suspensions, sinks and untaken deferred requests back
 (each by the rules that make a write-back idempotent: a newer write wins,
 counts merge by maximum). Anything positive that was lost (an alias, a
@@ -40,6 +45,7 @@ import hashlib
 import json
 import logging
 import os
+import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,6 +97,48 @@ class Ledger:
         self._sinks_written: OrderedDict[str, None] = OrderedDict()
         #: lines appended and not made durable yet (see :meth:`sync`)
         self._unsynced = False
+        #: the ledger's id (its first line), read or given when first needed
+        self._id = ""
+
+    @property
+    def id(self) -> str:
+        """The ledger's id: its first line, written when the file is made (or rewritten, for a file without one)."""
+        if not self._id:
+            self._id = self._read_id() or self._give_id()
+        return self._id
+
+    def _read_id(self) -> str:
+        try:
+            with open(self.path, "rb") as f:
+                first = f.readline(4096)
+        except OSError:
+            return ""
+        try:
+            line = json.loads(first)
+        except ValueError:
+            return ""
+        return str(line["i"]) if isinstance(line, dict) and "i" in line else ""
+
+    def _give_id(self) -> str:
+        """Make the file with a new id as its first line (another process may do so at once: its id wins),
+        or rewrite a file without one with a new id first."""
+        new = uuid.uuid4().hex
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                self.compact(limit=-1)  # a file without an id: rewritten with one first
+                return self._read_id() or new
+            try:
+                os.write(fd, _line("i", new).encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            logger.error("cannot write the store's ledger %(path)s (%(error)s): a Redis rollback may go unseen",
+                         {"path": self.path, "error": exc})
+        return self._read_id() or new
 
     def record(
         self,
@@ -225,7 +273,7 @@ class Ledger:
         return batches
 
     def compact(self, limit: int = COMPACT_AT) -> None:
-        """Rewrite a ledger larger than ``limit`` bytes as its facts, one line each, and its newest mark.
+        """Rewrite a ledger larger than ``limit`` bytes as its id, its facts, one line each, and its newest mark.
 
         Under an exclusive lock that every append takes too; an append that opened the file before
         the rewrite sees it was replaced and writes to the new one."""
@@ -240,7 +288,8 @@ class Ledger:
             with open(self.path, "rb") as f:
                 data = f.read()
             ends, rules, sinks, deferred, mark = self._facts(data)
-            lines: list[Any] = [{"a": [source, t]} for source, t in ends.items()]
+            lines: list[Any] = [{"i": self._read_id() or uuid.uuid4().hex}]
+            lines += [{"a": [source, t]} for source, t in ends.items()]
             lines += [{"r": [origin, field, *values]} for (origin, field), values in rules.items()]
             lines += [{"s": [target, cap]} for target, cap in sinks.items()]
             lines += [{"d": [rule, url]} for rule, urls in deferred.items() for url in urls]
@@ -285,6 +334,7 @@ class Ledger:
             self.path.unlink()
         except FileNotFoundError:
             pass
+        self._id = ""
         self._rules_written.clear()
         self._sinks_written.clear()
 
@@ -306,7 +356,7 @@ def _record_of(op: list[Any]) -> list[Any] | None:
     return None
 
 
-def _line(kind: str, values: list[Any]) -> str:
+def _line(kind: str, values: Any) -> str:
     """The line ``{kind: values}`` as :func:`_encode` writes it."""
     return f'{{"{kind}": {_json(values)}}}\n'
 

@@ -523,6 +523,7 @@ class RedisStorage(LayeredStorage):
                 self.image.version,
                 self.image.epoch,
                 "" if last is None else last[0],
+                self.ledger.id,
             ]
         )
         if answer[0] == b"ok":

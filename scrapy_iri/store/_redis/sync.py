@@ -96,12 +96,13 @@ class Follower:
         pipe = c.pipeline(transaction=False)
         pipe.zscore(k.store + "marks", batch_id)
         pipe.zrange(k.store + "marks", 0, 0, withscores=True)
-        score, oldest = pipe.execute()
+        pipe.hget(k.store + "ledgers", self.ledger.id)
+        score, oldest, held = pipe.execute()
         if epoch == self.image.epoch:
             if score is not None:
                 return
-            if version <= self.image.version and oldest and version < oldest[0][1]:
-                return  # older than every mark Redis keeps: nothing to tell
+            if version <= self.image.version and oldest and version < oldest[0][1] and int(held or -1) >= version:
+                return  # aged out of the marks Redis keeps, and Redis holds this ledger's newer batches
         self.rolled_back(self.image.version, policy, now, found_here=True, known=version)
 
     def pull(self, policy: LearningPolicy, now: float, monotonic: float) -> None:
@@ -110,7 +111,7 @@ class Follower:
         last = self.last_batch
         recent = last[0] if last is not None and monotonic - last[1] < BATCH_MEMORY else ""
         mark = self.ledger.newest_mark()
-        marked = ["", 0] if mark is None or mark[0] != self.image.epoch else [mark[2], mark[1]]
+        marked = ["", 0, ""] if mark is None or mark[0] != self.image.epoch else [mark[2], mark[1], self.ledger.id]
         answer = self._sync(args=[self.keys.store, self.image.version, self.image.epoch, recent, self.image.history, *marked])
         epoch, version, changes = text(answer[0]), int(answer[1]), [text(c) for c in answer[2:]]
         if changes in (["!"], ["~"]):
