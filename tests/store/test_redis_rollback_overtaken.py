@@ -23,6 +23,8 @@ from store.test_redis_rollback import NS, SERVERS, assert_nothing_ended_comes_ba
 from scrapy_iri.store._redis import RedisStore
 from scrapy_iri.store._redis.scripts import MARKS
 
+SCRIPT = Path(sys.executable).parent / "scrapy-iri"
+
 #: another machine's crawl: many small batches, each writing one alias, through the store's batch script
 OTHERS = """
 import sys, time
@@ -141,3 +143,70 @@ def test_the_ledger_id_is_its_first_line_kept_by_compaction_and_given_to_an_olde
     assert Ledger(older).id == given and ledger.write_back() == before
     fresh = Ledger(tmp_path / "dir" / "fresh.ledger")
     assert fresh.id != given and Ledger(tmp_path / "dir" / "fresh.ledger").id == fresh.id
+
+
+CLI_WRITER = """
+import sys
+from scrapy_iri.store import open_store
+
+store = open_store(sys.argv[1])
+if sys.argv[2] == "learn":
+    store.record_redirect("http://e.example/old", 301, "http://e.example/new")
+else:
+    store.record_response("http://e.example/old", 200)
+store.close()
+"""
+
+
+def test_the_store_commands_on_a_rolled_back_store(tmp_path: Path) -> None:
+    """The writer and the commands share the machine's default ledger (the state directory); the first
+    command after the restart says Redis went back, without a traceback, and answers from the repaired store."""
+    import os
+
+    env = dict(os.environ, SCRAPY_IRI_STATE_DIR=str(tmp_path / "state"))
+    server = RedisServer(tmp_path, persistent=False).start()
+    try:
+        uri = f"{server.url}?namespace={NS}"
+        subprocess.run([sys.executable, "-c", CLI_WRITER, uri, "learn"], env=env, check=True, timeout=60)
+        server.client().save()
+        subprocess.run([sys.executable, "-c", CLI_WRITER, uri, "end"], env=env, check=True, timeout=60)
+        server.kill()
+        server.start()
+        assert server.client().hget(f"{NS}:store:aliases", "http://e.example/old") is not None  # it went back
+
+        def command(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [str(SCRIPT), "store", "--store", uri, *args],
+                env=env, capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+
+        stats = command("stats")
+        assert stats.returncode == 0, stats.stderr
+        assert "went back to an older state" in stats.stderr and "Traceback" not in stats.stderr
+        assert dict(line.split("\t") for line in stats.stdout.splitlines())["aliases"] == "0"
+        for args in (("explain", "http://e.example/old"), ("export",), ("forget", "http://x.example/")):
+            done = command(*args)
+            assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+            assert "went back" not in done.stderr  # repaired once, by the first
+        assert "representative: http://e.example/old" in command("explain", "http://e.example/old").stdout
+    finally:
+        server.stop()
+
+
+def test_the_store_commands_refuse_rdb_only_persistence_naming_the_setting(tmp_path: Path) -> None:
+    import os
+
+    env = dict(os.environ, SCRAPY_IRI_STATE_DIR=str(tmp_path / "state"))
+    server = RedisServer(tmp_path, persistent=False, args=("--save", "900 1")).start()
+    try:
+        uri = f"{server.url}?namespace={NS}"
+        subprocess.run([sys.executable, "-c", CLI_WRITER, uri + "&accept_rollback_risk=1", "learn"], env=env, check=True, timeout=60)
+        refused = subprocess.run([str(SCRIPT), "store", "--store", uri, "stats"],
+                                 env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert refused.returncode != 0 and "Traceback" not in refused.stderr
+        assert "RDB snapshots only" in refused.stderr and "?accept_rollback_risk=1" in refused.stderr
+        accepted = subprocess.run([str(SCRIPT), "store", "--store", uri + "&accept_rollback_risk=1", "stats"],
+                                  env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert accepted.returncode == 0 and "Traceback" not in accepted.stderr, accepted.stderr
+    finally:
+        server.stop()

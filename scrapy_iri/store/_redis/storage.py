@@ -413,7 +413,10 @@ class RedisStorage(LayeredStorage):
             " back the state of the last snapshot, and aliases ended or rules suspended since would merge pages again"
         )
         if not self.accept_rollback_risk:
-            raise StoreError(f"{risk}. Run Redis with appendonly yes, or accept the risk (accept_rollback_risk=True)")
+            raise StoreError(
+                f"{risk}. Run Redis with appendonly yes, or accept the risk: IRI_REDIS_ACCEPT_ROLLBACK_RISK = True"
+                " in a crawl's settings, ?accept_rollback_risk=1 in a store URI, accept_rollback_risk=True in code"
+            )
         logger.warning("%(risk)s; accepted (only this machine's ledger repairs a rollback)", {"risk": risk})
 
     def _check_layout(self) -> None:
