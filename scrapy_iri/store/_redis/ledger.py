@@ -57,6 +57,7 @@ except ImportError:  # pragma: no cover - Windows: no compaction, appends withou
     fcntl = None  # type: ignore[assignment]
 
 from .._rules import BLOCK
+from .._state import state_dir
 from .codec import EMPTY_BATCH, chunks, tombstone
 from .journal import DROP
 
@@ -68,15 +69,6 @@ TAIL = 64 * 1024
 REMEMBERED = 100_000
 #: bytes past which a ledger is compacted when a store opens
 COMPACT_AT = 32 << 20
-
-
-def state_dir() -> Path:
-    """Where scrapy-iri keeps state of its own on this machine."""
-    given = os.environ.get("SCRAPY_IRI_STATE_DIR")
-    if given:
-        return Path(given)
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "scrapy-iri"
 
 
 def default_ledger_path(where: str, namespace: str) -> Path:
