@@ -210,3 +210,28 @@ def test_the_store_commands_refuse_rdb_only_persistence_naming_the_setting(tmp_p
         assert accepted.returncode == 0 and "Traceback" not in accepted.stderr, accepted.stderr
     finally:
         server.stop()
+
+
+def test_what_a_jobdir_crawl_ended_is_known_to_the_machines_other_processes(tmp_path: Path) -> None:
+    """A crawl's ledger is in its JOBDIR and mirrored in the machine's: a process of another job, or the
+    store commands (the machine's ledger), tells the rollback and keeps the alias ended."""
+    server, snapshot, restore = SERVERS["rdb"](tmp_path)
+    try:
+        job = RedisStore(server.url, NS, ledger_path=tmp_path / "job1" / "iri-redis-store.ledger",
+                         machine_ledger=True, sync_interval=0.0)  # fmt: skip
+        job.record_redirect("http://e.example/old", 301, "http://e.example/new")
+        job.flush()
+        snapshot()  # type: ignore[operator]
+        job.record_response("http://e.example/old", 200)
+        job.close()
+        restart_older(server, restore)
+        other_job = RedisStore(server.url, NS, ledger_path=tmp_path / "job2" / "iri-redis-store.ledger",
+                               machine_ledger=True, sync_interval=0.0)  # fmt: skip
+        assert other_job.counters.get("rollbacks") == 1
+        assert other_job.representative("http://e.example/old") == "http://e.example/old"
+        other_job.close()
+        command = RedisStore(server.url, NS, sync_interval=0.0)  # the machine's ledger: no rollback left to see
+        assert command.representative("http://e.example/old") == "http://e.example/old"
+        command.close()
+    finally:
+        server.stop()

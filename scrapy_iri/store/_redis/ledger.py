@@ -36,7 +36,8 @@ The default place is the per-user state directory
 (``$SCRAPY_IRI_STATE_DIR``, else ``$XDG_STATE_HOME/scrapy-iri``, else
 ``~/.local/state/scrapy-iri``), one file per Redis server, database and
 namespace: every process of the machine shares it. A crawl with a
-``JOBDIR`` keeps it there.
+``JOBDIR`` keeps it there, and appends every line to the machine's ledger
+too (its mirror), so processes of other jobs know what it ended.
 """
 
 from __future__ import annotations
@@ -81,8 +82,11 @@ def default_ledger_path(where: str, namespace: str) -> Path:
 class Ledger:
     """One append-only file of JSON lines (see the module docstring)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, mirror: str | Path | None = None) -> None:
         self.path = Path(path)
+        #: a second ledger every line is appended to as well (a crawl's ``JOBDIR`` ledger mirrored in the
+        #: machine's, so that processes of other jobs know what this one ended)
+        self.mirror = Ledger(mirror) if mirror is not None and Path(mirror) != self.path else None
         #: the last counterexample time written per rule, and the sinks written, by this process (the
         #: latest :data:`REMEMBERED` of each: one forgotten is written again when next counted)
         self._rules_written: OrderedDict[tuple[str, str], float] = OrderedDict()
@@ -184,8 +188,18 @@ class Ledger:
     def _append(self, lines: list[Any]) -> None:
         self._write(_encode(lines))
 
+    @property
+    def ids(self) -> str:
+        """The ids of this ledger and its mirror, as the batch script takes them (space-separated)."""
+        return self.id if self.mirror is None else f"{self.id} {self.mirror.id}"
+
+    def ledgers(self) -> list[Ledger]:
+        return [self] if self.mirror is None else [self, self.mirror]
+
     def sync(self) -> None:
         """Make what was appended without being made durable so (one ``fsync``)."""
+        if self.mirror is not None:
+            self.mirror.sync()
         if not self._unsynced:
             return
         self._unsynced = False
@@ -200,6 +214,8 @@ class Ledger:
                          {"path": self.path, "error": exc})
 
     def _write(self, data: bytes, durable: bool = True) -> None:
+        if self.mirror is not None:
+            self.mirror._write(data, durable)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             while True:
@@ -246,11 +262,13 @@ class Ledger:
         return None if found is None else (str(found[0]), int(found[1]), str(found[2]))
 
     def write_back(self) -> list[dict[str, list[Any]]]:
-        """The batches that write the ledger's ends, suspensions, sinks and untaken deferred requests back."""
+        """The batches that write the ledger's ends, suspensions, sinks and untaken deferred requests back
+        (its mirror's too: what other jobs of the machine ended)."""
+        mirrored = self.mirror.write_back() if self.mirror is not None else []
         try:
             data = self.path.read_bytes()
         except OSError:
-            return []
+            return mirrored
         ends, rules, sinks, deferred, _ = self._facts(data)
         batches = []
         groups = (
@@ -262,13 +280,15 @@ class Ledger:
         for name, ops in groups:
             for part in chunks(ops, 1000):
                 batches.append({**EMPTY_BATCH, name: part})
-        return batches
+        return batches + mirrored
 
     def compact(self, limit: int = COMPACT_AT) -> None:
         """Rewrite a ledger larger than ``limit`` bytes as its id, its facts, one line each, and its newest mark.
 
         Under an exclusive lock that every append takes too; an append that opened the file before
         the rewrite sees it was replaced and writes to the new one."""
+        if self.mirror is not None:
+            self.mirror.compact(limit)
         try:
             if fcntl is None or self.path.stat().st_size <= limit:
                 return
@@ -322,6 +342,8 @@ class Ledger:
 
     def reset(self) -> None:
         """Forget everything (the store was cleared on purpose)."""
+        if self.mirror is not None:
+            self.mirror.reset()
         try:
             self.path.unlink()
         except FileNotFoundError:

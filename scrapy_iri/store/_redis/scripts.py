@@ -10,7 +10,7 @@ MARKS = 10_000
 #: Apply one batch of writes, atomically and at most once.
 #: ARGV: prefix, batch id, the batch (MessagePack, or JSON: it starts with ``{``), now, rule TTL,
 #: evidence max, changes max, answered horizon, evidence max age, and what the writer knows: the
-#: version, the epoch, the id of its last batch, the id of its ledger (the last four may be absent).
+#: version, the epoch, the id of its last batch, the ids of its ledgers (the last four may be absent).
 #: A rule entry carries what the writer counted since its last batch (added to the stored record,
 #: after the TTL), and may carry the writer's whole record too (its support and against last): when
 #: the store is as the writer's last batch left it and the writer knows it (the version is the one it
@@ -193,7 +193,9 @@ redis.call('ZADD', p .. 'marks', v, ARGV[2])
 redis.call('ZREMRANGEBYRANK', p .. 'marks', 0, -MARKS - 1)
 -- and the version it left, under the writer's ledger id: a mark that aged out of the kept ones
 -- while this still holds a version as new is no rollback
-if ARGV[13] and ARGV[13] ~= '' then redis.call('HSET', p .. 'ledgers', ARGV[13], v) end
+if ARGV[13] then
+  for id in string.gmatch(ARGV[13], '%S+') do redis.call('HSET', p .. 'ledgers', id, v) end
+end
 return {'ok', v, #changed, rejected, ended}
 """.replace("MARKS", str(MARKS))
 
