@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scrapy_iri.store._redis import REDIS_SCHEMES, redact
+from scrapy_iri.store._redis.connection import split_uri
 
 from ._settings import DEFAULTS, IRISettings
 
@@ -31,6 +32,7 @@ class RedisConfig:
     flush_on_start: bool = False
     retry_timeout: float = 60.0
     sync_interval: float = 0.5
+    accept_rollback_risk: bool = False
 
     @classmethod
     def from_settings(cls, settings: Any, spider_name: str | None, config: IRISettings | None = None) -> RedisConfig:
@@ -38,15 +40,18 @@ class RedisConfig:
         if config is None:
             config = IRISettings.from_settings(settings)
         url, source = cls._url(settings)
+        url, options = split_uri(url)  # a store URI's own options (``?namespace=...``) win over the settings
         return cls(
             url=url,
             source=source,
             params=dict(settings.getdict("REDIS_PARAMS")),
-            namespace=config.redis_namespace % {"spider": spider_name or "default"},
+            namespace=options.get("namespace") or config.redis_namespace % {"spider": spider_name or "default"},
             persist=config.redis_persist,
             flush_on_start=config.redis_flush_on_start,
             retry_timeout=config.redis_retry_timeout,
-            sync_interval=config.redis_sync_interval,
+            sync_interval=float(options["sync_interval"]) if options.get("sync_interval") else config.redis_sync_interval,
+            accept_rollback_risk=config.redis_accept_rollback_risk
+            or options.get("accept_rollback_risk", "").lower() in ("1", "true", "yes"),
         )
 
     @staticmethod

@@ -232,7 +232,8 @@ class CrawlRedis:
                 rule_cache=settings.store_rule_cache,
                 pending_path=pending_path(self.crawler, STORE_PENDING_FILE, _pending_name(self.config.namespace)),
                 ledger_path=Path(jobdir, STORE_LEDGER_FILE) if (jobdir := job_dir(self.crawler.settings)) else None,
-                accept_rollback_risk=settings.redis_accept_rollback_risk,
+                machine_ledger=True,  # what this job ends is known to the machine's other processes too
+                accept_rollback_risk=self.config.accept_rollback_risk,
             )
             self.store.policy = policy  # before any use: the connection opened it with the default policy
             self.store.record_policy()  # as every backend does: readers judge rules with it

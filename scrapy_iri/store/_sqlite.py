@@ -55,6 +55,7 @@ import logging
 import os
 import sqlite3
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,7 @@ from ._filter import KeyFilter
 from ._layered import LayeredStorage
 from ._learner import EquivalenceStore
 from ._rules import LearningPolicy, RuleKey
+from ._sqlite_mark import check_mark, write_mark
 from ._sqlite_port import SQLitePort
 from ._sqlite_schema import ALIAS, MIGRATIONS, SCHEMA_VERSION, alias_row, create_schema, locked, missing_tables, transaction
 from ._storage import DEFAULT_CACHE_SIZE, DEFAULT_RULE_CACHE, EVIDENCE_MAX, EVIDENCE_MAX_AGE
@@ -159,6 +161,9 @@ class SQLiteStorage(LayeredStorage):
         try:
             port.data_version = self._db.execute("PRAGMA data_version").fetchone()[0]
             self._change_id = self._db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()[0]
+            self._store_id = self._identify()
+            if self._store_id:
+                check_mark(self.path, self._store_id, self._change_id)
             #: the change the filter took in every change up to (besides those the syncs read)
             self._filter_change_id = 0
             self.cached.filter = self._load_filter()
@@ -196,6 +201,17 @@ class SQLiteStorage(LayeredStorage):
             raise StoreError(f"{self.path}: not a scrapy-iri store (tables but no schema version)")
         if not create and self.path.stat().st_size == 0:
             raise StoreError(f"{self.path}: an empty file, not a store")
+
+    def _identify(self) -> str:
+        """The store's id (``meta`` key ``store_id``), given at the first open that may write (see :mod:`._sqlite_mark`)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()  # type: ignore[union-attr]
+        if row is not None or self.read_only:
+            return str(row[0]) if row is not None else ""
+        try:
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))  # type: ignore[union-attr]
+        except sqlite3.OperationalError:  # locked: given by a later open
+            return ""
+        return str(self._db.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0])  # type: ignore[union-attr]
 
     def _check_version(self, version: int) -> None:
         if version > SCHEMA_VERSION:
@@ -327,6 +343,8 @@ class SQLiteStorage(LayeredStorage):
         if not len(self.writes) or self.read_only:
             return
         self.writes.committed(self.port.apply(self.writes.changeset()))
+        if self._store_id:
+            write_mark(self.path, self._store_id, self._db.execute("SELECT coalesce(max(id), 0) FROM change").fetchone()[0])
         self._retry_at = 0.0
         self._lock_backoff = 0.0
         if self._filter.full:

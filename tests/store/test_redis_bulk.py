@@ -177,7 +177,7 @@ def _dump(store: RedisStore) -> dict[str, Any]:
     for raw in client.scan_iter(match=prefix + "*", count=1000):
         key = raw.decode()
         name = key[len(prefix) :]
-        if name.startswith(("store:batch:", "store:marks", "store:epoch", "store:filter")):
+        if name.startswith(("store:batch:", "store:marks", "store:ledgers", "store:epoch", "store:filter")):
             continue
         kind = client.type(key).decode()
         if kind == "hash":

@@ -211,8 +211,10 @@ def test_writer_alive_repairs_with_its_ledger_beyond_its_memory(tmp_path: Path) 
 def test_rdb_only_persistence_is_refused_unless_accepted(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     server = RedisServer(tmp_path, persistent=False, args=("--save", "900 1")).start()
     try:
-        with pytest.raises(StoreError, match=r"RDB snapshots only .* appendonly yes, or accept the risk"):
+        with pytest.raises(StoreError, match=r"RDB snapshots only .* appendonly yes, or accept the risk") as refused:
             RedisStore(server.url, NS, ledger_path=tmp_path / "l")
+        for way in ("IRI_REDIS_ACCEPT_ROLLBACK_RISK", "?accept_rollback_risk=1", "accept_rollback_risk=True"):
+            assert way in str(refused.value)  # every way a user accepts it is named
         with caplog.at_level(logging.WARNING, logger="scrapy_iri.store._redis"):
             store = RedisStore(server.url, NS, ledger_path=tmp_path / "l", accept_rollback_risk=True)
         assert "accepted" in caplog.text

@@ -85,6 +85,7 @@ key                                type    content
 ``NS:store:batch:<id>``            string  marks a batch as applied (expires after 10 minutes)
 ``NS:store:taken:<id>``            string  the answer of one take of deferred URLs (10 minutes)
 ``NS:store:marks``                 zset    the last 10,000 batch ids, scored with the version each left
+``NS:store:ledgers``               hash    ledger id -> the version its newest batch left
 ``NS:store:filter``                string  the filter of alias sources (Bloom filter bits, OR-ed at close)
 ``NS:store:filterstate``           string  JSON ``[capacity, keys, version]`` of the filter
 =================================  ======  ==========================================

@@ -9,6 +9,8 @@ and the process that wrote those changes may be gone; so every process
 that writes appends them to a local file, the ledger, with the mark of each
 batch it applied:
 
+* ``{"i": id}``: the ledger's own id, its first line (Redis keeps, per
+  ledger id, the version its newest batch left, in ``NS:store:ledgers``);
 * ``{"m": [epoch, version, batch id]}``: a batch applied (Redis keeps the
   last marks, scored with their version, in ``NS:store:marks``);
 * ``{"a": [source, time]}``: an alias the batch ended;
@@ -21,7 +23,10 @@ batch it applied:
 A process that opens the store, and every sync after, checks that the
 newest mark of the ledger is still in Redis. When it is not (or the
 version went down, or the store's epoch changed under the ledger), Redis
-went back in time: the process says so in an error and writes the
+went back in time, unless the mark only aged out of the marks Redis keeps
+while Redis still holds, for this ledger's id, a version as new as the
+mark's (after a rollback, however many batches others wrote since, it
+holds an older one): the process says so in an error and writes the
 ledger's ends, suspensions, sinks and untaken deferred requests back
 (each by the rules that make a write-back idempotent: a newer write wins,
 counts merge by maximum). Anything positive that was lost (an alias, a
@@ -31,7 +36,8 @@ The default place is the per-user state directory
 (``$SCRAPY_IRI_STATE_DIR``, else ``$XDG_STATE_HOME/scrapy-iri``, else
 ``~/.local/state/scrapy-iri``), one file per Redis server, database and
 namespace: every process of the machine shares it. A crawl with a
-``JOBDIR`` keeps it there.
+``JOBDIR`` keeps it there, and appends every line to the machine's ledger
+too (its mirror), so processes of other jobs know what it ended.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ import hashlib
 import json
 import logging
 import os
+import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,6 +58,7 @@ except ImportError:  # pragma: no cover - Windows: no compaction, appends withou
     fcntl = None  # type: ignore[assignment]
 
 from .._rules import BLOCK
+from .._state import state_dir
 from .codec import EMPTY_BATCH, chunks, tombstone
 from .journal import DROP
 
@@ -64,15 +72,6 @@ REMEMBERED = 100_000
 COMPACT_AT = 32 << 20
 
 
-def state_dir() -> Path:
-    """Where scrapy-iri keeps state of its own on this machine."""
-    given = os.environ.get("SCRAPY_IRI_STATE_DIR")
-    if given:
-        return Path(given)
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "scrapy-iri"
-
-
 def default_ledger_path(where: str, namespace: str) -> Path:
     """The ledger of one namespace on one Redis (``where``: its address and database)."""
     digest = hashlib.sha256(f"{where}\n{namespace}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -83,14 +82,59 @@ def default_ledger_path(where: str, namespace: str) -> Path:
 class Ledger:
     """One append-only file of JSON lines (see the module docstring)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, mirror: str | Path | None = None) -> None:
         self.path = Path(path)
+        #: a second ledger every line is appended to as well (a crawl's ``JOBDIR`` ledger mirrored in the
+        #: machine's, so that processes of other jobs know what this one ended)
+        self.mirror = Ledger(mirror) if mirror is not None and Path(mirror) != self.path else None
         #: the last counterexample time written per rule, and the sinks written, by this process (the
         #: latest :data:`REMEMBERED` of each: one forgotten is written again when next counted)
         self._rules_written: OrderedDict[tuple[str, str], float] = OrderedDict()
         self._sinks_written: OrderedDict[str, None] = OrderedDict()
         #: lines appended and not made durable yet (see :meth:`sync`)
         self._unsynced = False
+        #: the ledger's id (its first line), read or given when first needed
+        self._id = ""
+
+    @property
+    def id(self) -> str:
+        """The ledger's id: its first line, written when the file is made (or rewritten, for a file without one)."""
+        if not self._id:
+            self._id = self._read_id() or self._give_id()
+        return self._id
+
+    def _read_id(self) -> str:
+        try:
+            with open(self.path, "rb") as f:
+                first = f.readline(4096)
+        except OSError:
+            return ""
+        try:
+            line = json.loads(first)
+        except ValueError:
+            return ""
+        return str(line["i"]) if isinstance(line, dict) and "i" in line else ""
+
+    def _give_id(self) -> str:
+        """Make the file with a new id as its first line (another process may do so at once: its id wins),
+        or rewrite a file without one with a new id first."""
+        new = uuid.uuid4().hex
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                self.compact(limit=-1)  # a file without an id: rewritten with one first
+                return self._read_id() or new
+            try:
+                os.write(fd, _line("i", new).encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            logger.error("cannot write the store's ledger %(path)s (%(error)s): a Redis rollback may go unseen",
+                         {"path": self.path, "error": exc})
+        return self._read_id() or new
 
     def record(
         self,
@@ -144,8 +188,18 @@ class Ledger:
     def _append(self, lines: list[Any]) -> None:
         self._write(_encode(lines))
 
+    @property
+    def ids(self) -> str:
+        """The ids of this ledger and its mirror, as the batch script takes them (space-separated)."""
+        return self.id if self.mirror is None else f"{self.id} {self.mirror.id}"
+
+    def ledgers(self) -> list[Ledger]:
+        return [self] if self.mirror is None else [self, self.mirror]
+
     def sync(self) -> None:
         """Make what was appended without being made durable so (one ``fsync``)."""
+        if self.mirror is not None:
+            self.mirror.sync()
         if not self._unsynced:
             return
         self._unsynced = False
@@ -160,6 +214,8 @@ class Ledger:
                          {"path": self.path, "error": exc})
 
     def _write(self, data: bytes, durable: bool = True) -> None:
+        if self.mirror is not None:
+            self.mirror._write(data, durable)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             while True:
@@ -206,11 +262,13 @@ class Ledger:
         return None if found is None else (str(found[0]), int(found[1]), str(found[2]))
 
     def write_back(self) -> list[dict[str, list[Any]]]:
-        """The batches that write the ledger's ends, suspensions, sinks and untaken deferred requests back."""
+        """The batches that write the ledger's ends, suspensions, sinks and untaken deferred requests back
+        (its mirror's too: what other jobs of the machine ended)."""
+        mirrored = self.mirror.write_back() if self.mirror is not None else []
         try:
             data = self.path.read_bytes()
         except OSError:
-            return []
+            return mirrored
         ends, rules, sinks, deferred, _ = self._facts(data)
         batches = []
         groups = (
@@ -222,13 +280,15 @@ class Ledger:
         for name, ops in groups:
             for part in chunks(ops, 1000):
                 batches.append({**EMPTY_BATCH, name: part})
-        return batches
+        return batches + mirrored
 
     def compact(self, limit: int = COMPACT_AT) -> None:
-        """Rewrite a ledger larger than ``limit`` bytes as its facts, one line each, and its newest mark.
+        """Rewrite a ledger larger than ``limit`` bytes as its id, its facts, one line each, and its newest mark.
 
         Under an exclusive lock that every append takes too; an append that opened the file before
         the rewrite sees it was replaced and writes to the new one."""
+        if self.mirror is not None:
+            self.mirror.compact(limit)
         try:
             if fcntl is None or self.path.stat().st_size <= limit:
                 return
@@ -240,7 +300,8 @@ class Ledger:
             with open(self.path, "rb") as f:
                 data = f.read()
             ends, rules, sinks, deferred, mark = self._facts(data)
-            lines: list[Any] = [{"a": [source, t]} for source, t in ends.items()]
+            lines: list[Any] = [{"i": self._read_id() or uuid.uuid4().hex}]
+            lines += [{"a": [source, t]} for source, t in ends.items()]
             lines += [{"r": [origin, field, *values]} for (origin, field), values in rules.items()]
             lines += [{"s": [target, cap]} for target, cap in sinks.items()]
             lines += [{"d": [rule, url]} for rule, urls in deferred.items() for url in urls]
@@ -281,10 +342,13 @@ class Ledger:
 
     def reset(self) -> None:
         """Forget everything (the store was cleared on purpose)."""
+        if self.mirror is not None:
+            self.mirror.reset()
         try:
             self.path.unlink()
         except FileNotFoundError:
             pass
+        self._id = ""
         self._rules_written.clear()
         self._sinks_written.clear()
 
@@ -306,7 +370,7 @@ def _record_of(op: list[Any]) -> list[Any] | None:
     return None
 
 
-def _line(kind: str, values: list[Any]) -> str:
+def _line(kind: str, values: Any) -> str:
     """The line ``{kind: values}`` as :func:`_encode` writes it."""
     return f'{{"{kind}": {_json(values)}}}\n'
 

@@ -10,7 +10,7 @@ MARKS = 10_000
 #: Apply one batch of writes, atomically and at most once.
 #: ARGV: prefix, batch id, the batch (MessagePack, or JSON: it starts with ``{``), now, rule TTL,
 #: evidence max, changes max, answered horizon, evidence max age, and what the writer knows: the
-#: version, the epoch, the id of its last batch (the last three may be absent).
+#: version, the epoch, the id of its last batch, the ids of its ledgers (the last four may be absent).
 #: A rule entry carries what the writer counted since its last batch (added to the stored record,
 #: after the TTL), and may carry the writer's whole record too (its support and against last): when
 #: the store is as the writer's last batch left it and the writer knows it (the version is the one it
@@ -191,6 +191,11 @@ end
 -- that lost it went back in time (the last MARKS are kept)
 redis.call('ZADD', p .. 'marks', v, ARGV[2])
 redis.call('ZREMRANGEBYRANK', p .. 'marks', 0, -MARKS - 1)
+-- and the version it left, under the writer's ledger id: a mark that aged out of the kept ones
+-- while this still holds a version as new is no rollback
+if ARGV[13] then
+  for id in string.gmatch(ARGV[13], '%S+') do redis.call('HSET', p .. 'ledgers', id, v) end
+end
 return {'ok', v, #changed, rejected, ended}
 """.replace("MARKS", str(MARKS))
 
@@ -219,7 +224,7 @@ return 1
 
 #: What changed since a version. ARGV: prefix, known version, known epoch, the id of the last batch
 #: this process applied (less than 10 minutes ago; "" if none), the known history, and the newest
-#: mark of the ledger with its version ("" if none: see :mod:`.ledger`).
+#: mark of the ledger with its version ("" if none: see :mod:`.ledger`), and the ledger's id.
 #: Returns {epoch, version} (nothing new), {epoch, version, '*'} (reload), {epoch, version, '!'}
 #: (Redis went back to an older state: the batch is gone, or the version went down), {epoch,
 #: version, '~'} (another process found that it did: the history changed) or
@@ -234,8 +239,11 @@ if (redis.call('GET', p .. 'history') or '') ~= ARGV[5] then return {epoch, v, '
 if ARGV[4] ~= '' and redis.call('EXISTS', p .. 'batch:' .. ARGV[4]) == 0 then return {epoch, v, '!'} end
 if ARGV[6] and ARGV[6] ~= '' and not redis.call('ZSCORE', p .. 'marks', ARGV[6]) then
   -- the newest mark of the ledger is gone: went back, unless it left the kept marks long ago
+  -- long ago: older than every kept mark, and this ledger's newest batch in Redis is as new
   local oldest = redis.call('ZRANGE', p .. 'marks', 0, 0, 'WITHSCORES')
-  if tonumber(ARGV[7]) > v or not oldest[2] or tonumber(ARGV[7]) >= tonumber(oldest[2]) then return {epoch, v, '!'} end
+  local held = tonumber(redis.call('HGET', p .. 'ledgers', ARGV[8] or '') or '-1')
+  if tonumber(ARGV[7]) > v or not oldest[2] or tonumber(ARGV[7]) >= tonumber(oldest[2])
+    or held < tonumber(ARGV[7]) then return {epoch, v, '!'} end
 end
 if v == known then return {epoch, v} end
 local gap = v - known

@@ -70,6 +70,7 @@ class RedisStorage(LayeredStorage):
         rollback_memory: int = 100_000,
         rule_cache: int = DEFAULT_RULE_CACHE,
         ledger_path: str | Path | None = None,
+        machine_ledger: bool = False,
         accept_rollback_risk: bool = False,
     ) -> None:
         self.client = client
@@ -115,7 +116,9 @@ class RedisStorage(LayeredStorage):
         self._next_compaction = 1
         self._save_filter_script = client.register_script(SAVE_FILTER)
         #: what this machine's processes ended or suspended, and the newest batch they applied (see :mod:`.ledger`)
-        self.ledger = Ledger(ledger_path if ledger_path is not None else default_ledger_path(self.where, namespace))
+        machine = default_ledger_path(self.where, namespace)
+        #: with ``ledger_path`` and ``machine_ledger``, its lines are appended to the machine's ledger too
+        self.ledger = Ledger(ledger_path if ledger_path is not None else machine, machine if machine_ledger else None)
         self.ledger.compact()
         self.accept_rollback_risk = accept_rollback_risk
         self.follower = Follower(
@@ -413,7 +416,10 @@ class RedisStorage(LayeredStorage):
             " back the state of the last snapshot, and aliases ended or rules suspended since would merge pages again"
         )
         if not self.accept_rollback_risk:
-            raise StoreError(f"{risk}. Run Redis with appendonly yes, or accept the risk (accept_rollback_risk=True)")
+            raise StoreError(
+                f"{risk}. Run Redis with appendonly yes, or accept the risk: IRI_REDIS_ACCEPT_ROLLBACK_RISK = True"
+                " in a crawl's settings, ?accept_rollback_risk=1 in a store URI, accept_rollback_risk=True in code"
+            )
         logger.warning("%(risk)s; accepted (only this machine's ledger repairs a rollback)", {"risk": risk})
 
     def _check_layout(self) -> None:
@@ -523,6 +529,7 @@ class RedisStorage(LayeredStorage):
                 self.image.version,
                 self.image.epoch,
                 "" if last is None else last[0],
+                self.ledger.ids,
             ]
         )
         if answer[0] == b"ok":

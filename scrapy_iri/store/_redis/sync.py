@@ -87,22 +87,26 @@ class Follower:
         image.history = text(history or b"")
 
     def check_ledger(self, policy: LearningPolicy, now: float) -> None:
-        """At open: whether Redis still holds the newest batch the ledger names (else it went back in time: repair)."""
-        mark = self.ledger.newest_mark()
-        if mark is None:
+        """At open: whether Redis still holds the newest batch the ledger (and its mirror) names (else it
+        went back in time: repair)."""
+        for ledger in self.ledger.ledgers():
+            mark = ledger.newest_mark()
+            if mark is None:
+                continue
+            epoch, version, batch_id = mark
+            c, k = self.client, self.keys
+            pipe = c.pipeline(transaction=False)
+            pipe.zscore(k.store + "marks", batch_id)
+            pipe.zrange(k.store + "marks", 0, 0, withscores=True)
+            pipe.hget(k.store + "ledgers", ledger.id)
+            score, oldest, held = pipe.execute()
+            if epoch == self.image.epoch:
+                if score is not None:
+                    continue
+                if version <= self.image.version and oldest and version < oldest[0][1] and int(held or -1) >= version:
+                    continue  # aged out of the marks Redis keeps, and Redis holds this ledger's newer batches
+            self.rolled_back(self.image.version, policy, now, found_here=True, known=version)
             return
-        epoch, version, batch_id = mark
-        c, k = self.client, self.keys
-        pipe = c.pipeline(transaction=False)
-        pipe.zscore(k.store + "marks", batch_id)
-        pipe.zrange(k.store + "marks", 0, 0, withscores=True)
-        score, oldest = pipe.execute()
-        if epoch == self.image.epoch:
-            if score is not None:
-                return
-            if version <= self.image.version and oldest and version < oldest[0][1]:
-                return  # older than every mark Redis keeps: nothing to tell
-        self.rolled_back(self.image.version, policy, now, found_here=True, known=version)
 
     def pull(self, policy: LearningPolicy, now: float, monotonic: float) -> None:
         """Read the entries other processes changed since the known version (one or two round trips)."""
@@ -110,7 +114,7 @@ class Follower:
         last = self.last_batch
         recent = last[0] if last is not None and monotonic - last[1] < BATCH_MEMORY else ""
         mark = self.ledger.newest_mark()
-        marked = ["", 0] if mark is None or mark[0] != self.image.epoch else [mark[2], mark[1]]
+        marked = ["", 0, ""] if mark is None or mark[0] != self.image.epoch else [mark[2], mark[1], self.ledger.id]
         answer = self._sync(args=[self.keys.store, self.image.version, self.image.epoch, recent, self.image.history, *marked])
         epoch, version, changes = text(answer[0]), int(answer[1]), [text(c) for c in answer[2:]]
         if changes in (["!"], ["~"]):
