@@ -11,14 +11,8 @@ implements the string, syntax and scheme rungs of the comparison ladder
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
-from .errors import IRIError, ScrapyIRIError
-from ._display import to_display
-from ._ladder import Rung, canonicalize, equivalent
-from ._mapping import to_iri, to_uri
-from ._parse import IRIReference, parse
-from ._resolve import resolve
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 
 __all__ = [
     "IRIError",
@@ -34,9 +28,21 @@ __all__ = [
     "to_uri",
 ]
 
-# Scrapy-side names -> their module, imported on first attribute access (PEP 562),
-# so that ``import scrapy_iri`` and ``from scrapy_iri import *`` never import Scrapy.
+# Names -> their module, imported on first attribute access (PEP 562): ``import scrapy_iri``
+# costs next to nothing (the CLI's entry point can be interrupted cleanly from its first
+# instant), and ``import scrapy_iri`` and ``from scrapy_iri import *`` never import Scrapy.
 _LAZY = {
+    "IRIError": "scrapy_iri.errors",
+    "ScrapyIRIError": "scrapy_iri.errors",
+    "IRIReference": "scrapy_iri._parse",
+    "Rung": "scrapy_iri._ladder",
+    "canonicalize": "scrapy_iri._ladder",
+    "equivalent": "scrapy_iri._ladder",
+    "parse": "scrapy_iri._parse",
+    "resolve": "scrapy_iri._resolve",
+    "to_display": "scrapy_iri._display",
+    "to_iri": "scrapy_iri._mapping",
+    "to_uri": "scrapy_iri._mapping",
     "Addon": "scrapy_iri.scrapy",
     "IRIDupeFilter": "scrapy_iri.scrapy",
     "IRIRequestFingerprinter": "scrapy_iri.scrapy",
@@ -48,6 +54,14 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
+    from typing import Any
+
+    from .errors import IRIError, ScrapyIRIError
+    from ._display import to_display
+    from ._ladder import Rung, canonicalize, equivalent
+    from ._mapping import to_iri, to_uri
+    from ._parse import IRIReference, parse
+    from ._resolve import resolve
     from .scrapy import (
         Addon,
         CanonicalizeURLsPipeline,

@@ -39,8 +39,9 @@ store (``IRI_STORE``) with the dupefilter and:
   to check the rule (its redirects followed), and so has every request a
   rule merges into a URL that answered 404/410 in this crawl, or into any
   hop of a chain that ended there;
-* checks a prediction the dupefilter dropped as a duplicate of its target
-  by a rule that has not held in this crawl yet, by fetching the original;
+* checks the predictions the dupefilter dropped as duplicates of their
+  targets by a rule that has not held in this crawl yet, by fetching the
+  originals one at a time per rule until the rule holds or falls;
 * checks every prediction of a rule learned in an earlier crawl until the
   rule holds once in this one, whatever the verification share.
 
@@ -217,8 +218,10 @@ class RedirectLearningMiddleware:
         self.fetched: set[str] = set()
         #: scheme forms this middleware scheduled itself (filings, re-scheduled requests): scheduled once
         self.queued: set[str] = set()
-        #: scheme forms the dupefilter dropped as predictions of rules that had not held in this crawl
-        self.unchecked: dict[str, tuple[Request, RuleKey]] = {}
+        #: rule -> scheme forms the dupefilter dropped as its predictions before it held in this crawl
+        self.unchecked: dict[RuleKey, dict[str, Request]] = {}
+        #: rule -> the scheme form of its dropped prediction being fetched as a check (one per rule at a time)
+        self.checking: dict[RuleKey, str] = {}
         store.alias_check = self._alias_checked
 
     def _alias_checked(self, alias: Alias) -> bool:
@@ -358,8 +361,12 @@ class RedirectLearningMiddleware:
         if not followed:
             self._honor_filings(request)
         if flight is not None and flight.action == VERIFY and flight.rules:
-            if RuleKey.parse(flight.rules[0]) in outcome.confirmed:
+            rule = RuleKey.parse(flight.rules[0])
+            if rule in outcome.confirmed:
                 self.stats.inc_value("iri/verified")
+            if form is not None and self.checking.get(rule) == form:  # a dropped prediction's check is answered
+                del self.checking[rule]
+                self._check_dropped(rule)
         if flight is not None and flight.action == REWRITE and flight.rules and status in _SUSPICIOUS:
             self._check_original(request, flight, RuleKey.parse(flight.rules[0]))
         if status in _SUSPICIOUS and form is not None:
@@ -465,33 +472,48 @@ class RedirectLearningMiddleware:
             rules = tuple(RuleKey.parse(rule) for rule in identity.rules)
             self._hold(request, rules, identity.representative)
             form = identity.form
-            if form is not None and form not in self.unchecked and not self.store.confirmations(rules[0]):
-                self.unchecked[form] = (request, rules[0])
+            if form is not None and not self.store.confirmations(rules[0]):
+                self.unchecked.setdefault(rules[0], {}).setdefault(form, request)
         if identity.filings:
             self._honor_chain_filings(request, identity, identity.representative or identity.form)
         if (identity.representative or identity.form) in self.gone:
             self._gone(identity.form, request)
 
-    def _verify_dropped(self, request: Request, form: str, rule: RuleKey) -> None:
-        """Check a prediction the dupefilter merged by a rule that has not held in this crawl: fetch the original.
+    def _check_dropped(self, rule: RuleKey) -> None:
+        """Check the next prediction the dupefilter dropped for ``rule``, a rule that has not held in this crawl.
 
         The dupefilter drops a request whose predicted target it has seen
         before the downloader could check the prediction; a rule of an
         earlier crawl whose every prediction lands on a seen target would
-        otherwise never be tested, and keep what it merged. The check waits
-        until the crawl is idle (a link to the same URL that passed the
-        dupefilter has been fetched by then) and is skipped if the rule has
-        held meanwhile: the share of the predictions that reach the
-        downloader stands for the dropped ones.
+        otherwise never be tested, and keep what it merged. One dropped
+        prediction per rule is fetched as it is at a time: when the crawl is
+        idle (a link to the same URL that passed the dupefilter has been
+        fetched by then), then again after each check that did not confirm
+        the rule. Once the rule holds the rest wait no more: the share of the
+        predictions that reach the downloader stands for the dropped ones;
+        a refutation re-schedules everything the rule merged.
         """
-        if form in self.fetched or form in self.queued or self.store.confirmations(rule):
+        waiting = self.unchecked.get(rule)
+        if waiting is None or rule in self.checking:
             return
-        self.queued.add(form)
-        drop = (_FLIGHT, META_REWRITTEN_FROM, META_IDENTITY)
-        meta = {k: v for k, v in request.meta.items() if k not in drop}
-        meta[_FLIGHT] = Flight(request.dont_filter, VERIFY, (str(rule),))
-        self.stats.inc_value("iri/verify")
-        self._crawl(request.replace(dont_filter=True, meta=meta))
+        if self.store.confirmations(rule):
+            del self.unchecked[rule]
+            return
+        while waiting:
+            form = next(iter(waiting))
+            request = waiting.pop(form)
+            if form in self.fetched or form in self.queued:
+                continue
+            self.queued.add(form)
+            self.checking[rule] = form
+            drop = (_FLIGHT, META_REWRITTEN_FROM, META_IDENTITY)
+            meta = {k: v for k, v in request.meta.items() if k not in drop}
+            meta[_FLIGHT] = Flight(request.dont_filter, VERIFY, (str(rule),))
+            self.stats.inc_value("iri/verify")
+            self._crawl(request.replace(dont_filter=True, meta=meta))
+            break
+        if not waiting:
+            del self.unchecked[rule]
 
     def _honor_chain_filings(self, request: Request, identity: RequestIdentity, handled: str | None) -> None:
         """A redirect hop is dropped (another request has its identity): its chain ends here.
@@ -589,11 +611,11 @@ class RedirectLearningMiddleware:
 
     def spider_idle(self, spider: Spider | None = None) -> None:
         """Commit what was learned while the crawl waits (a batch otherwise waits for the next write);
-        check the dropped predictions of rules that have not held in this crawl."""
+        check a dropped prediction of each rule that has not held in this crawl."""
         self.store.flush()
-        unchecked, self.unchecked = self.unchecked, {}
-        for form, (request, rule) in unchecked.items():
-            self._verify_dropped(request, form, rule)
+        self.checking.clear()  # nothing is in flight: a check that got no answer (an error, a filter) is over
+        for rule in list(self.unchecked):
+            self._check_dropped(rule)
 
     def spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
         """Make what was learned durable (the store itself closes when the engine stops)."""

@@ -34,6 +34,9 @@
   phase 1: ``/D-4/`` dropped as ``/d-4/`` by a case rule of phase 0 that
   no link reaching the downloader tested; seed 219, phases 1 and 2:
   ``http://www.H/d-5`` dropped as ``/d-5/`` by an ``add-slash`` rule).
+  Those dropped predictions are checked one per rule at a time: a rule
+  whose first check confirms it costs one fetch, not one per link; one whose
+  first check refutes it has everything it merged fetched.
 """
 
 from __future__ import annotations
@@ -266,3 +269,52 @@ def test_a_case_rule_of_an_earlier_crawl_is_checked_before_it_merges(
             assert web.resource_ids() - result.resource_ids == set()
             fetched = result.counts["resources"]
             assert all(n == 1 for rid, n in fetched.items() if not rid.endswith(":home")), fetched
+
+
+def dropped_predictions_site(phase: int, sensitive: bool) -> Site:
+    """Phase 0: ``/D-k`` -301-> ``/d-k`` for k = 1..30 (a case rule under ``/``); phase 1: the home page
+    links ``/d-31`` .. ``/d-60`` first, then ``/D-31`` .. ``/D-60``, never seen before, which the dupefilter
+    drops as the case rule's predictions: still redirected to ``/d-k``, or (``sensitive``) pages of their own."""
+    site = Site("dropped.example", schemes=("http",))
+    if phase == 0:
+        for k in range(1, 31):
+            site.page(f"dropped:{k}", f"/d-{k}", "/")
+        site.page("dropped:home", "/", *(f"/D-{k}" for k in range(1, 31)))
+        site.policies.append(Moves({f"/D-{k}": f"/d-{k}" for k in range(1, 31)}))
+        return site
+    for k in range(31, 61):
+        site.page(f"dropped:{k}", f"/d-{k}", "/")
+    site.page("dropped:home", "/", *(f"/d-{k}" for k in range(31, 61)), *(f"/D-{k}" for k in range(31, 61)))
+    if sensitive:
+        for k in range(31, 61):
+            site.page(f"dropped:D-{k}", f"/D-{k}", "/")
+    else:
+        site.policies.append(Moves({f"/D-{k}": f"/d-{k}" for k in range(31, 61)}))
+    return site
+
+
+@pytest.mark.parametrize("concurrency", [1, 8])
+@pytest.mark.parametrize("sensitive", [False, True])
+def test_dropped_predictions_are_checked_one_per_rule_until_it_holds(
+    tmp_path: Path, sensitive: bool, concurrency: int
+) -> None:
+    """A rule of an earlier crawl whose every prediction the dupefilter drops: one of them is fetched as
+    a check; the rule holds (no more checks) or falls (all it merged fetched, nothing lost)."""
+    settings = {**ADDON, "IRI_STORE": f"sqlite:///{tmp_path / 'store.db'}", "CONCURRENT_REQUESTS": concurrency}
+    for phase in (0, 1):
+        with SimulatedWeb([dropped_predictions_site(phase, sensitive)]) as web:
+            result = run_crawl(web, settings=settings)
+            assert result.returncode == 0, result.log[-3000:]
+            assert result.stat("log_count/ERROR") == 0, result.log[-3000:]
+            if phase == 0:
+                assert result.stat("iri/learned/rule") >= 1, result.log[-3000:]
+                continue
+            assert web.resource_ids() - result.resource_ids == set()
+            fetched = result.counts["resources"]
+            assert all(n == 1 for rid, n in fetched.items() if not rid.endswith(":home")), fetched
+            checks = [url for url in result.counts["urls"] if "/D-" in url]
+            if sensitive:  # the first check refutes the rule: all it merged is fetched (phase 0's too)
+                assert {f"http://dropped.example/D-{k}" for k in range(31, 61)} <= set(checks), checks
+            else:  # the first check confirms the rule: the other 29 wait no more
+                assert len(checks) == 1, checks
+                assert result.stat("iri/rescheduled") == 0
