@@ -27,8 +27,11 @@ DELAYS = tuple(i * 0.015 for i in range(20)) + (0.5,)
 
 def interrupted(delay: float) -> tuple[int, str]:
     assert SCRIPT is not None
+    # a shell starts a background job with SIGINT ignored, and the tests may run as one: the command gets
+    # SIGINT as a terminal's foreground job does
     process = subprocess.Popen(
-        [SCRIPT, "canon", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [SCRIPT, "canon", "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     time.sleep(delay)
     process.send_signal(signal.SIGINT)
