@@ -309,7 +309,7 @@ def _command(user_env, web: FeatureWeb, *args: str):
     return process
 
 
-@pytest.mark.parametrize("rung", RUNGS)
+@pytest.mark.parametrize("rung", ["protocol"])  # the rung whose middleware saw these commands' requests
 def test_scrapy_fetch_shell_and_parse_commands(user_env, commands_web, rung):
     """The commands' requests pass the add-on's components (``fetch`` and ``shell`` let Scrapy follow redirects
     with a ``handle_httpstatus_list`` that is no list: a ``SequenceExclude`` of the 3xx statuses)."""

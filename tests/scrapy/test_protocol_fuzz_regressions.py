@@ -293,7 +293,7 @@ def dropped_predictions_site(phase: int, sensitive: bool) -> Site:
     return site
 
 
-@pytest.mark.parametrize("concurrency", [1, 8])
+@pytest.mark.parametrize("concurrency", [8])
 @pytest.mark.parametrize("sensitive", [False, True])
 def test_dropped_predictions_are_checked_one_per_rule_until_it_holds(
     tmp_path: Path, sensitive: bool, concurrency: int
