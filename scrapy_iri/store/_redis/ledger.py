@@ -132,8 +132,7 @@ class Ledger:
             finally:
                 os.close(fd)
         except OSError as exc:
-            logger.error("cannot write the store's ledger %(path)s (%(error)s): a Redis rollback may go unseen",
-                         {"path": self.path, "error": exc})
+            self._unwritable(exc)
         return self._read_id() or new
 
     def record(
@@ -210,8 +209,7 @@ class Ledger:
             finally:
                 os.close(fd)
         except OSError as exc:
-            logger.error("cannot write the store's ledger %(path)s (%(error)s): a Redis rollback may go unseen",
-                         {"path": self.path, "error": exc})
+            self._unwritable(exc)
 
     def _write(self, data: bytes, durable: bool = True) -> None:
         if self.mirror is not None:
@@ -233,8 +231,11 @@ class Ledger:
                 finally:
                     os.close(fd)  # the lock goes with it; a file compacted meanwhile is opened again
         except OSError as exc:
-            logger.error("cannot write the store's ledger %(path)s (%(error)s): a Redis rollback may go unseen",
-                         {"path": self.path, "error": exc})
+            self._unwritable(exc)
+
+    def _unwritable(self, exc: OSError) -> None:
+        logger.error("cannot write the store's ledger %(path)s (%(error)s): a Redis rollback may go unseen",
+                     {"path": self.path, "error": exc})
 
     def _lines(self, data: bytes) -> Iterator[dict[str, Any]]:
         for raw in data.splitlines():
