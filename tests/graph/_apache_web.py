@@ -29,12 +29,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from _nginx_web import _free_port, _Tunnel
+from _nginx_web import _free_port, _Tunnel, start_tunnel, stop_server
 
 DOCS = Path("/usr/share/doc/git-doc")
 HOST, WWW, TEMPORARY = "docs.test", "www.docs.test", "old.docs.test"
@@ -238,21 +237,11 @@ class ApacheSite:
                     log = (tmp / "error.log").read_text() if (tmp / "error.log").exists() else ""
                     raise RuntimeError(f"apache2 did not start: {error} {log}")
                 time.sleep(0.05)
-        self.tunnel = _Tunnel(self.https_port)
-        threading.Thread(target=self.tunnel.serve_forever, daemon=True).start()
+        self.tunnel = start_tunnel(self.https_port)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.tunnel is not None:
-            self.tunnel.shutdown()
-            self.tunnel.server_close()
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_server(self.process, self.tunnel)
         if self.pages:
             shutil.rmtree(self.pages, ignore_errors=True)
 

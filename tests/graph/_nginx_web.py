@@ -174,6 +174,27 @@ class _TunnelHandler(socketserver.BaseRequestHandler):
                     (upstream if end is client else client).sendall(data)
 
 
+def start_tunnel(https_port: int) -> _Tunnel:
+    """The CONNECT tunnel to a server's TLS port, serving in a thread of its own."""
+    tunnel = _Tunnel(https_port)
+    threading.Thread(target=tunnel.serve_forever, daemon=True).start()
+    return tunnel
+
+
+def stop_server(process: subprocess.Popen[bytes] | None, tunnel: _Tunnel | None) -> None:
+    """Stop the tunnel, then the server process (killed if it does not end within 10 s)."""
+    if tunnel is not None:
+        tunnel.shutdown()
+        tunnel.server_close()
+    if process is not None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class NginxSite:
     """nginx and the tunnel, started and stopped; ``http_port`` takes proxy requests for ``http://``."""
 
@@ -211,21 +232,11 @@ class NginxSite:
                     error = self.process.stderr.read().decode() if self.process.stderr else ""
                     raise RuntimeError(f"nginx did not start: {error}")
                 time.sleep(0.05)
-        self.tunnel = _Tunnel(self.https_port)
-        threading.Thread(target=self.tunnel.serve_forever, daemon=True).start()
+        self.tunnel = start_tunnel(self.https_port)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.tunnel is not None:
-            self.tunnel.shutdown()
-            self.tunnel.server_close()
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_server(self.process, self.tunnel)
 
     def crawl(self, directory: Path, name: str) -> Path:
         """wget (``--recursive --warc-file --warc-cdx``) from ``http://www.docs.test/tutorial/``."""
