@@ -46,6 +46,12 @@ class _Output:
         except (OSError, ValueError) as exc:
             raise OutputError(exc) from exc
 
+    @property
+    def buffer(self) -> _Output | None:
+        """The stream's binary buffer, its write errors as the stream's own."""
+        raw = getattr(self._stream, "buffer", None)
+        return None if raw is None else _Output(raw)
+
     def __getattr__(self, name: str) -> object:
         return getattr(self._stream, name)
 

@@ -99,7 +99,7 @@ def _shell(command: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
 @pytest.mark.parametrize(
     "args",
-    ["canon http://a/", "canon -", "compare http://a/ http://b/", "--version", "--help", "canon --help",
+    ["canon http://a/", "canon -", "display -", "compare http://a/ http://b/", "--version", "--help", "canon --help",
      "store --store memory: stats"],
 )
 def test_a_full_disk_is_one_line_and_exit_2(args):
@@ -115,8 +115,9 @@ def test_a_closed_stdout_is_one_line_and_exit_2(args):
     assert result.stderr.splitlines() == ["scrapy-iri: cannot write the output: standard output is closed", "status=2"]
 
 
-def test_a_broken_pipe_is_one_line_and_exit_2():
-    result = _shell("yes http://a/ | head -n 200000 | scrapy-iri canon - | head -n 1; echo \"status=${PIPESTATUS[2]}\" >&2")
+@pytest.mark.parametrize("command", ["canon", "display"])
+def test_a_broken_pipe_is_one_line_and_exit_2(command):
+    result = _shell(f"yes http://a/ | head -n 200000 | scrapy-iri {command} - | head -n 1; echo \"status=${{PIPESTATUS[2]}}\" >&2")
     assert result.stdout == "http://a/\n"
     assert result.stderr.splitlines() == ["scrapy-iri: cannot write the output: Broken pipe", "status=2"]
 
