@@ -30,9 +30,12 @@ transaction:
 The change log (other processes' caches), the declared cases, building
 the store's own records from the rows read, and the policy (rule lifetimes,
 origin-wide rules, blocks, sinks, priors across sites, cases) are left out:
-each would only add to the floor. Timings are CPU
-time per observation (``time.process_time``), the best of ``--repeat``
-runs, on fresh SQLite files in ``--dir``.
+each would only add to the floor. **handoff** is what giving a chunk's
+scheme forms and predictions to another process would cost instead of
+computing them (``pickle`` both ways): what a second core could take over.
+Timings are CPU time per observation (``time.process_time``), the best of
+``--repeat`` runs, with the garbage collector off as ``learn()`` has it,
+on fresh SQLite files in ``--dir``.
 
     nice .venv/bin/python benchmarks/learn_floor.py
     nice .venv/bin/python benchmarks/learn_floor.py --web archive-10 --observations 100000
@@ -45,6 +48,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import pickle
 import sqlite3
 import sys
 import tempfile
@@ -179,6 +183,8 @@ def measure(web: str, n: int, repeat: int, directory: Path) -> dict[str, Any]:
     t_predict, predicted = cpu(lambda: predict(forms), repeat)
     t_count, records = cpu(lambda: count(forms, predicted, obs), repeat)
     python = {"split": t_split * us, "predict": t_predict * us, "count": t_count * us}
+    # what handing a chunk's forms and predictions to another process costs instead (a second core)
+    t_handoff, _ = cpu(lambda: pickle.loads(pickle.dumps((forms, predicted), 5)), repeat)
     sql: dict[str, dict[str, float]] = {}
     for indexes in (True, False):
         label = "sqlite" if indexes else "sqlite_without_evidence_indexes"
@@ -191,6 +197,7 @@ def measure(web: str, n: int, repeat: int, directory: Path) -> dict[str, Any]:
         "rules_counted": len(records),
         "python_us": {k: round(v, 2) for k, v in python.items()},
         "python_floor_us": round(floor_python, 2),
+        "handoff_us": round(t_handoff * us, 2),
     }
     for label, parts in sql.items():
         result[f"{label}_us"] = {k: round(v, 2) for k, v in parts.items()}
