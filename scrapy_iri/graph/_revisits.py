@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._heads import heads
+from ._inside import record_inside
 from ._links import shown
 from ._pieces import span_records
 from ._warc import BadRecord, Record
@@ -127,12 +128,13 @@ class Originals:
 
 
 def _record_at(path: str, offset: str) -> Record | None:
-    """The record at ``offset`` (as the record reader names it) of the archive ``path``."""
-    member = int(offset.partition("+")[0])
+    """The record at ``offset`` (as the record reader names it) of the archive ``path``: inside a gzip
+    member of many records (``member+inside``), from the member's checkpoints (:mod:`._inside`)."""
+    member_text, plus, inside = offset.partition("+")
+    member = int(member_text)
+    if plus:
+        return record_inside(path, member, int(inside))
     with open(path, "rb") as file:
         for record in span_records(file, member, os.fstat(file.fileno()).st_size):
-            if record.offset == offset:
-                return record if isinstance(record, Record) else None
-            if "+" not in offset:
-                return None
+            return record if isinstance(record, Record) and record.offset == offset else None
     return None

@@ -171,3 +171,53 @@ def test_wat_records_of_revisits(tmp_path, capsys):
     assert [(e["source"], e["target"], e["path"], e["date"]) for e in edges] == [
         ("http://a.test/old", "http://a.test/new", "REDIRECT@/301", LATER)]
     assert [row["reason"][:28] for row in bad] == ["WAT: a revisit record: its l", "a 301 redirect with 2 differ"]
+
+
+def _dedup_records(n: int) -> list[bytes]:
+    """``n`` pages of 40 kB each with its own links, then a revisit of each at another URI, in reverse
+    order (each looked up far behind the one before)."""
+    pages = []
+    for i in range(n):
+        body = f'<a href="/to/{i}">l</a><a href="sub/{i}">m</a>{"x" * 40_000}'.encode()
+        pages.append(record("response", f"http://a.test/p/{i}", http(200, body, "Content-Type: text/html"),
+                            "2024-03-01T12:00:00Z", "", record_id=f"p{i}"))
+    revisits = [record("revisit", f"http://b.test/q/{i}/", b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n",
+                       LATER, "", f"WARC-Refers-To: <urn:uuid:p{i}>", record_id=f"r{i}") for i in reversed(range(n))]
+    return pages + revisits
+
+
+def test_revisits_in_a_whole_file_gzip_warc_have_their_originals_links(tmp_path):
+    """One gzip member holding every record (several MB inflated): each revisit finds its original deep
+    inside the member, with the links a WARC of one member per record gives."""
+    items = _dedup_records(150)
+    whole, members = tmp_path / "whole.warc.gz", _warc(tmp_path / "members.warc.gz", *items)
+    whole.write_bytes(gzip.compress(b"".join(items)))
+    found = {}
+    for archive in (whole, members):
+        rows = list(archive_links(str(archive)))
+        assert not [row for row in rows if row[5] is not None]
+        found[archive] = sorted(row[:4] for row in rows)
+    assert found[whole] == found[members]
+    revisited = {(s, t) for s, t, *_ in found[whole] if s.startswith("http://b.test/")}
+    assert len(revisited) == 300 and ("http://b.test/q/0/", "http://b.test/q/0/sub/0") in revisited
+    assert ("http://b.test/q/149/", "http://b.test/to/149") in revisited
+
+
+def test_a_record_inside_a_gzip_member_is_read_from_the_nearest_checkpoint(tmp_path):
+    """Every record of a whole-file gzip WARC, read by its ``member+inside`` offset from the member's
+    checkpoints, is the record the reader gives there; an offset where no record starts gives none."""
+    from scrapy_iri.graph._inside import STEP, MemberIndex
+
+    archive = tmp_path / "whole.warc.gz"
+    archive.write_bytes(gzip.compress(b"".join(_dedup_records(120))))
+    with open(archive, "rb") as f:
+        expected = [r for r in records(f) if isinstance(r, Record)]
+    assert len(expected) == 240 and all(r.offset.startswith("0+") for r in expected[1:])
+    index = MemberIndex(str(archive), 0)
+    insides = [point.inside for point in index.points]
+    assert len(insides) > 10 and insides[0] == 0
+    assert all(STEP <= b - a < 2 * STEP for a, b in zip(insides, insides[1:]))
+    for want in expected[1:]:
+        got = index.record(int(want.offset.partition("+")[2]))
+        assert got is not None and (got.offset, got.headers, got.block) == (want.offset, want.headers, want.block)
+    assert index.record(int(expected[5].offset.partition("+")[2]) + 3) is None
