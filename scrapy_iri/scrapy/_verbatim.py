@@ -52,6 +52,8 @@ from scrapy.spiders import SitemapSpider
 from scrapy.utils.response import get_base_url
 from w3lib.url import canonicalize_url, safe_url_string
 
+from ._command_line import STAT as COMMAND_LINE_STAT
+from ._command_line import CommandLineURLs, command_line_urls
 from ._links import base_url, link_uri, page_values
 from ._pending import Pending, pending_links, scrapy_forms
 from ._sitemaps import feed_values
@@ -259,8 +261,16 @@ class VerbatimLinkMiddleware(BaseSpiderMiddleware):
 
     _start: Pending | None = None
 
+    _command_line: CommandLineURLs | None = None
+
     def _start_request(self, request: Request) -> Request:
-        """A start request made from an IRI of the spider's start URLs gets that IRI's URI."""
+        """A start request made from an IRI of the spider's start URLs (or of the command line) gets its URI."""
+        if self._command_line is None:
+            self._command_line = command_line_urls(self.crawler)
+        replaced = self._command_line.take(request)
+        if replaced is not request:
+            self.crawler.stats.inc_value(COMMAND_LINE_STAT)
+            return replaced
         if self._start is None:
             self._start = start_pending(self.crawler.spider)
         if not self._start.by_form or request.meta.get("verbatim_url"):
