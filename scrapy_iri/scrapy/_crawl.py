@@ -75,6 +75,7 @@ class IRICrawl:
         self._store: EquivalenceStore | None = None
         self._redis: CrawlRedis | None = None
         self._said: set[str] = set()
+        self._early: _EarlyLines | None = None
 
     @classmethod
     def of(cls, crawler: Crawler) -> IRICrawl:
@@ -108,7 +109,9 @@ class IRICrawl:
         """
         if self._store is None:
             try:
-                store = self._open_store()
+                self._early = _EarlyLines(self.crawler)  # kept: the signal holds its receivers weakly
+                with self._early:
+                    store = self._open_store()
             except StoreError as exc:
                 self._store = RefusedStore(exc)
                 self._refused(exc)
@@ -243,6 +246,47 @@ class IRICrawl:
         """Let the crawler process see the failure (``bootstrap_failed``: the exit status); the spider stays in :attr:`spider`."""
         self.spider = self.crawler.spider
         self.crawler.spider = None  # type: ignore[assignment]
+
+
+class _EarlyLines(logging.Handler):
+    """Counts what scrapy-iri logs while the store opens before the spider does, into ``log_count/*`` once it opens.
+
+    Scrapy's ``LogCount`` extension counts log lines from ``spider_opened``
+    on; the store opens while the engine is built. A line logged then (a
+    Redis that went back in time, repaired at open) is added to the crawl's
+    counts when the spider opens, so ``log_count/ERROR`` tells the truth.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler.settings.get("LOG_LEVEL") or logging.DEBUG)  # as Scrapy's LogCounterHandler
+        self.crawler = crawler
+        self.levels: dict[str, int] = {}
+        try:
+            engine = crawler.engine
+        except (AttributeError, RuntimeError):  # the engine is being built: Scrapy's late attribute is unset
+            engine = None
+        self.early = engine is None or getattr(engine, "spider", None) is None
+
+    def __enter__(self) -> _EarlyLines:
+        if self.early:
+            logging.root.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.early:
+            return
+        logging.root.removeHandler(self)
+        if self.levels:
+            self.crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith("scrapy_iri"):
+            self.levels[record.levelname] = self.levels.get(record.levelname, 0) + 1
+
+    def spider_opened(self) -> None:
+        for level, count in self.levels.items():
+            self.crawler.stats.inc_value(f"log_count/{level}", count)
+        self.levels = {}
 
 
 class RefusedStore:
