@@ -70,10 +70,10 @@ STAT = "iri/links/verbatim"
 #: link forms in a page's text that Scrapy's ``Request`` or ``urljoin`` rewrite (a superset: a match only
 #: means "look"); one alternative per first character, so the search skips the rest of the text quickly
 _REWRITTEN = re.compile(
-    r"""\?["'#&]"""  # an empty query or parameter (a ' in a query shows in the request: %27)
+    r"""\?(?:["'#]|&(?:amp;|(?!#?\w+;)))"""  # an empty query or first parameter, not an entity (' shows: %27)
     r"""|//(?:(?<=[^:/"'=\s>;]//)|[^/\s"'<>?#]*(?:[%\u0080-\U0010ffff]|:[/"'?#]))"""  # a//b; odd hosts, empty ports
     r"""|=["']?;"""  # ";p": urljoin reads it the RFC 1808 way
-    r"""|&(?:amp;)?["'#]""",  # a query ending in "&" (canonicalize_url drops empty parameters)
+    r"""|&(?<=[^\s"'<>;]&)(?:amp;)?["']""",  # a query ending in "&" (canonicalize_url drops empty parameters)
 )
 #: the same, for one stripped link value
 _SUSPECT = re.compile(r"""\?(?:#|$)|\?.*'|^;|[^:/]//|^[^?#]*//[^/?#]*(?:[%\u0080-\U0010ffff]|:(?:[/?#]|$))""")

@@ -212,3 +212,12 @@ def test_scrapys_canonicalizing_link_extractor_requests_every_query_as_linked():
     assert output(VerbatimLinkMiddleware.from_crawler(crawler), page, requests) == [
         "http://site.test/i?&k=v", "http://site.test/j",
     ]
+
+
+def test_entities_after_a_question_mark_or_an_ampersand_are_no_empty_parameter():
+    from scrapy_iri.scrapy._verbatim import _REWRITTEN
+
+    prose = "<p>&quot;Why?&quot; &#39;?&#39; <code>'&amp;'</code> a?&gt;b &lt;???&gt; x&#64;y</p>"
+    assert _REWRITTEN.search(prose) is None
+    for link in ('<a href="/i?&amp;k=v">', '<a href="/i?&k=v">', '<a href="/d?x=1&amp;">', "<a href='/d?x=1&'>"):
+        assert _REWRITTEN.search(link) is not None, link
