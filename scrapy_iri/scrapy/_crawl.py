@@ -25,7 +25,7 @@ gets them from here. Redis code is imported only when Redis is used.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import signals
 from scrapy.utils.job import job_dir
@@ -76,6 +76,7 @@ class IRICrawl:
         self._redis: CrawlRedis | None = None
         self._said: set[str] = set()
         self._early: _EarlyLines | None = None
+        self._on_open: Callable[[], None] | None = None
 
     @classmethod
     def of(cls, crawler: Crawler) -> IRICrawl:
@@ -113,7 +114,7 @@ class IRICrawl:
                 with self._early:
                     store = self._open_store()
             except StoreError as exc:
-                self._store = RefusedStore(exc)
+                self._store = cast("EquivalenceStore", RefusedStore(exc))
                 self._refused(exc)
                 return self._store
             self._store = store
@@ -142,11 +143,7 @@ class IRICrawl:
         exits with status 1 either way.
         """
         why = f"the equivalence store was refused at open: {error}"
-        try:
-            engine = self.crawler.engine
-        except (AttributeError, RuntimeError):  # the engine is being built: Scrapy's late attribute is unset
-            engine = None
-        if engine is not None and getattr(engine, "spider", None) is not None:
+        if spider_is_open(self.crawler):
             self.give_up("store_refused", why)
             return
 
@@ -248,6 +245,15 @@ class IRICrawl:
         self.crawler.spider = None  # type: ignore[assignment]
 
 
+def spider_is_open(crawler: Crawler) -> bool:
+    """Whether the crawler's engine runs a spider (``False`` while the engine is being built)."""
+    try:
+        engine = crawler.engine
+    except (AttributeError, RuntimeError):  # Scrapy's late attribute, unset until the crawl starts
+        return False
+    return engine is not None and getattr(engine, "spider", None) is not None
+
+
 class _EarlyLines(logging.Handler):
     """Counts what scrapy-iri logs while the store opens before the spider does, into ``log_count/*`` once it opens.
 
@@ -261,11 +267,7 @@ class _EarlyLines(logging.Handler):
         super().__init__(crawler.settings.get("LOG_LEVEL") or logging.DEBUG)  # as Scrapy's LogCounterHandler
         self.crawler = crawler
         self.levels: dict[str, int] = {}
-        try:
-            engine = crawler.engine
-        except (AttributeError, RuntimeError):  # the engine is being built: Scrapy's late attribute is unset
-            engine = None
-        self.early = engine is None or getattr(engine, "spider", None) is None
+        self.early = not spider_is_open(crawler)
 
     def __enter__(self) -> _EarlyLines:
         if self.early:
