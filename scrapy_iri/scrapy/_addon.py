@@ -47,7 +47,10 @@ class Addon:
     - :class:`~scrapy_iri.scrapy._verbatim.VerbatimLinkMiddleware` in
       :setting:`SPIDER_MIDDLEWARES`, so ``response.follow(link)`` and
       ``CrawlSpider`` rules request :class:`~scrapy_iri.IRILinkExtractor`
-      links as extracted (``/e?`` stays ``/e?``);
+      links as extracted (``/e?`` stays ``/e?``), and start requests for
+      URLs given on the command line as written;
+    - :class:`~scrapy_iri.scrapy._command_line.CommandLineURLMiddleware` in
+      :setting:`DOWNLOADER_MIDDLEWARES`, so ``scrapy shell URL`` fetches ``URL`` as written;
     - :class:`~scrapy_iri.scrapy._offsite.IRIOffsiteMiddleware` in Scrapy's
       ``OffsiteMiddleware``'s place, so ``allowed_domains`` may be written
       with Unicode labels and any letter case (unless the project set it);
@@ -86,6 +89,7 @@ class Addon:
         )
         self._add_location_middleware(settings, config)
         self._add_verbatim_middleware(settings)
+        self._add_command_line_middleware(settings)
         self._use_offsite_middleware(settings)
         self._use_download_handler(settings)
         if config.url_fields:
@@ -141,6 +145,13 @@ class Addon:
         from ._verbatim import ORDER, VerbatimLinkMiddleware
 
         settings.setdefault_in_component_priority_dict("SPIDER_MIDDLEWARES", VerbatimLinkMiddleware, ORDER)
+
+    @staticmethod
+    def _add_command_line_middleware(settings: Settings) -> None:
+        """The shell's URL argument is requested as written (``fetch`` and ``parse``: the spider middleware)."""
+        from ._command_line import ORDER, CommandLineURLMiddleware
+
+        settings.setdefault_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", CommandLineURLMiddleware, ORDER)
 
     @staticmethod
     def _use_offsite_middleware(settings: Settings) -> None:

@@ -25,11 +25,12 @@ gets them from here. Redis code is imported only when Redis is used.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import signals
 from scrapy.utils.job import job_dir
 
+from scrapy_iri.errors import StoreError
 from scrapy_iri.store import REDIS_SCHEMES
 
 from ._identity import RequestIdentities
@@ -74,6 +75,8 @@ class IRICrawl:
         self._store: EquivalenceStore | None = None
         self._redis: CrawlRedis | None = None
         self._said: set[str] = set()
+        self._early: _EarlyLines | None = None
+        self._on_open: Callable[[], None] | None = None
 
     @classmethod
     def of(cls, crawler: Crawler) -> IRICrawl:
@@ -106,19 +109,61 @@ class IRICrawl:
         stops, after pipelines, the dupefilter and middlewares are done with it.
         """
         if self._store is None:
-            policy = self.settings.learning_policy()
-            if self.uses_redis:
-                store = self.redis.open_store(policy)
-            else:
-                from scrapy_iri.store import open_store, parse_store_uri
-
-                uri = store_uri(self.crawler.settings, self.spider_name, createdir=True)
-                memory = parse_store_uri(uri).scheme == "memory"
-                options = {} if memory else {"cache_size": self.settings.store_cache_size, "rule_cache": self.settings.store_rule_cache}
-                store = open_store(uri, policy=policy, **options)
+            try:
+                self._early = _EarlyLines(self.crawler)  # kept: the signal holds its receivers weakly
+                with self._early:
+                    store = self._open_store()
+            except StoreError as exc:
+                self._store = cast("EquivalenceStore", RefusedStore(exc))
+                self._refused(exc)
+                return self._store
             self._store = store
             self.crawler.signals.connect(store.close, signal=signals.engine_stopped)
         return self._store
+
+    def _open_store(self) -> EquivalenceStore:
+        policy = self.settings.learning_policy()
+        if self.uses_redis:
+            return self.redis.open_store(policy)
+        from scrapy_iri.store import open_store, parse_store_uri
+
+        uri = store_uri(self.crawler.settings, self.spider_name, createdir=True)
+        memory = parse_store_uri(uri).scheme == "memory"
+        options = {} if memory else {"cache_size": self.settings.store_cache_size, "rule_cache": self.settings.store_rule_cache}
+        return open_store(uri, policy=policy, **options)
+
+    def _refused(self, error: StoreError) -> None:
+        """A store refused at open ends the crawl with the refusal logged as an error, counted in ``log_count/ERROR``.
+
+        The components are built before the spider opens, when Scrapy counts
+        no log lines yet (its ``LogCount`` extension starts counting when the
+        spider opens): the crawl gives up then, raising ``CloseSpider`` from
+        ``spider_opened`` so that no request is scheduled, or at once
+        (:meth:`give_up`) when the spider is open already. ``scrapy crawl``
+        exits with status 1 either way.
+        """
+        why = f"the equivalence store was refused at open: {error}"
+        if spider_is_open(self.crawler):
+            self.give_up("store_refused", why)
+            return
+
+        def spider_opened() -> None:
+            from scrapy.exceptions import CloseSpider
+
+            if self.gave_up is not None:
+                return
+            self.gave_up = "store_refused"
+            logger.error(
+                "scrapy-iri gives up (store_refused): %(why)s. The crawl ends before its first request.", {"why": why}
+            )
+            self.crawler.stats.set_value("iri/gave_up", "store_refused")
+            self.crawler.stats.set_value("iri/left_unfetched", 0)
+            # the engine never starts, so it never stops: the crawl's failure is marked when the spider closes
+            self.crawler.signals.connect(self._mark_failed, signal=signals.spider_closed)
+            raise CloseSpider("store_refused")  # Scrapy closes a spider whose opening asks it to
+
+        self._on_open = spider_opened  # the signal holds its receivers weakly
+        self.crawler.signals.connect(spider_opened, signal=signals.spider_opened)
 
     # Redis
 
@@ -198,6 +243,68 @@ class IRICrawl:
         """Let the crawler process see the failure (``bootstrap_failed``: the exit status); the spider stays in :attr:`spider`."""
         self.spider = self.crawler.spider
         self.crawler.spider = None  # type: ignore[assignment]
+
+
+def spider_is_open(crawler: Crawler) -> bool:
+    """Whether the crawler's engine runs a spider (``False`` while the engine is being built)."""
+    try:
+        engine = crawler.engine
+    except (AttributeError, RuntimeError):  # Scrapy's late attribute, unset until the crawl starts
+        return False
+    return engine is not None and getattr(engine, "spider", None) is not None
+
+
+class _EarlyLines(logging.Handler):
+    """Counts what scrapy-iri logs while the store opens before the spider does, into ``log_count/*`` once it opens.
+
+    Scrapy's ``LogCount`` extension counts log lines from ``spider_opened``
+    on; the store opens while the engine is built. A line logged then (a
+    Redis that went back in time, repaired at open) is added to the crawl's
+    counts when the spider opens, so ``log_count/ERROR`` tells the truth.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler.settings.get("LOG_LEVEL") or logging.DEBUG)  # as Scrapy's LogCounterHandler
+        self.crawler = crawler
+        self.levels: dict[str, int] = {}
+        self.early = not spider_is_open(crawler)
+
+    def __enter__(self) -> _EarlyLines:
+        if self.early:
+            logging.root.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.early:
+            return
+        logging.root.removeHandler(self)
+        if self.levels:
+            self.crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith("scrapy_iri"):
+            self.levels[record.levelname] = self.levels.get(record.levelname, 0) + 1
+
+    def spider_opened(self) -> None:
+        for level, count in self.levels.items():
+            self.crawler.stats.inc_value(f"log_count/{level}", count)
+        self.levels = {}
+
+
+class RefusedStore:
+    """Stands in for a store refused at open while the crawl gives up: any use raises the refusal again."""
+
+    def __init__(self, error: StoreError) -> None:
+        self.error = error
+
+    def __getattr__(self, name: str) -> Any:
+        raise StoreError(str(self.error))
+
+    def flush(self) -> None:
+        """Nothing to write: the store never opened."""
+
+    def close(self) -> None:
+        """Nothing to close: the store never opened."""
 
 
 def crawler_store(crawler: Crawler) -> EquivalenceStore:

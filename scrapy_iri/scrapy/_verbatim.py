@@ -43,13 +43,17 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from urllib.parse import urljoin
+
 from scrapy import Request, Spider
 from scrapy.http import TextResponse
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 from scrapy.spiders import SitemapSpider
 from scrapy.utils.response import get_base_url
-from w3lib.url import safe_url_string
+from w3lib.url import canonicalize_url, safe_url_string
 
+from ._command_line import STAT as COMMAND_LINE_STAT
+from ._command_line import CommandLineURLs, command_line_urls
 from ._links import base_url, link_uri, page_values
 from ._pending import Pending, pending_links, scrapy_forms
 from ._sitemaps import feed_values
@@ -66,9 +70,10 @@ STAT = "iri/links/verbatim"
 #: link forms in a page's text that Scrapy's ``Request`` or ``urljoin`` rewrite (a superset: a match only
 #: means "look"); one alternative per first character, so the search skips the rest of the text quickly
 _REWRITTEN = re.compile(
-    r"""\?["'#]"""  # an empty query (a ' in a query shows in the request: %27)
+    r"""\?(?:["'#]|&(?:amp;|(?!#?\w+;)))"""  # an empty query or first parameter, not an entity (' shows: %27)
     r"""|//(?:(?<=[^:/"'=\s>;]//)|[^/\s"'<>?#]*(?:[%\u0080-\U0010ffff]|:[/"'?#]))"""  # a//b; odd hosts, empty ports
-    r"""|=["']?;""",  # ";p": urljoin reads it the RFC 1808 way
+    r"""|=["']?;"""  # ";p": urljoin reads it the RFC 1808 way
+    r"""|&(?<=[^\s"'<>;]&)(?:amp;)?["']""",  # a query ending in "&" (canonicalize_url drops empty parameters)
 )
 #: the same, for one stripped link value
 _SUSPECT = re.compile(r"""\?(?:#|$)|\?.*'|^;|[^:/]//|^[^?#]*//[^/?#]*(?:[%\u0080-\U0010ffff]|:(?:[/?#]|$))""")
@@ -136,10 +141,56 @@ def start_pending(spider: Spider | None) -> Pending:
     return pending
 
 
+def canonical_forms(forms: set[str]) -> set[str]:
+    """What Scrapy's ``LinkExtractor(canonicalize=True)`` makes of link URLs with a query.
+
+    w3lib's ``canonicalize_url`` sorts the query and re-encodes it (``%20``
+    becomes ``+``, ``;`` becomes ``%3B``, ``?a`` becomes ``?a=``): links to
+    different resources get one URL, so such a URL is mapped back to the
+    links it came from like any other rewritten form.
+    """
+    out = set()
+    for form in forms:
+        if "?" in form:
+            try:
+                out.add(canonicalize_url(form))
+            except ValueError:
+                continue
+    return out
+
+
+#: a query ``canonicalize_url`` may have made of another: sorted parameters, ``+`` for ``%20``, a blank value
+_CANONICAL_QUERY = re.compile(r"[&+%]|=(?:&|$)")
+
+
+def _canonical(url: str) -> bool:
+    """A request URL that may be a canonicalized link of another query: its page is worth reading."""
+    query = url.partition("?")[2]
+    if not query or "#" in query or not _CANONICAL_QUERY.search(query):
+        return False
+    try:
+        return canonicalize_url(url) == url
+    except ValueError:
+        return False
+
+
+def _canonical_changes(value: str, base: str) -> bool:
+    """Whether ``canonicalize_url`` changes the URL Scrapy makes of a link value with a query."""
+    try:
+        url = safe_url_string(urljoin(base, value.strip()))
+        return canonicalize_url(url) != url.partition("#")[0]
+    except ValueError:
+        return False
+
+
 def _map(pending: Pending, values: list[tuple[str, str]], base: str, scrapy_base: str, encoding: str) -> None:
     """Remember the ``(raw value, text)`` links whose URI Scrapy would rewrite, under each URL it makes of them."""
     odd_base = not base.isascii() or safe_url_string(base, encoding) != scrapy_base
-    suspects = {i for i, (value, _) in enumerate(values) if odd_base or _SUSPECT.search(value.strip())}
+    suspects = {
+        i
+        for i, (value, _) in enumerate(values)
+        if odd_base or _SUSPECT.search(value.strip()) or ("?" in value and _canonical_changes(value, scrapy_base))
+    }
     if not suspects:
         return
     mapped: dict[int, tuple[str, set[str]]] = {}
@@ -150,6 +201,7 @@ def _map(pending: Pending, values: list[tuple[str, str]], base: str, scrapy_base
             forms = scrapy_forms(value, scrapy_base, encoding)
             if stripped != value:
                 forms |= scrapy_forms(stripped, scrapy_base, encoding)
+            forms |= canonical_forms(forms)
             mapped[i] = (url, forms)
 
     for i in suspects:
@@ -209,8 +261,16 @@ class VerbatimLinkMiddleware(BaseSpiderMiddleware):
 
     _start: Pending | None = None
 
+    _command_line: CommandLineURLs | None = None
+
     def _start_request(self, request: Request) -> Request:
-        """A start request made from an IRI of the spider's start URLs gets that IRI's URI."""
+        """A start request made from an IRI of the spider's start URLs (or of the command line) gets its URI."""
+        if self._command_line is None:
+            self._command_line = command_line_urls(self.crawler)
+        replaced = self._command_line.take(request)
+        if replaced is not request:
+            self.crawler.stats.inc_value(COMMAND_LINE_STAT)
+            return replaced
         if self._start is None:
             self._start = start_pending(self.crawler.spider)
         if not self._start.by_form or request.meta.get("verbatim_url"):
@@ -225,7 +285,8 @@ class VerbatimLinkMiddleware(BaseSpiderMiddleware):
         if response is None:
             return self._start_request(request)
         feeds = self._feeds or self._feed_options()
-        pending = scan(response, look="%27" in request.url.partition("?")[2], alternates=feeds[0], max_size=feeds[1])
+        look = "%27" in request.url.partition("?")[2] or _canonical(request.url)
+        pending = scan(response, look=look, alternates=feeds[0], max_size=feeds[1])
         if not pending.by_form:
             return request
         if request.meta.get("verbatim_url"):

@@ -10,6 +10,7 @@ next run.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -127,3 +128,27 @@ def test_a_crawl_that_finishes_exits_zero(shared_web, redis_server, tmp_path):
     code, log = _finish(_scrapy(args, tmp_path, subprocess_env(shared_web)), tmp_path)
     assert code == 0, log[-3000:]
     assert "Spider closed (finished)" in log and "gives up" not in log
+
+
+def test_a_store_refused_at_open_ends_the_crawl_with_the_error_counted(shared_web, tmp_path):
+    """A SQLite store file replaced by an older copy is refused when the crawl opens it, before Scrapy counts log
+    lines: the crawl gives up once the spider is open, so ``log_count/ERROR`` counts the refusal, which names the
+    risk, and nothing is fetched."""
+    from simweb.crawl import subprocess_env
+    from store.test_sqlite_rollback import restore, write
+
+    path = tmp_path / "crawl" / "store.sqlite"
+    write(path, "learn")
+    shutil.copyfile(path, tmp_path / "backup.sqlite")
+    write(path, "end")
+    restore(tmp_path / "backup.sqlite", path)
+    shared_web.reset_counts()
+    (tmp_path / "slow.py").write_text(SPIDER, encoding="utf-8")
+    args = ["runspider", "slow.py", "-a", f"start=http://{HOSTS[1]}/", "-s", f"IRI_STORE=sqlite:///{path}"]
+    code, log = _finish(_scrapy(args, tmp_path, subprocess_env(shared_web)), tmp_path)
+    assert code == 1, log[-3000:]
+    assert "'log_count/ERROR': 1" in log, log[-3000:]
+    assert "scrapy-iri gives up (store_refused)" in log and "Spider closed (store_refused)" in log
+    assert "went back to an older state" in log and "would merge pages that differ" in log
+    assert "Traceback" not in log and "CRITICAL" not in log
+    assert sum(shared_web.fetch_counts().values()) == 0

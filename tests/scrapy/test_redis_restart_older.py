@@ -70,6 +70,7 @@ def test_redis_restarted_from_an_older_aof_mid_crawl_and_between_crawls(shared_w
     errors_are_only_rollbacks(third.log)
     assert third.stat("iri/redis/store/rollbacks") == 1, third.log[-3000:]  # the store's ledger tells it at open
     assert "went back to an older state" in third.log  # said when the store opens (before Scrapy counts log lines)
+    assert third.stats.get("log_count/ERROR") == 1, third.log[-3000:]  # and counted once the spider opens
     assert max(counts.values()) == 1  # one process, a seen set of its own: every page once
 
 
@@ -81,6 +82,9 @@ def test_a_crawl_on_rdb_only_redis_stops_unless_its_store_uri_accepts_the_risk(s
         refused = start_crawl("r", [f"http://{HOSTS[0]}/"], IRI_STORE=server.url).wait(timeout=120)
         assert "RDB snapshots only" in refused.log and "IRI_REDIS_ACCEPT_ROLLBACK_RISK" in refused.log
         assert not refused.stats.get("response_received_count")
+        # refused while the engine is built, before Scrapy counts log lines: the crawl ends once its spider opens
+        assert refused.stats.get("log_count/ERROR", 0) == 1 and refused.stats["finish_reason"] == "store_refused"
+        assert refused.returncode == 1 and "Traceback" not in refused.log, refused.log[-3000:]
         shared_web.reset_counts()
         accepted = start_crawl("s", [f"http://{HOSTS[0]}/"], IRI_STORE=f"{server.url}?accept_rollback_risk=1").wait(timeout=120)
         assert accepted.stats["finish_reason"] == "finished" and accepted.returncode == 0, accepted.log[-3000:]
