@@ -58,13 +58,18 @@ class Flight:
 
     ``dont_filter`` is the request's own flag, restored when its answer
     arrives, so a redirect of a request the middleware let through is
-    filtered as usual.
+    filtered as usual. ``claim`` marks a request planned before the URL it
+    is sent as was noted as on its way (a rewrite sent back through the
+    dupefilter, a check the middleware scheduled): it notes that URL when it
+    reaches the downloader, and is dropped there if another request for the
+    same URL got there first.
     """
 
     dont_filter: bool
     action: str = ""
     rules: tuple[str, ...] = ()
     rewritten_from: str | None = None
+    claim: bool = False
 
 
 #: confirmations a rule needs per unit of verified share: with n confirmations and no

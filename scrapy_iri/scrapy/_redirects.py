@@ -54,6 +54,7 @@ fetches, alias checks included), ``iri/deferred``, ``iri/rescheduled``,
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, NoReturn
 
 from scrapy import Request, signals
@@ -250,7 +251,10 @@ class RedirectLearningMiddleware:
         identity = self.identities.of(request)
         if isinstance(flight, Flight) and flight.action:
             if not flight.dont_filter and not component_request(request):  # makes no later one a duplicate, as in Scrapy
-                self.fetched.add(identity.sent_form or request.url)
+                sent = identity.sent_form or request.url
+                if flight.claim:
+                    self._claim(request, flight, sent)
+                self.fetched.add(sent)
             return None  # planned already (a rewritten request, a check, a retry)
         if identity.form is None:  # an invalid URL: compared as given, never merged
             return None
@@ -289,9 +293,28 @@ class RedirectLearningMiddleware:
             self.fetched.add(decision.target)  # on its way: a request for the target meanwhile is a duplicate
             meta[META_IDENTITY] = identity.sent_as(decision.target)
             return request.replace(url=decision.target, dont_filter=True, meta=meta)
-        # filed under its own URL (the store learned meanwhile): the dupefilter judges the target
+        # filed under its own URL (the store learned meanwhile): the dupefilter judges the target,
+        # and the request notes the target as on its way only when it comes back from the scheduler
         meta.pop(META_IDENTITY, None)
+        meta[_FLIGHT] = replace(flight, claim=True)
         return request.replace(url=decision.target, dont_filter=dont_filter, meta=meta)
+
+    def _claim(self, request: Request, flight: Flight, sent: str) -> None:
+        """A request planned earlier reaches the downloader: drop it if ``sent`` was fetched meanwhile.
+
+        A rewrite sent back through the dupefilter is judged there on its
+        target, and a check the middleware scheduled passes it: neither
+        stops a request the dupefilter never saw (one the middleware
+        scheduled itself) or one filed under another identity from fetching
+        the same URL first. Both fetch ``sent`` exactly as it is: the other
+        request fetches the same resource, and its answer is recorded as
+        this one's would be.
+        """
+        request.meta[_FLIGHT] = replace(flight, claim=False)  # a retry of this request is this request
+        if sent not in self.fetched:
+            return
+        self.stats.inc_value("iri/filtered/fetched")
+        raise IgnoreRequest(f"fetched already in this crawl: {sent}")
 
     def _drop_fetched(
         self, request: Request, form: str, filed_as: str, fetches: str, rules: tuple[RuleKey, ...]
@@ -508,7 +531,7 @@ class RedirectLearningMiddleware:
             self.checking[rule] = form
             drop = (_FLIGHT, META_REWRITTEN_FROM, META_IDENTITY)
             meta = {k: v for k, v in request.meta.items() if k not in drop}
-            meta[_FLIGHT] = Flight(request.dont_filter, VERIFY, (str(rule),))
+            meta[_FLIGHT] = Flight(request.dont_filter, VERIFY, (str(rule),), claim=True)
             self.stats.inc_value("iri/verify")
             self._crawl(request.replace(dont_filter=True, meta=meta))
             break
@@ -570,7 +593,7 @@ class RedirectLearningMiddleware:
             if key in self.fetched or key in self.queued:
                 continue
             self.queued.add(key)
-            flight = Flight(held.dont_filter if held is not None else False, VERIFY, (str(rule),))
+            flight = Flight(held.dont_filter if held is not None else False, VERIFY, (str(rule),), claim=True)
             if held is not None:
                 drop = (_FLIGHT, META_REWRITTEN_FROM, META_IDENTITY)
                 meta = {k: v for k, v in held.meta.items() if k not in drop}

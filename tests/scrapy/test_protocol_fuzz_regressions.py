@@ -50,7 +50,8 @@ from scrapy_iri.scrapy._plan import verification_share
 from scrapy_iri.store import EquivalenceStore, LearningPolicy, MemoryStore, RuleKey, RuleStatus
 
 pytest.importorskip("simweb")
-from simweb import Moves, SimulatedWeb, Site  # noqa: E402
+from simweb import HttpsRedirect, Moves, SimulatedWeb, Site, WwwRedirect  # noqa: E402
+from simweb.policies import HttpRedirect  # noqa: E402
 from simweb.crawl import run_crawl  # noqa: E402
 
 ADDON = {"ADDONS": {"scrapy_iri.Addon": 0}}
@@ -318,3 +319,55 @@ def test_dropped_predictions_are_checked_one_per_rule_until_it_holds(
             else:  # the first check confirms the rule: the other 29 wait no more
                 assert len(checks) == 1, checks
                 assert result.stat("iri/rescheduled") == 0
+
+
+def gave_up_tls_site(phase: int) -> Site:
+    """Phase 0: ``http://H/p`` -301-> ``https://H/p`` -301-> ``https://www.H/p``; the home page links
+    ``http://H/x/a`` (rules ``http-to-https`` on ``http://H`` and ``apex-to-www`` on ``https://H``, both
+    origin-wide), then ``http://H/d-9`` (merged by them). Phase 1: the site gave up TLS, ``https://X/p``
+    -301-> ``http://X/p`` and ``http://H/p`` -301-> ``http://www.H/p``; the home page links
+    ``http://H/d-1`` first."""
+    https = phase == 0
+    site = Site(
+        "www.tls.example",
+        schemes=("https",) if https else ("http", "https"),
+        policies=[HttpsRedirect() if https else HttpRedirect(), WwwRedirect()],
+        start=("https://www.tls.example/",),
+    )
+    links = ("/x/a", "/d-9") if phase == 0 else ("/d-1", "/d-9", "/x/a")
+    site.page("tls:home", "/", *(f"http://tls.example{path}" for path in links))
+    for path in links:
+        site.page(f"tls:{path}", path, "/")
+    return site
+
+
+def test_a_request_rewritten_through_the_filter_is_not_fetched_twice(tmp_path: Path) -> None:
+    """Two requests for ``http://H/d-9`` rewritten to ``http://www.H/d-9`` by a rule learned in phase 1:
+
+    the home page's link (filed under what phase 0's rules predicted, so
+    rewritten through the dupefilter, which judges the target) and the same
+    URL merged in phase 0, scheduled again past the dupefilter when
+    ``http-to-https`` falls. The second is planned before the first one's
+    rewritten copy comes back from the scheduler (FIFO): one fetch of
+    ``d-9``, whichever copy makes it (seed 304, phase 1: ``http://www.H/d-2``
+    fetched twice, under some arrival orders)."""
+    settings = {
+        **ADDON,
+        "IRI_STORE": f"sqlite:///{tmp_path / 'store.db'}",
+        "IRI_VERIFY_SHARE": 0,
+        "IRI_VERIFY_ADAPTIVE": False,
+        "IRI_RULE_MIN_OBSERVATIONS": 1,
+        "CONCURRENT_REQUESTS": 1,
+        "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+        "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue",  # one queue: the order above
+    }
+    for phase in (0, 1):
+        with SimulatedWeb([gave_up_tls_site(phase)]) as web:
+            result = run_crawl(web, settings=settings)
+            assert result.returncode == 0, result.log[-3000:]
+            assert result.stat("log_count/ERROR") == 0, result.log[-3000:]
+            assert web.resource_ids() - result.resource_ids == set(), phase
+            fetched = result.counts["resources"]
+            assert all(n == 1 for rid, n in fetched.items() if not rid.endswith(":home")), (phase, fetched)
+            if phase == 1:
+                assert result.stat("iri/rescheduled") >= 1, result.log[-3000:]
