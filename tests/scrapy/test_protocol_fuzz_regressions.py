@@ -37,6 +37,12 @@
   Those dropped predictions are checked one per rule at a time: a rule
   whose first check confirms it costs one fetch, not one per link; one whose
   first check refutes it has everything it merged fetched.
+* A rewrite sent back through the dupefilter (its request was filed under
+  another identity) notes its target as fetched only when it reaches the
+  downloader, and is dropped there if another request fetched the target
+  first: a request re-scheduled past the dupefilter when a rule fell, planned
+  between the two passes, fetched the same page (seed 304, phase 1:
+  ``http://www.H/d-2`` fetched twice under some arrival orders).
 """
 
 from __future__ import annotations
