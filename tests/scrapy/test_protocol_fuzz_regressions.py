@@ -57,8 +57,8 @@ from scrapy_iri.store import EquivalenceStore, LearningPolicy, MemoryStore, Rule
 
 pytest.importorskip("simweb")
 from simweb import HttpsRedirect, Moves, SimulatedWeb, Site, WwwRedirect  # noqa: E402
-from simweb.policies import HttpRedirect  # noqa: E402
 from simweb.crawl import run_crawl  # noqa: E402
+from simweb.policies import HttpRedirect  # noqa: E402
 
 ADDON = {"ADDONS": {"scrapy_iri.Addon": 0}}
 H = "http://h.example"
