@@ -114,6 +114,11 @@ class IRICrawl:
                 with self._early:
                     store = self._open_store()
             except StoreError as exc:
+                if self.uses_redis:
+                    from scrapy_iri.store._redis.connection import RedisUnavailable
+
+                    if isinstance(exc, RedisUnavailable):  # the seen set and the queue need Redis too: no crawl
+                        raise
                 self._store = cast("EquivalenceStore", RefusedStore(exc))
                 self._refused(exc)
                 return self._store
