@@ -48,8 +48,9 @@ def test_ctrl_c_mid_run_exits_130_without_traceback_or_output(tmp_path):
     assert SCRIPT is not None
     bad = tmp_path / "bad.csv"
     bad.write_text("kept\n")  # a file from an earlier run: an interrupted run leaves it as it was
+    # SIGINT as a terminal's foreground job gets it, also when the tests run as a background job (SIGINT ignored)
     process = subprocess.Popen([SCRIPT, "graph", str(edges), str(out), "--progress", "--bad-rows", str(bad)],
-                               stderr=subprocess.PIPE)
+                               stderr=subprocess.PIPE, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert process.stderr is not None
     first = process.stderr.readline()  # the first progress line: the run is under way
     process.send_signal(signal.SIGINT)
