@@ -109,16 +109,15 @@ class IRICrawl:
         stops, after pipelines, the dupefilter and middlewares are done with it.
         """
         if self._store is None:
+            if self.uses_redis:
+                # reached first: the seen set and the queue need Redis too, so one that cannot be
+                # reached stops the crawl before it starts; only a store refused at open is stood in for
+                self.redis  # noqa: B018
             try:
                 self._early = _EarlyLines(self.crawler)  # kept: the signal holds its receivers weakly
                 with self._early:
                     store = self._open_store()
             except StoreError as exc:
-                if self.uses_redis:
-                    from scrapy_iri.store._redis.connection import RedisUnavailable
-
-                    if isinstance(exc, RedisUnavailable):  # the seen set and the queue need Redis too: no crawl
-                        raise
                 self._store = cast("EquivalenceStore", RefusedStore(exc))
                 self._refused(exc)
                 return self._store

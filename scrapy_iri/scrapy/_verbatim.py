@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING, Any
-
 from urllib.parse import urljoin
 
 from scrapy import Request, Spider
