@@ -62,9 +62,7 @@ class Flight:
     is sent as was noted as on its way (a rewrite sent back through the
     dupefilter, a check the middleware scheduled): it notes that URL when it
     reaches the downloader, and is dropped there if another request for the
-    same URL got there first. ``rescheduled`` marks a request scheduled
-    again because the rule that merged it fell: until it is sent as it is,
-    its URL counts as on its way.
+    same URL got there first.
     """
 
     dont_filter: bool
@@ -72,7 +70,6 @@ class Flight:
     rules: tuple[str, ...] = ()
     rewritten_from: str | None = None
     claim: bool = False
-    rescheduled: bool = False
 
 
 #: confirmations a rule needs per unit of verified share: with n confirmations and no

@@ -268,9 +268,6 @@ class RedirectLearningMiddleware:
         if decision.action == REWRITE and decision.rules and decision.target in self.gone:
             decision = Plan(VERIFY, rules=decision.rules[:1])  # a prediction into a page that is gone is checked
         fetches = decision.target if decision.target is not None else identity.form
-        if isinstance(flight, Flight) and flight.rescheduled and fetches != identity.form:
-            # merged again by another rule: not on its way as it is, so that rule's fall schedules it once more
-            self.queued.discard(identity.form)
         if fetches in self.fetched and not dont_filter and not component_request(request):
             self._drop_fetched(request, identity.form, filed_as, fetches, decision.rules)
         if now.held is not None:  # what is fetched asks the server about an alias again
@@ -623,9 +620,9 @@ class RedirectLearningMiddleware:
             if held is not None:
                 drop = (_FLIGHT, META_REWRITTEN_FROM, META_IDENTITY)
                 meta = {k: v for k, v in held.meta.items() if k not in drop}
-                request = held.replace(dont_filter=True, meta={**meta, _FLIGHT: Flight(held.dont_filter, rescheduled=True)})
+                request = held.replace(dont_filter=True, meta={**meta, _FLIGHT: Flight(held.dont_filter)})
             else:
-                request = Request(url, dont_filter=True, meta={_FLIGHT: Flight(False, rescheduled=True)})
+                request = Request(url, dont_filter=True, meta={_FLIGHT: Flight(False)})
             self.stats.inc_value("iri/rescheduled")
             self._crawl(request)
 
